@@ -1,0 +1,118 @@
+//! One RWKV-7 block: pre-norm time mixing then channel mixing, each with a residual.
+
+use burn::module::Module;
+use burn::nn::{LayerNorm, LayerNormConfig};
+use burn::tensor::{Device, Tensor};
+
+use crate::channel_mix::ChannelMix;
+use crate::config::RwkvConfig;
+use crate::init::ParamFactory;
+use crate::padding::Padding;
+use crate::state::LayerState;
+use crate::time_mix::TimeMix;
+
+/// An RWKV-7 block: `x += att(ln1(x)); x += ffn(ln2(x))`; the first block also applies `ln0`
+/// to the embedding.
+#[derive(Module, Debug)]
+pub struct Block {
+    /// Embedding norm, first block only.
+    pub ln0: Option<LayerNorm>,
+    /// Norm before time mixing.
+    pub ln1: LayerNorm,
+    /// Norm before channel mixing.
+    pub ln2: LayerNorm,
+    /// Time mixing.
+    pub att: TimeMix,
+    /// Channel mixing.
+    pub ffn: ChannelMix,
+}
+
+pub(crate) fn layer_norm(d: usize, device: &Device) -> LayerNorm {
+    LayerNormConfig::new(d).with_epsilon(1e-5).init(device)
+}
+
+impl Block {
+    pub(crate) fn new(
+        config: &RwkvConfig,
+        layer: usize,
+        params: &mut ParamFactory<'_>,
+        device: &Device,
+    ) -> Self {
+        let d = config.d_model;
+        Self {
+            ln0: (layer == 0).then(|| layer_norm(d, device)),
+            ln1: layer_norm(d, device),
+            ln2: layer_norm(d, device),
+            att: TimeMix::new(config, layer, &mut params.fork()),
+            ffn: ChannelMix::new(config, layer, &mut params.fork()),
+        }
+    }
+
+    /// Sequence mode.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`: `[batch, time, d]`; `v_first`: `[batch·time, d]` (absent for the first block)
+    /// - returns `[batch, time, d]`, the new state and `v_first`.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        state: LayerState,
+        v_first: Option<Tensor<2>>,
+        padding: Option<&Padding>,
+    ) -> (Tensor<3>, LayerState, Tensor<2>) {
+        let x = match &self.ln0 {
+            Some(ln0) => ln0.forward(x),
+            None => x,
+        };
+        let (att, att_shift, wkv, v_first) = self.att.forward(
+            self.ln1.forward(x.clone()),
+            state.att_shift,
+            state.wkv,
+            v_first,
+            padding,
+        );
+        let x = x + att;
+        let (ffn, ffn_shift) =
+            self.ffn
+                .forward(self.ln2.forward(x.clone()), state.ffn_shift, padding);
+        let state = LayerState {
+            wkv,
+            att_shift,
+            ffn_shift,
+        };
+        (x + ffn, state, v_first)
+    }
+
+    /// Step mode: one token per sequence.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`: `[batch, d]`; `v_first`: `[batch, d]` → `[batch, d]`
+    pub fn step(
+        &self,
+        x: Tensor<2>,
+        state: LayerState,
+        v_first: Option<Tensor<2>>,
+    ) -> (Tensor<2>, LayerState, Tensor<2>) {
+        let x = match &self.ln0 {
+            Some(ln0) => ln0.forward(x),
+            None => x,
+        };
+        let (att, att_shift, wkv, v_first) = self.att.step(
+            self.ln1.forward(x.clone()),
+            state.att_shift,
+            state.wkv,
+            v_first,
+        );
+        let x = x + att;
+        let x_ffn = self.ln2.forward(x.clone());
+        let ffn = self.ffn.mix(x_ffn.clone(), state.ffn_shift);
+        let state = LayerState {
+            wkv,
+            att_shift,
+            ffn_shift: x_ffn,
+        };
+        (x + ffn, state, v_first)
+    }
+}

@@ -1,0 +1,78 @@
+//! RWKV-7 channel mixing: token shift and a squared-ReLU MLP.
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
+
+use crate::config::RwkvConfig;
+use crate::init::ParamFactory;
+use crate::padding::Padding;
+use crate::time_mix::{last_token, token_shift};
+
+/// RWKV-7 channel mixing (rwkv.md §2.5): `out = relu(x_k · W_k)² · W_v` with
+/// `x_k = x + (x_prev − x) ⊙ μ_k`.
+#[derive(Module, Debug)]
+pub struct ChannelMix {
+    /// Token-shift lerp μ_k, `[d]`.
+    pub x_k: Param<Tensor<1>>,
+    /// `d → d_ffn`.
+    pub key: Linear,
+    /// `d_ffn → d`.
+    pub value: Linear,
+}
+
+impl ChannelMix {
+    pub(crate) fn new(config: &RwkvConfig, layer: usize, params: &mut ParamFactory<'_>) -> Self {
+        let (d, ffn) = (config.d_model, config.ffn_width());
+        let ratio_1_to_0 = 1.0 - layer as f32 / config.n_layers as f32;
+        let x_k = (0..d)
+            .map(|i| 1.0 - (i as f32 / d as f32).powf(ratio_1_to_0.powi(4)))
+            .collect();
+        Self {
+            x_k: params.from_values(x_k, [d]),
+            key: Linear {
+                weight: params.uniform(0.5 / (d as f32).sqrt(), [d, ffn]),
+                bias: None,
+            },
+            // Zero output: the block starts as the identity.
+            value: Linear {
+                weight: params.constant(0.0, [ffn, d]),
+                bias: None,
+            },
+        }
+    }
+
+    /// Mixes tokens whose previous-token inputs are already known.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`, `x_prev`: `[m, d]` → `[m, d]`
+    pub fn mix(&self, x: Tensor<2>, x_prev: Tensor<2>) -> Tensor<2> {
+        let xk = x.clone() + (x_prev - x) * self.x_k.val().unsqueeze();
+        self.value
+            .forward(relu(self.key.forward(xk)).powf_scalar(2.0))
+    }
+
+    /// Sequence mode.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`: `[batch, time, d]` (the LN2 output); `shift`: `[batch, d]`
+    /// - returns the output `[batch, time, d]` and the new `shift`.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        shift: Tensor<2>,
+        padding: Option<&Padding>,
+    ) -> (Tensor<3>, Tensor<2>) {
+        let [batch, time, d] = x.dims();
+        let x_prev = token_shift(x.clone(), shift.clone());
+        let new_shift = last_token(x.clone(), shift, padding);
+        let out = self.mix(
+            x.reshape([batch * time, d]),
+            x_prev.reshape([batch * time, d]),
+        );
+        (out.reshape([batch, time, d]), new_shift)
+    }
+}

@@ -1,0 +1,391 @@
+//! RWKV-7 time mixing: token shift, projections, the WKV-7 recurrence and its read-out.
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::tensor::Tensor;
+use burn::tensor::activation::{sigmoid, tanh};
+use burn::tensor::module::linear;
+
+use crate::config::RwkvConfig;
+use crate::init::ParamFactory;
+use crate::padding::Padding;
+
+/// `e^{-0.5}`: the decay scale of RWKV-7, `log w = −e^{−0.5}·σ(z)`.
+const DECAY_SCALE: f32 = 0.606_530_66;
+
+/// RWKV-7 time mixing of one block (rwkv.md §2.1–§2.4).
+///
+/// Parameter names follow the released RWKV-7 checkpoints (`x_r` … `x_g`, `w0..w2`, `a0..a2`,
+/// `v0..v2`, `g1`, `g2`, `k_k`, `k_a`, `r_k`, `ln_x`); LoRA matrices are `[d, rank]` then
+/// `[rank, d]`, applied as `x · A · B`.
+#[derive(Module, Debug)]
+pub struct TimeMix {
+    /// Token-shift lerp weights of the six streams r, w, k, v, a, g: `[d]` each.
+    pub x_r: Param<Tensor<1>>,
+    /// See `x_r`.
+    pub x_w: Param<Tensor<1>>,
+    /// See `x_r`.
+    pub x_k: Param<Tensor<1>>,
+    /// See `x_r`.
+    pub x_v: Param<Tensor<1>>,
+    /// See `x_r`.
+    pub x_a: Param<Tensor<1>>,
+    /// See `x_r`.
+    pub x_g: Param<Tensor<1>>,
+    /// Decay bias `[d]` and LoRA `[d, rank]`, `[rank, d]`: `z = w0 + tanh(x·w1)·w2`.
+    pub w0: Param<Tensor<1>>,
+    /// See `w0`.
+    pub w1: Param<Tensor<2>>,
+    /// See `w0`.
+    pub w2: Param<Tensor<2>>,
+    /// In-context learning rate `a = σ(a0 + x·a1·a2)`.
+    pub a0: Param<Tensor<1>>,
+    /// See `a0`.
+    pub a1: Param<Tensor<2>>,
+    /// See `a0`.
+    pub a2: Param<Tensor<2>>,
+    /// Value-residual gate `ν = σ(v0 + x·v1·v2)`; absent in the first block.
+    pub v0: Option<Param<Tensor<1>>>,
+    /// See `v0`.
+    pub v1: Option<Param<Tensor<2>>>,
+    /// See `v0`.
+    pub v2: Option<Param<Tensor<2>>>,
+    /// Output gate `g = σ(x·g1)·g2`.
+    pub g1: Param<Tensor<2>>,
+    /// See `g1`.
+    pub g2: Param<Tensor<2>>,
+    /// Removal-key scale ξ: `κ = k ⊙ k_k`, normalised per head.
+    pub k_k: Param<Tensor<1>>,
+    /// Replacement-key lerp α_k: `k̃ = k ⊙ (1 + (a − 1) ⊙ k_a)`.
+    pub k_a: Param<Tensor<1>>,
+    /// Bonus weights ρ, `[heads, head_size]`.
+    pub r_k: Param<Tensor<2>>,
+    /// Receptance projection.
+    pub receptance: Linear,
+    /// Key projection.
+    pub key: Linear,
+    /// Value projection.
+    pub value: Linear,
+    /// Output projection.
+    pub output: Linear,
+    /// Per-head group norm of the read-out.
+    pub ln_x: HeadNorm,
+    heads: usize,
+    head_size: usize,
+}
+
+/// Per-head normalisation (GroupNorm with one group per head) with eps = `head_size · 1e-5`.
+#[derive(Module, Debug)]
+pub struct HeadNorm {
+    /// Per-channel scale `[d]`.
+    pub weight: Param<Tensor<1>>,
+    /// Per-channel shift `[d]`.
+    pub bias: Param<Tensor<1>>,
+    heads: usize,
+    epsilon: f64,
+}
+
+impl HeadNorm {
+    /// # Shapes
+    ///
+    /// - `x`: `[m, d]` → `[m, d]`
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        let [m, d] = x.dims();
+        let x = x.reshape([m, self.heads, d / self.heads]);
+        let mean = x.clone().mean_dim(2);
+        let centred = x - mean;
+        let var = centred.clone().powf_scalar(2.0).mean_dim(2);
+        let normed = centred / (var + self.epsilon).sqrt();
+        normed.reshape([m, d]) * self.weight.val().unsqueeze() + self.bias.val().unsqueeze()
+    }
+}
+
+/// The per-token quantities of one time-mix step, each `[m, d]` (`m` tokens).
+#[derive(Debug)]
+pub(crate) struct Projected {
+    pub r: Tensor<2>,
+    pub log_w: Tensor<2>,
+    /// Replacement key k̃.
+    pub k: Tensor<2>,
+    /// Value after the value residual.
+    pub v: Tensor<2>,
+    /// `−κ̂`.
+    pub removal: Tensor<2>,
+    /// `κ̂ ⊙ a`.
+    pub removal_rate: Tensor<2>,
+    pub g: Tensor<2>,
+    /// The first block's value, shared with later blocks.
+    pub v_first: Tensor<2>,
+}
+
+/// `x · A · B` (a LoRA product), with `x` `[m, d]`.
+fn lora(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
+    linear(linear(x, a.val(), None), b.val(), None)
+}
+
+impl TimeMix {
+    pub(crate) fn new(config: &RwkvConfig, layer: usize, params: &mut ParamFactory<'_>) -> Self {
+        let d = config.d_model;
+        let (heads, head_size) = (config.n_heads(), config.head_size);
+        let layers = config.n_layers as f32;
+        let ratio_0_to_1 = if config.n_layers > 1 {
+            layer as f32 / (layers - 1.0)
+        } else {
+            0.0
+        };
+        let ratio_1_to_0 = 1.0 - layer as f32 / layers;
+        let channel = |i: usize| i as f32 / d as f32;
+        // Official init (rwkv.md §2.6): lerps 1 − (i/d)^(c·(1 − l/L)).
+        let lerp = |c: f32| {
+            let values = (0..d)
+                .map(|i| 1.0 - channel(i).powf(c * ratio_1_to_0))
+                .collect();
+            params.from_values(values, [d])
+        };
+        let (x_r, x_w, x_k, x_v, x_a, x_g) = (
+            lerp(0.2),
+            lerp(0.9),
+            lerp(0.7),
+            lerp(0.7),
+            lerp(0.9),
+            lerp(0.2),
+        );
+        // Decay bias: a −7…−2 ramp (slow to fast channels) plus 0.5.
+        let w0 = params.from_values(
+            (0..d)
+                .map(|i| {
+                    let x = i as f32 / (d.max(2) - 1) as f32;
+                    -7.0 + 5.0 * x.powf(0.85 + ratio_0_to_1.sqrt()) + 0.5
+                })
+                .collect(),
+            [d],
+        );
+        let v0_values = (0..d).map(|i| 0.73 - 0.4 * channel(i)).collect();
+        let (rw, ra, rv, rg) = (
+            config.decay_lora_rank(),
+            config.icl_lora_rank(),
+            config.value_lora_rank(),
+            config.gate_lora_rank(),
+        );
+        let proj_bound = 0.5 / (d as f32).sqrt();
+        let has_value_residual = layer > 0;
+        let square = |params: &mut ParamFactory<'_>, bound: f32| Linear {
+            weight: params.uniform(bound, [d, d]),
+            bias: None,
+        };
+        Self {
+            x_r,
+            x_w,
+            x_k,
+            x_v,
+            x_a,
+            x_g,
+            w0,
+            // First LoRA factor zero, second small: the projection starts at its bias.
+            w1: params.constant(0.0, [d, rw]),
+            w2: params.uniform(0.1, [rw, d]),
+            a0: params.constant(-0.19, [d]),
+            a1: params.constant(0.0, [d, ra]),
+            a2: params.uniform(0.1, [ra, d]),
+            v0: has_value_residual.then(|| params.from_values(v0_values, [d])),
+            v1: has_value_residual.then(|| params.constant(0.0, [d, rv])),
+            v2: has_value_residual.then(|| params.uniform(0.1, [rv, d])),
+            g1: params.constant(0.0, [d, rg]),
+            g2: params.uniform(0.1, [rg, d]),
+            k_k: params.constant(0.85, [d]),
+            k_a: params.constant(1.0, [d]),
+            r_k: params.constant(-0.04, [heads, head_size]),
+            receptance: square(params, proj_bound),
+            key: square(params, proj_bound),
+            value: square(params, proj_bound),
+            // Zero output projection: every block starts as the identity.
+            output: square(params, 0.0),
+            ln_x: HeadNorm {
+                weight: params.constant(((layer + 1) as f32 / layers).powf(0.7), [d]),
+                bias: params.constant(0.0, [d]),
+                heads,
+                epsilon: head_size as f64 * 1e-5,
+            },
+            heads,
+            head_size,
+        }
+    }
+
+    /// Computes every per-token quantity from the (normed) input and the previous token's input.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`, `x_prev`: `[m, d]`; `v_first`: `[m, d]` (absent in the first block)
+    pub(crate) fn project(
+        &self,
+        x: Tensor<2>,
+        x_prev: Tensor<2>,
+        v_first: Option<Tensor<2>>,
+    ) -> Projected {
+        let [m, d] = x.dims();
+        let delta = x_prev - x.clone();
+        let shift = |mu: &Param<Tensor<1>>| x.clone() + delta.clone() * mu.val().unsqueeze();
+
+        let r = self.receptance.forward(shift(&self.x_r));
+        let z = lora_tanh(shift(&self.x_w), &self.w1, &self.w2) + self.w0.val().unsqueeze();
+        let log_w = sigmoid(z) * (-DECAY_SCALE);
+        let k = self.key.forward(shift(&self.x_k));
+        let x_v = shift(&self.x_v);
+        let mut v = self.value.forward(x_v.clone());
+        let a = sigmoid(lora(shift(&self.x_a), &self.a1, &self.a2) + self.a0.val().unsqueeze());
+        let g = linear(
+            sigmoid(linear(shift(&self.x_g), self.g1.val(), None)),
+            self.g2.val(),
+            None,
+        );
+
+        let v_first = match (v_first, &self.v0, &self.v1, &self.v2) {
+            (Some(v_first), Some(v0), Some(v1), Some(v2)) => {
+                let nu = sigmoid(lora(x_v, v1, v2) + v0.val().unsqueeze());
+                v = v.clone() + (v_first.clone() - v) * nu;
+                v_first
+            }
+            _ => v.clone(),
+        };
+
+        let kappa =
+            (k.clone() * self.k_k.val().unsqueeze()).reshape([m, self.heads, self.head_size]);
+        let norm = kappa
+            .clone()
+            .powf_scalar(2.0)
+            .sum_dim(2)
+            .sqrt()
+            .clamp_min(1e-12);
+        let kappa_hat = (kappa / norm).reshape([m, d]);
+        let k = k * ((a.clone() - 1.0) * self.k_a.val().unsqueeze() + 1.0);
+
+        Projected {
+            r,
+            log_w,
+            k,
+            v,
+            removal: -kappa_hat.clone(),
+            removal_rate: kappa_hat * a,
+            g,
+            v_first,
+        }
+    }
+
+    /// Group norm, bonus, gate and output projection of the recurrence's output `y`.
+    ///
+    /// # Shapes
+    ///
+    /// - `y`: `[m, d]` → `[m, d]`
+    pub(crate) fn read_out(&self, y: Tensor<2>, p: &Projected) -> Tensor<2> {
+        let [m, d] = y.dims();
+        let (h, n) = (self.heads, self.head_size);
+        let normed = self.ln_x.forward(y);
+        let per_head = |t: Tensor<2>| t.reshape([m, h, n]);
+        let bonus_weight =
+            (per_head(p.r.clone()) * per_head(p.k.clone()) * self.r_k.val().unsqueeze()).sum_dim(2);
+        let bonus = (bonus_weight * per_head(p.v.clone())).reshape([m, d]);
+        self.output.forward((normed + bonus) * p.g.clone())
+    }
+
+    /// Sequence mode: reads `x` from `state`, ignoring padding.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`: `[batch, time, d]` (the LN1 output); `shift`: `[batch, d]`;
+    ///   `wkv`: `[batch, heads, n, n]`; `v_first`: `[batch·time, d]`
+    /// - returns the output `[batch, time, d]`, the new `shift` and `wkv`, and `v_first`.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        shift: Tensor<2>,
+        wkv: Tensor<4>,
+        v_first: Option<Tensor<2>>,
+        padding: Option<&Padding>,
+    ) -> (Tensor<3>, Tensor<2>, Tensor<4>, Tensor<2>) {
+        let [batch, time, d] = x.dims();
+        let (h, n) = (self.heads, self.head_size);
+        let x_prev = token_shift(x.clone(), shift.clone());
+        let new_shift = last_token(x.clone(), shift, padding);
+        let flat = |t: Tensor<3>| t.reshape([batch * time, d]);
+        let p = self.project(flat(x), flat(x_prev), v_first);
+
+        let seq = |t: Tensor<2>| t.reshape([batch, time, h, n]);
+        // At padding: w = 1 and no write, so the state passes through unchanged.
+        let keep = |t: Tensor<2>| match padding {
+            Some(padding) => seq(t) * padding.valid.clone().reshape([batch, time, 1, 1]),
+            None => seq(t),
+        };
+        let (y, wkv) = colswarm_kernels::wkv7(
+            seq(p.r.clone()),
+            keep(p.log_w.clone()),
+            keep(p.k.clone()),
+            seq(p.v.clone()),
+            seq(p.removal.clone()),
+            keep(p.removal_rate.clone()),
+            wkv,
+        );
+        let out = self.read_out(y.reshape([batch * time, d]), &p);
+        (out.reshape([batch, time, d]), new_shift, wkv, p.v_first)
+    }
+
+    /// Step mode: one token per sequence.
+    ///
+    /// # Shapes
+    ///
+    /// - `x`: `[batch, d]` (the LN1 output); `shift`: `[batch, d]`; `wkv`: `[batch, heads, n, n]`;
+    ///   `v_first`: `[batch, d]`
+    /// - returns the output `[batch, d]`, the new `shift` (= `x`) and `wkv`, and `v_first`.
+    pub fn step(
+        &self,
+        x: Tensor<2>,
+        shift: Tensor<2>,
+        wkv: Tensor<4>,
+        v_first: Option<Tensor<2>>,
+    ) -> (Tensor<2>, Tensor<2>, Tensor<4>, Tensor<2>) {
+        let [batch, _] = x.dims();
+        let (h, n) = (self.heads, self.head_size);
+        let p = self.project(x.clone(), shift, v_first);
+        let column = |t: &Tensor<2>| t.clone().reshape([batch, h, n, 1]);
+        let row = |t: &Tensor<2>| t.clone().reshape([batch, h, 1, n]);
+        // S ← S·diag(w) + (S·a)·bᵀ + v·kᵀ ;  y = S·r
+        let removed = wkv.clone().matmul(column(&p.removal));
+        let wkv = wkv * row(&p.log_w).exp()
+            + removed.matmul(row(&p.removal_rate))
+            + column(&p.v).matmul(row(&p.k));
+        let y = wkv.clone().matmul(column(&p.r)).reshape([batch, h * n]);
+        (self.read_out(y, &p), x, wkv, p.v_first)
+    }
+}
+
+/// `tanh(x · A) · B`.
+fn lora_tanh(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
+    linear(tanh(linear(x, a.val(), None)), b.val(), None)
+}
+
+/// The previous token's input at every position: `shift` at position 0.
+///
+/// # Shapes
+///
+/// - `x`: `[batch, time, d]`; `shift`: `[batch, d]` → `[batch, time, d]`
+pub(crate) fn token_shift(x: Tensor<3>, shift: Tensor<2>) -> Tensor<3> {
+    let [batch, time, d] = x.dims();
+    let first = shift.reshape([batch, 1, d]);
+    if time <= 1 {
+        return first;
+    }
+    Tensor::cat(vec![first, x.narrow(1, 0, time - 1)], 1)
+}
+
+/// The input at each sequence's last real token (the next token-shift memory).
+pub(crate) fn last_token(
+    x: Tensor<3>,
+    previous: Tensor<2>,
+    padding: Option<&Padding>,
+) -> Tensor<2> {
+    let [batch, time, d] = x.dims();
+    match padding {
+        Some(padding) => padding.last(x, previous),
+        None if time == 0 => previous,
+        None => x.narrow(1, time - 1, 1).reshape([batch, d]),
+    }
+}

@@ -1,0 +1,31 @@
+//! # colswarm
+//!
+//! Sigmoid-gated specialist routing of RWKV-7 models, for annotating table columns with semantic
+//! types (CTA) and relations to the subject column (CPA).
+//!
+//! A trainable **primary** RWKV-7 model reads a table; a sigmoid **router** picks frozen
+//! **specialist** checkpoints, whose recurrent states are aligned and fused into the primary's
+//! state; the primary then answers one short query per column.
+//!
+//! This facade re-exports the workspace crates:
+//!
+//! | module | crate | what |
+//! |---|---|---|
+//! | [`rwkv`] | `colswarm-rwkv` | the RWKV-7 model, its state and checkpoints |
+//! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence (reference and fused) |
+//!
+//! ```
+//! use burn::tensor::{Device, Int, Tensor};
+//! use colswarm::rwkv::RwkvConfig;
+//!
+//! let device = Device::flex();
+//! let model = RwkvConfig::new(260, 64, 2).with_head_size(32).init(42, &device);
+//! let table = b"city,country\nBerlin,DE\nParis,FR\n";
+//! let tokens: Vec<i64> = table.iter().map(|&b| b as i64).collect();
+//! let out = model.forward(Tensor::<1, Int>::from_data(tokens.as_slice(), &device).unsqueeze(), None, None);
+//! assert_eq!(out.hidden.dims(), [1, table.len(), 64]);
+//! ```
+#![warn(missing_docs)]
+
+pub use colswarm_kernels as kernels;
+pub use colswarm_rwkv as rwkv;
