@@ -1,0 +1,251 @@
+//! Plain CSV / TSV tables: quoted fields, delimiter detection, header or not, BOM, CRLF.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use crate::cell::Cell;
+use crate::error::{Result, TableError};
+use crate::options::{ReadOptions, ReadReport};
+use crate::records::{RecordReader, detect_delimiter};
+use crate::table::{Column, Table};
+
+/// Which byte separates fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delimiter {
+    /// Guess from the first 16 KiB among `,` `\t` `;` `|` (comma when nothing fits).
+    #[default]
+    Detect,
+    /// Use this byte.
+    Byte(u8),
+}
+
+/// What to do with a record whose field count differs from the table's width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RaggedRows {
+    /// Fail with [`TableError::RaggedRow`].
+    #[default]
+    Error,
+    /// Pad short rows with null cells; widen the table (padding earlier rows) for long rows.
+    /// Each such row is counted in [`ReadReport::padded_rows`].
+    Pad,
+}
+
+/// How to read a delimited file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsvOptions {
+    /// Field separator (detected by default).
+    pub delimiter: Delimiter,
+    /// True when the first record is a header row (default true).
+    pub has_header: bool,
+    /// Ragged-row policy (error by default).
+    pub ragged_rows: RaggedRows,
+    /// Limits and lossy mode.
+    pub read: ReadOptions,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions {
+            delimiter: Delimiter::Detect,
+            has_header: true,
+            ragged_rows: RaggedRows::Error,
+            read: ReadOptions::default(),
+        }
+    }
+}
+
+impl CsvOptions {
+    /// Tab-separated values with a header row.
+    pub fn tsv() -> Self {
+        CsvOptions {
+            delimiter: Delimiter::Byte(b'\t'),
+            ..CsvOptions::default()
+        }
+    }
+
+    /// These options without a header row.
+    pub fn without_header(self) -> Self {
+        CsvOptions {
+            has_header: false,
+            ..self
+        }
+    }
+}
+
+const SNIFF_BYTES: usize = 16 * 1024;
+
+/// Reads a delimited file into a table whose id is the file stem.
+pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Table> {
+    read_csv_with_report(path, options).map(|(table, _)| table)
+}
+
+/// Like [`read_csv`], also returning what lossy mode or padding changed.
+pub fn read_csv_with_report(
+    path: impl AsRef<Path>,
+    options: &CsvOptions,
+) -> Result<(Table, ReadReport)> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| TableError::io(path, e))?;
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    read_csv_from_reader(file, path, &id, options)
+}
+
+/// Reads a delimited table from any reader; `path` names the source in errors and `id`
+/// becomes the table id.
+pub fn read_csv_from_reader(
+    reader: impl Read,
+    path: &Path,
+    id: &str,
+    options: &CsvOptions,
+) -> Result<(Table, ReadReport)> {
+    let mut input = BufReader::with_capacity(SNIFF_BYTES, reader);
+    let delimiter = match options.delimiter {
+        Delimiter::Byte(b'"') => {
+            return Err(TableError::InvalidOption(
+                "the delimiter cannot be the quote character".into(),
+            ));
+        }
+        Delimiter::Byte(byte) => byte,
+        Delimiter::Detect => {
+            let sample = input.fill_buf().map_err(|e| TableError::io(path, e))?;
+            detect_delimiter(sample)
+        }
+    };
+    let mut records = RecordReader::new(input, path, delimiter, options.read);
+    let mut record = Vec::new();
+    let mut padded_rows = 0;
+
+    let mut columns: Vec<Column> = Vec::new();
+    let mut width = None;
+    let mut has_header_row = false;
+    if options.has_header {
+        if records.next_record(&mut record)?.is_none() {
+            return Err(TableError::EmptyTable { path: path.into() });
+        }
+        columns = record
+            .drain(..)
+            .map(|h| Column::new(Some(h), Vec::new()))
+            .collect();
+        width = Some(columns.len());
+        has_header_row = true;
+    }
+
+    let mut n_rows = 0usize;
+    while let Some(line) = records.next_record(&mut record)? {
+        let expected = *width.get_or_insert(record.len());
+        if columns.len() < expected {
+            columns.resize_with(expected, Column::default);
+        }
+        if record.len() != expected {
+            if options.ragged_rows == RaggedRows::Error {
+                return Err(TableError::RaggedRow {
+                    path: path.into(),
+                    line,
+                    expected,
+                    found: record.len(),
+                });
+            }
+            padded_rows += 1;
+            while columns.len() < record.len() {
+                let mut column = Column::new(has_header_row.then(String::new), Vec::new());
+                column.cells.resize(n_rows, Cell::null());
+                columns.push(column);
+            }
+        }
+        n_rows += 1;
+        if n_rows > options.read.max_rows {
+            return Err(TableError::TooManyRows {
+                path: path.into(),
+                line,
+                found: n_rows,
+                limit: options.read.max_rows,
+            });
+        }
+        let filled = record.len();
+        for (column, text) in columns.iter_mut().zip(record.drain(..)) {
+            column.cells.push(Cell::new(text));
+        }
+        for column in columns.iter_mut().skip(filled) {
+            column.cells.push(Cell::null());
+        }
+    }
+    if columns.is_empty() {
+        return Err(TableError::EmptyTable { path: path.into() });
+    }
+    let mut report = records.report();
+    report.padded_rows += padded_rows;
+    let mut table = Table::new(id, columns);
+    table.context.has_header_row = has_header_row;
+    Ok((table, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(data: &str, options: &CsvOptions) -> Result<(Table, ReadReport)> {
+        read_csv_from_reader(data.as_bytes(), Path::new("t.csv"), "t", options)
+    }
+
+    #[test]
+    fn header_and_detection() {
+        let (table, report) = read("x;y\n1;\"a;b\"\n2;c\n", &CsvOptions::default()).unwrap();
+        assert!(report.is_clean());
+        assert_eq!(table.n_columns(), 2);
+        assert_eq!(table.columns[1].header.as_deref(), Some("y"));
+        assert_eq!(table.cell(0, 1).map(Cell::text), Some("a;b"));
+        assert!(table.context.has_header_row);
+    }
+
+    #[test]
+    fn no_header() {
+        let options = CsvOptions::default().without_header();
+        let (table, _) = read("1,2\n3,4\n", &options).unwrap();
+        assert_eq!(table.n_rows(), 2);
+        assert_eq!(table.columns[0].header, None);
+        assert!(!table.context.has_header_row);
+    }
+
+    #[test]
+    fn ragged_rows_error_or_pad() {
+        let error = read("a,b\n1,2\n3\n", &CsvOptions::default()).unwrap_err();
+        assert!(matches!(
+            error,
+            TableError::RaggedRow {
+                line: 3,
+                expected: 2,
+                found: 1,
+                ..
+            }
+        ));
+        let options = CsvOptions {
+            ragged_rows: RaggedRows::Pad,
+            ..CsvOptions::default()
+        };
+        let (table, report) = read("a,b\n1,2\n3\n4,5,6\n", &options).unwrap();
+        assert_eq!(report.padded_rows, 2);
+        assert_eq!(table.n_columns(), 3);
+        assert!(table.cell(1, 1).is_some_and(Cell::is_null));
+        assert!(table.cell(0, 2).is_some_and(Cell::is_null));
+        assert_eq!(table.cell(2, 2).map(Cell::text), Some("6"));
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        assert!(matches!(
+            read("", &CsvOptions::default()),
+            Err(TableError::EmptyTable { .. })
+        ));
+        assert!(matches!(
+            read("\n\n", &CsvOptions::default().without_header()),
+            Err(TableError::EmptyTable { .. })
+        ));
+        // A header without rows is a table with no rows.
+        let (table, _) = read("a,b\n", &CsvOptions::default()).unwrap();
+        assert_eq!((table.n_columns(), table.n_rows()), (2, 0));
+    }
+}

@@ -1,0 +1,80 @@
+//! Tables for column annotation (CTA: a type per column; CPA: the relation between the subject
+//! column and another column), without any deep-learning dependency.
+//!
+//! - **Model**: [`Table`] → [`Column`]s of [`Cell`]s (text kept as read, plus a [`CellKind`]:
+//!   null, boolean, integer, decimal, date, nested, text), [`TableContext`] (page title,
+//!   section, caption, header row present or not), CTA labels per column (several allowed) and
+//!   [`CpaTarget`]s.
+//! - **Readers** (each names file, line and column in its errors, never panics on input, and
+//!   keeps memory bounded by [`ReadOptions`]):
+//!   CSV/TSV ([`read_csv`]), SOTAB V1/V2 ([`read_sotab_table`], [`load_sotab_split`]),
+//!   SemTab ([`load_semtab`]), T2D ([`load_t2d`]), TURL WikiTables in CSV and JSON form
+//!   ([`read_wikitables_csv`], [`read_turl_json`]), Sato/Doduo cv files including the
+//!   GitTables SemTab 2022 folds ([`read_sato_cv_folds`]) and, with the default `parquet`
+//!   feature, GitTables parquet files ([`read_gittables_parquet`]).
+//! - **Label sets**: [`LabelSet`] (dense ids, texts, multi-hot targets) and [`LabelHierarchy`].
+//! - **Serialization**: [`serialize_table`] turns a table into one table segment and one query
+//!   segment per column ([`SerializedTable`]) for a causal recurrent model that reads the table
+//!   once and takes each column's representation at the end of its query.
+//! - **Tokenizer**: bytes are ids `0..=255`; structure tokens follow ([`tokenizer`]);
+//!   [`VOCAB_SIZE`] is the embedding size.
+//!
+//! ```
+//! use colswarm_tables::{ByteTokenizer, SerializeConfig, Table, serialize_table};
+//!
+//! let table = Table::from_rows(
+//!     "people",
+//!     Some(vec!["name".into(), "born".into()]),
+//!     vec![vec!["Ada".into(), "1815-12-10".into()]],
+//! );
+//! let serialized = serialize_table(&table, &SerializeConfig::default());
+//! assert_eq!(serialized.column_queries.len(), 2);
+//! assert_eq!(
+//!     ByteTokenizer.decode(&serialized.column_queries[1]),
+//!     "<query>1<hdr>born</hdr>1815-12-10</query>"
+//! );
+//! ```
+#![warn(missing_docs)]
+
+pub mod cell;
+pub mod delimited;
+pub mod error;
+pub mod fuzzing;
+#[cfg(feature = "parquet")]
+pub mod gittables;
+pub mod label_set;
+pub mod options;
+pub mod python_literal;
+mod records;
+pub mod sato_cv;
+pub mod semtab;
+pub mod serialize;
+pub mod sotab;
+pub mod t2d;
+pub mod table;
+pub mod tokenizer;
+pub mod turl;
+
+pub use cell::{Cell, CellKind, classify};
+pub use delimited::{
+    CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
+};
+pub use error::{Result, TableError};
+#[cfg(feature = "parquet")]
+pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
+pub use label_set::{LabelHierarchy, LabelSet};
+pub use options::{ReadOptions, ReadReport};
+pub use sato_cv::{SatoCvDataset, SatoCvOptions, read_sato_cv, read_sato_cv_folds};
+pub use semtab::{SemTabDataset, SemTabLayout, load_semtab};
+pub use serialize::{SerializeConfig, SerializedTable, serialize_table};
+pub use sotab::{
+    SotabCpaRecord, SotabCtaRecord, SotabSplit, load_sotab_split, read_sotab_cpa_gt,
+    read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, sotab_label_set,
+};
+pub use t2d::{T2dDataset, load_t2d};
+pub use table::{Column, CpaTarget, Table, TableContext};
+pub use tokenizer::{
+    ByteTokenizer, CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, PAD,
+    QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,
+};
+pub use turl::{TurlTask, read_turl_json, read_wikitables_csv, wikitables_label_set};

@@ -1,0 +1,100 @@
+//! Limits and lossy-mode settings shared by every reader, and the report of what lossy mode
+//! changed.
+
+/// Limits that keep memory bounded on hostile or broken input, and the strict/lossy switch.
+///
+/// Strict mode (the default) turns every problem into a [`TableError`](crate::TableError).
+/// Lossy mode repairs two kinds of problem instead, and counts them in a [`ReadReport`]:
+/// - invalid UTF-8 bytes are replaced with U+FFFD;
+/// - cells longer than `max_cell_bytes` are truncated (at a char boundary) while the rest of
+///   the cell is streamed past without being stored, so memory stays bounded.
+///
+/// Structural problems (ragged rows unless padding is asked for, unclosed quotes, bad JSON,
+/// too many columns or rows, JSON-lines records over `max_record_bytes`) are errors in both
+/// modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Largest cell kept, in bytes (default 1 MiB).
+    pub max_cell_bytes: usize,
+    /// Largest JSON-lines record (one SOTAB row), in bytes (default 16 MiB). A record is read
+    /// whole before it is parsed, so this bounds the memory a single line may take.
+    pub max_record_bytes: usize,
+    /// Most columns a table may have (default 16,384).
+    pub max_columns: usize,
+    /// Most rows a table may have (default 10,000,000); also bounds row indices in formats
+    /// that place cells by index (TURL).
+    pub max_rows: usize,
+    /// Repair instead of failing (see above).
+    pub lossy: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_cell_bytes: 1 << 20,
+            max_record_bytes: 16 << 20,
+            max_columns: 16_384,
+            max_rows: 10_000_000,
+            lossy: false,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// The defaults with lossy mode on.
+    pub fn lossy() -> Self {
+        ReadOptions {
+            lossy: true,
+            ..ReadOptions::default()
+        }
+    }
+}
+
+/// What a reader changed or tolerated while reading (all zero in strict mode, except
+/// `padded_rows` when padding ragged rows was asked for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadReport {
+    /// Invalid UTF-8 bytes replaced with U+FFFD (lossy mode).
+    pub replaced_bytes: usize,
+    /// Cells truncated to `max_cell_bytes` (lossy mode).
+    pub truncated_cells: usize,
+    /// Rows shorter or longer than the widest row, padded with null cells.
+    pub padded_rows: usize,
+}
+
+impl ReadReport {
+    /// Adds another report's counts to this one.
+    pub fn merge(&mut self, other: ReadReport) {
+        self.replaced_bytes += other.replaced_bytes;
+        self.truncated_cells += other.truncated_cells;
+        self.padded_rows += other.padded_rows;
+    }
+
+    /// True when nothing was changed.
+    pub fn is_clean(&self) -> bool {
+        *self == ReadReport::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counts() {
+        let mut report = ReadReport::default();
+        assert!(report.is_clean());
+        report.merge(ReadReport {
+            replaced_bytes: 2,
+            truncated_cells: 1,
+            padded_rows: 3,
+        });
+        report.merge(ReadReport {
+            replaced_bytes: 1,
+            ..ReadReport::default()
+        });
+        assert_eq!(report.replaced_bytes, 3);
+        assert!(!report.is_clean());
+        assert!(ReadOptions::lossy().lossy);
+    }
+}
