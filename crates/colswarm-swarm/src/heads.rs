@@ -1,0 +1,155 @@
+//! Column annotation heads: CTA (semantic type) and CPA (relation to the subject column).
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::activation::{log_sigmoid, log_softmax, sigmoid, softmax, tanh};
+use burn::tensor::{Device, Tensor};
+use colswarm_rwkv::init::ParamFactory;
+
+/// Whether a label set allows one label per target or several.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum LabelKind {
+    /// Exactly one label per target: softmax and cross-entropy.
+    SingleLabel,
+    /// Any subset of labels: per-label sigmoid and binary cross-entropy.
+    MultiLabel,
+}
+
+/// Configuration of a [`ColumnHead`].
+#[derive(Config, Debug, PartialEq)]
+pub struct ColumnHeadConfig {
+    /// Width of the inputs (the primary's `d_model`).
+    pub d_model: usize,
+    /// Number of labels.
+    pub n_labels: usize,
+    /// Single- or multi-label.
+    pub kind: LabelKind,
+    /// Hidden width of the two-layer head.
+    #[config(default = 256)]
+    pub d_hidden: usize,
+    /// `true` for a CPA head, which reads `(h_subject, h_column, h_subject ⊙ h_column)`.
+    #[config(default = false)]
+    pub pairwise: bool,
+}
+
+/// A two-layer classifier `tanh(x·W1 + b1)·W2 + b2` over per-column representations.
+///
+/// As a CTA head, `x = h_column`; as a CPA head (`pairwise`), `x = [h_s, h_c, h_s ⊙ h_c]` for the
+/// subject column `s` and another column `c`.
+#[derive(Module, Debug)]
+pub struct ColumnHead {
+    /// Input layer.
+    pub hidden: Linear,
+    /// Output layer.
+    pub output: Linear,
+    #[module(skip)]
+    kind: LabelKind,
+    pairwise: bool,
+}
+
+impl ColumnHeadConfig {
+    /// Builds the head, its weights drawn from `seed`.
+    pub fn init(&self, seed: u64, device: &Device) -> ColumnHead {
+        let d_in = if self.pairwise {
+            3 * self.d_model
+        } else {
+            self.d_model
+        };
+        let mut params = ParamFactory::new(seed, device);
+        ColumnHead {
+            hidden: params.linear(d_in, self.d_hidden, true),
+            output: params.linear(self.d_hidden, self.n_labels, true),
+            kind: self.kind,
+            pairwise: self.pairwise,
+        }
+    }
+}
+
+impl ColumnHead {
+    /// Single- or multi-label.
+    pub fn kind(&self) -> LabelKind {
+        self.kind
+    }
+
+    /// Logits of per-column inputs.
+    ///
+    /// # Shapes
+    ///
+    /// - `columns`: `[m, d_model]` → `[m, n_labels]`
+    pub fn forward(&self, columns: Tensor<2>) -> Tensor<2> {
+        self.output.forward(tanh(self.hidden.forward(columns)))
+    }
+
+    /// Logits of (subject, column) pairs (CPA).
+    ///
+    /// # Shapes
+    ///
+    /// - `subject`, `column`: `[m, d_model]` → `[m, n_labels]`
+    pub fn forward_pair(&self, subject: Tensor<2>, column: Tensor<2>) -> Tensor<2> {
+        debug_assert!(self.pairwise, "forward_pair on a non-pairwise head");
+        let product = subject.clone() * column.clone();
+        self.forward(Tensor::cat(vec![subject, column, product], 1))
+    }
+
+    /// Label probabilities: softmax (single-label) or per-label sigmoid (multi-label).
+    pub fn probabilities(&self, logits: Tensor<2>) -> Tensor<2> {
+        match self.kind {
+            LabelKind::SingleLabel => softmax(logits, 1),
+            LabelKind::MultiLabel => sigmoid(logits),
+        }
+    }
+
+    /// Mean loss against multi-hot `targets` (`[m, n_labels]`; one-hot for single-label sets):
+    /// cross-entropy for single-label sets, binary cross-entropy averaged over labels for
+    /// multi-label sets.
+    pub fn loss(&self, logits: Tensor<2>, targets: Tensor<2>) -> Tensor<1> {
+        let [m, n] = logits.dims();
+        match self.kind {
+            LabelKind::SingleLabel => (log_softmax(logits, 1) * targets).sum().neg() / m as f64,
+            LabelKind::MultiLabel => {
+                let positive = log_sigmoid(logits.clone()) * targets.clone();
+                let negative = log_sigmoid(logits.neg()) * (targets.neg() + 1.0);
+                (positive + negative).sum().neg() / (m * n) as f64
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::TensorData;
+
+    #[test]
+    fn single_label_loss_is_cross_entropy() {
+        let device = Device::flex();
+        let head = ColumnHeadConfig::new(2, 3, LabelKind::SingleLabel).init(0, &device);
+        let logits = Tensor::<2>::from_data(TensorData::new(vec![1f32, 2.0, 3.0], [1, 3]), &device);
+        let target = Tensor::<2>::from_data(TensorData::new(vec![0f32, 0.0, 1.0], [1, 3]), &device);
+        let expected = -(3f32.exp() / (1f32.exp() + 2f32.exp() + 3f32.exp())).ln();
+        assert!((head.loss(logits, target).into_scalar::<f32>() - expected).abs() < 1e-5);
+    }
+
+    #[test]
+    fn multi_label_loss_is_binary_cross_entropy() {
+        let device = Device::flex();
+        let head = ColumnHeadConfig::new(2, 2, LabelKind::MultiLabel).init(0, &device);
+        let logits = Tensor::<2>::from_data(TensorData::new(vec![0f32, 2.0], [1, 2]), &device);
+        let target = Tensor::<2>::from_data(TensorData::new(vec![1f32, 0.0], [1, 2]), &device);
+        let s = |x: f32| 1.0 / (1.0 + (-x).exp());
+        let expected = -(s(0.0).ln() + (1.0 - s(2.0)).ln()) / 2.0;
+        assert!((head.loss(logits, target).into_scalar::<f32>() - expected).abs() < 1e-5);
+    }
+
+    #[test]
+    fn pairwise_head_reads_three_blocks() {
+        let device = Device::flex();
+        let head = ColumnHeadConfig::new(4, 5, LabelKind::SingleLabel)
+            .with_pairwise(true)
+            .with_d_hidden(8)
+            .init(0, &device);
+        let x = Tensor::<2>::ones([3, 4], &device);
+        assert_eq!(head.forward_pair(x.clone(), x).dims(), [3, 5]);
+    }
+}

@@ -1,0 +1,33 @@
+//! The swarm: a trainable primary RWKV-7 model, a sigmoid router over frozen specialist
+//! checkpoints, per-head alignment of their states, masked state fusion, and CTA/CPA heads.
+//!
+//! Data flow (DESIGN.md): the primary reads the table ([`Orchestrator::read_tables`]) → the
+//! router gates each specialist from the pooled read ([`SpecialistRouter`]) → active specialists
+//! read the same table concurrently, each only on the rows that activated it
+//! ([`Swarm::run_specialists`]) → their states are aligned ([`AlignmentProjection`]) and fused
+//! into the primary's ([`StateFusion`]; exactly the primary's state when none is active) → the
+//! primary answers one query per column from the fused state ([`Orchestrator::answer`]) → heads
+//! ([`ColumnHead`]).
+#![warn(missing_docs)]
+
+pub mod alignment;
+mod error;
+pub mod fusion;
+pub mod heads;
+pub mod manifest;
+pub mod orchestrator;
+pub mod router;
+pub mod specialist;
+pub mod steps;
+
+pub use alignment::{AlignmentProjection, StateShape};
+pub use error::SwarmError;
+pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
+pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
+pub use orchestrator::{
+    Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput, TableBatch,
+    TableRead,
+};
+pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
+pub use specialist::FrozenSpecialist;
+pub use steps::{CriticalSteps, Stage};

@@ -1,0 +1,500 @@
+//! The whole forward pass: primary read → router → specialists → align → fuse → queries → heads.
+
+use std::time::Instant;
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use colswarm_rwkv::{LayerState, Rwkv, RwkvConfig, RwkvState};
+use rand::Rng;
+
+use crate::alignment::{AlignmentProjection, StateShape};
+use crate::error::SwarmError;
+use crate::fusion::{FusionMode, StateFusion, StateFusionConfig};
+use crate::heads::{ColumnHead, ColumnHeadConfig, LabelKind};
+use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
+use crate::specialist::{FrozenSpecialist, pad};
+use crate::steps::{CriticalSteps, Stage};
+
+/// Configuration of the trainable part of a swarm.
+#[derive(Config, Debug, PartialEq)]
+pub struct OrchestratorConfig {
+    /// The primary RWKV-7 model.
+    pub primary: RwkvConfig,
+    /// Number of CTA labels.
+    pub cta_labels: usize,
+    /// Single- or multi-label CTA.
+    pub cta_kind: LabelKind,
+    /// Number of CPA relations (0: no CPA head is used).
+    pub cpa_labels: usize,
+    /// Fusion rule.
+    #[config(default = "FusionMode::WeightedSum")]
+    pub fusion: FusionMode,
+    /// Router inference threshold τ.
+    #[config(default = 0.5)]
+    pub threshold: f64,
+    /// At most this many active specialists per table.
+    #[config(default = "None")]
+    pub budget: Option<usize>,
+    /// Hidden width of the heads.
+    #[config(default = 256)]
+    pub d_head_hidden: usize,
+}
+
+/// The trainable modules of a swarm. Specialists are *not* part of it (see [`Swarm`]), so an
+/// optimizer over this module can never touch them.
+#[derive(Module, Debug)]
+pub struct Orchestrator {
+    /// The primary model.
+    pub primary: Rwkv,
+    /// The sigmoid router.
+    pub router: SpecialistRouter,
+    /// One alignment per specialist.
+    pub alignments: Vec<AlignmentProjection>,
+    /// State fusion (all layers).
+    pub fusion: StateFusion,
+    /// CTA head.
+    pub cta: ColumnHead,
+    /// CPA head (pairwise).
+    pub cpa: ColumnHead,
+}
+
+/// A primary with its frozen specialists.
+#[derive(Debug)]
+pub struct Swarm {
+    /// The trainable part.
+    pub orchestrator: Orchestrator,
+    /// Frozen specialists, in router order.
+    pub specialists: Vec<FrozenSpecialist>,
+}
+
+/// Serialized tables and their per-column queries, as token ids.
+#[derive(Clone, Debug, Default)]
+pub struct TableBatch {
+    /// One token sequence per table (the whole serialized table).
+    pub tables: Vec<Vec<u32>>,
+    /// Per table, one query token sequence per column.
+    pub queries: Vec<Vec<Vec<u32>>>,
+}
+
+impl TableBatch {
+    /// Checks that every table and query has at least one token.
+    pub fn validate(&self) -> Result<(), SwarmError> {
+        if self.tables.is_empty() {
+            return Err(SwarmError::Input("the batch holds no table".into()));
+        }
+        if self.tables.len() != self.queries.len() {
+            return Err(SwarmError::Input(format!(
+                "{} tables but {} query lists",
+                self.tables.len(),
+                self.queries.len()
+            )));
+        }
+        for (t, (table, queries)) in self.tables.iter().zip(&self.queries).enumerate() {
+            if table.is_empty() {
+                return Err(SwarmError::Input(format!(
+                    "table {t} serializes to no token"
+                )));
+            }
+            if let Some(c) = queries.iter().position(Vec::is_empty) {
+                return Err(SwarmError::Input(format!(
+                    "table {t}, column {c}: empty query"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `(table, column)` of every query row, in row order.
+    pub fn column_rows(&self) -> Vec<(usize, usize)> {
+        self.queries
+            .iter()
+            .enumerate()
+            .flat_map(|(t, q)| (0..q.len()).map(move |c| (t, c)))
+            .collect()
+    }
+}
+
+/// The primary's read of a batch of tables (deterministic given the tables: shared by all
+/// rollouts of a PARL group).
+#[derive(Clone, Debug)]
+pub struct TableRead {
+    /// State after each table.
+    pub state: RwkvState,
+    /// Masked mean of the hidden states over each table's tokens, `[batch, d_model]`.
+    pub pooled: Tensor<2>,
+    /// Token count of each table.
+    pub lengths: Vec<usize>,
+    /// Wall-clock seconds of the read.
+    pub seconds: f64,
+}
+
+/// Specialist states of a batch: per specialist, per *primary* layer, aligned
+/// `[batch, heads, N, N]` (zeros where the specialist did not run).
+#[derive(Clone, Debug)]
+pub struct SpecialistStates {
+    /// `aligned[i][l]`; empty for a specialist no table activated.
+    pub aligned: Vec<Vec<Tensor<4>>>,
+    /// Per specialist: tokens read (sum over its rows) and wall-clock seconds.
+    pub work: Vec<(usize, f64)>,
+    /// Per specialist and table: tokens it read for that table (0 when inactive).
+    pub tokens: Vec<Vec<usize>>,
+}
+
+/// Everything a forward pass produces.
+#[derive(Clone, Debug)]
+pub struct SwarmOutput {
+    /// Per-column representations, `[columns, d_model]`, rows in [`TableBatch::column_rows`]
+    /// order.
+    pub columns: Tensor<2>,
+    /// CTA logits, `[columns, cta_labels]`.
+    pub cta_logits: Tensor<2>,
+    /// The routing decision.
+    pub router: RouterDecision,
+    /// Stage-by-stage work: critical vs serial steps.
+    pub steps: CriticalSteps,
+}
+
+/// How the router's mask is chosen.
+#[derive(Debug)]
+pub enum Routing<'a, R: Rng> {
+    /// Training: Bernoulli samples.
+    Sample(&'a mut R),
+    /// Inference: `g > τ` with the budget.
+    Threshold,
+    /// A given mask (`[table][specialist]`), e.g. a rollout to re-score.
+    Fixed(Vec<Vec<bool>>),
+}
+
+impl OrchestratorConfig {
+    /// Builds the orchestrator for the given specialists' state shapes; every random weight is
+    /// drawn from `seed` (the router, alignments and fusion start from constants).
+    pub fn init(&self, specialists: &[StateShape], seed: u64, device: &Device) -> Orchestrator {
+        let p = &self.primary;
+        let target = StateShape {
+            layers: p.n_layers,
+            heads: p.n_heads(),
+            head_size: p.head_size,
+        };
+        Orchestrator {
+            primary: p.init(seed, device),
+            router: SpecialistRouterConfig::new(p.d_model, specialists.len())
+                .with_threshold(self.threshold)
+                .with_budget(self.budget)
+                .init(device),
+            alignments: specialists
+                .iter()
+                .map(|&s| AlignmentProjection::new(s, target, device))
+                .collect(),
+            fusion: StateFusionConfig::new(
+                self.fusion,
+                p.n_layers,
+                p.n_heads(),
+                p.head_size,
+                specialists.len(),
+            )
+            .init(device),
+            cta: ColumnHeadConfig::new(p.d_model, self.cta_labels.max(1), self.cta_kind)
+                .with_d_hidden(self.d_head_hidden)
+                .init(seed.wrapping_add(1), device),
+            cpa: ColumnHeadConfig::new(p.d_model, self.cpa_labels.max(1), LabelKind::SingleLabel)
+                .with_d_hidden(self.d_head_hidden)
+                .with_pairwise(true)
+                .init(seed.wrapping_add(2), device),
+        }
+    }
+}
+
+impl Orchestrator {
+    /// Stage 1: the primary reads every table.
+    pub fn read_tables(&self, batch: &TableBatch) -> TableRead {
+        let start = Instant::now();
+        let device = self.device();
+        let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
+        let (tokens, lengths) = pad(&tables, &device);
+        let [rows, time] = tokens.dims();
+        let out = self.primary.forward(tokens, Some(&lengths), None);
+        let valid: Vec<f32> = lengths
+            .iter()
+            .flat_map(|&len| (0..time).map(move |t| if t < len { 1.0 / len as f32 } else { 0.0 }))
+            .collect();
+        let weights = Tensor::<3>::from_data(TensorData::new(valid, [rows, time, 1]), &device);
+        let pooled = (out.hidden * weights)
+            .sum_dim(1)
+            .reshape([rows, self.primary.d_model()]);
+        TableRead {
+            state: out.state,
+            pooled,
+            lengths,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The device the orchestrator's parameters live on.
+    pub fn device(&self) -> Device {
+        self.primary.emb.weight.device()
+    }
+
+    /// Stage 3: fuses the specialists' states into the primary's, layer by layer. The token-shift
+    /// memories stay the primary's own (they hold the last token read, the same for everyone).
+    pub fn fuse(
+        &self,
+        state: &RwkvState,
+        specialists: &SpecialistStates,
+        decision: &RouterDecision,
+    ) -> RwkvState {
+        // Only specialists active for at least one table take part.
+        let included: Vec<usize> = (0..specialists.aligned.len())
+            .filter(|&i| decision.active.iter().any(|row| row[i]))
+            .collect();
+        let layers = state
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| {
+                let others: Vec<(usize, Tensor<4>)> = included
+                    .iter()
+                    .map(|&i| (i, specialists.aligned[i][l].clone()))
+                    .collect();
+                LayerState {
+                    wkv: self.fusion.forward_layer(
+                        l,
+                        layer.wkv.clone(),
+                        &others,
+                        decision.mask.clone(),
+                        decision.probs.clone(),
+                    ),
+                    att_shift: layer.att_shift.clone(),
+                    ffn_shift: layer.ffn_shift.clone(),
+                }
+            })
+            .collect();
+        RwkvState { layers }
+    }
+
+    /// Stage 4: the primary answers one query per column from the (fused) state of its table;
+    /// a column is represented by the hidden state at its query's last token.
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
+    pub fn answer(&self, state: &RwkvState, batch: &TableBatch) -> Tensor<2> {
+        let device = self.device();
+        let rows = batch.column_rows();
+        let table_of_row: Vec<i64> = rows.iter().map(|&(t, _)| t as i64).collect();
+        let row_state = state.select(Tensor::<1, Int>::from_data(
+            table_of_row.as_slice(),
+            &device,
+        ));
+        let queries: Vec<&[u32]> = rows
+            .iter()
+            .map(|&(t, c)| batch.queries[t][c].as_slice())
+            .collect();
+        let (tokens, lengths) = pad(&queries, &device);
+        let out = self
+            .primary
+            .forward(tokens, Some(&lengths), Some(row_state));
+        let [m, _, d] = out.hidden.dims();
+        let last: Vec<i64> = lengths
+            .iter()
+            .map(|&l| l.saturating_sub(1) as i64)
+            .collect();
+        let index = Tensor::<1, Int>::from_data(last.as_slice(), &device)
+            .reshape([m, 1, 1])
+            .expand([m, 1, d]);
+        out.hidden.gather(1, index).reshape([m, d])
+    }
+
+    /// CPA logits for `(subject row, column row)` pairs of [`SwarmOutput::columns`].
+    pub fn cpa_logits(&self, columns: &Tensor<2>, pairs: &[(usize, usize)]) -> Tensor<2> {
+        let device = self.device();
+        let pick = |which: fn(&(usize, usize)) -> usize| {
+            let index: Vec<i64> = pairs.iter().map(|p| which(p) as i64).collect();
+            columns
+                .clone()
+                .select(0, Tensor::<1, Int>::from_data(index.as_slice(), &device))
+        };
+        self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1))
+    }
+}
+
+impl Swarm {
+    /// Checks that the orchestrator was built for these specialists.
+    pub fn new(
+        orchestrator: Orchestrator,
+        specialists: Vec<FrozenSpecialist>,
+    ) -> Result<Self, SwarmError> {
+        let routed = orchestrator.router.n_specialists();
+        if routed != specialists.len() || orchestrator.alignments.len() != specialists.len() {
+            return Err(SwarmError::Inconsistent(format!(
+                "the router routes {routed} specialists and there are {} alignments, but {} specialists were given",
+                orchestrator.alignments.len(),
+                specialists.len()
+            )));
+        }
+        Ok(Self {
+            orchestrator,
+            specialists,
+        })
+    }
+
+    /// Stage 2: each specialist reads the tables that activated it — only those rows — all
+    /// specialists concurrently, one thread each. `active[table][specialist]`.
+    pub fn run_specialists(&self, batch: &TableBatch, active: &[Vec<bool>]) -> SpecialistStates {
+        let device = self.orchestrator.device();
+        let runs: Vec<SpecialistRun> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .specialists
+                .iter()
+                .enumerate()
+                .map(|(i, specialist)| {
+                    let device = device.clone();
+                    scope.spawn(move || SpecialistRun::new(specialist, i, batch, active, &device))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("specialist thread panicked"))
+                .collect()
+        });
+        let mut states = SpecialistStates {
+            aligned: Vec::with_capacity(runs.len()),
+            work: Vec::with_capacity(runs.len()),
+            tokens: Vec::with_capacity(runs.len()),
+        };
+        for (run, alignment) in runs.into_iter().zip(&self.orchestrator.alignments) {
+            // A specialist no table activated is left out of fusion: skip its alignment.
+            let aligned = if run.tokens.iter().all(|&t| t == 0) {
+                Vec::new()
+            } else {
+                alignment.forward(&run.states)
+            };
+            states.aligned.push(aligned);
+            states.work.push((run.tokens.iter().sum(), run.seconds));
+            states.tokens.push(run.tokens);
+        }
+        states
+    }
+
+    /// The whole forward pass.
+    pub fn forward<R: Rng>(
+        &self,
+        batch: &TableBatch,
+        routing: Routing<'_, R>,
+    ) -> Result<SwarmOutput, SwarmError> {
+        batch.validate()?;
+        let read = self.orchestrator.read_tables(batch);
+        Ok(self.forward_from(batch, &read, routing))
+    }
+
+    /// Stages 2–4 from a primary read (PARL rollouts share one read).
+    pub fn forward_from<R: Rng>(
+        &self,
+        batch: &TableBatch,
+        read: &TableRead,
+        routing: Routing<'_, R>,
+    ) -> SwarmOutput {
+        let router = &self.orchestrator.router;
+        let decision = match routing {
+            Routing::Sample(rng) => router.sample(read.pooled.clone(), rng),
+            Routing::Threshold => router.decide(read.pooled.clone()),
+            Routing::Fixed(active) => router.evaluate(read.pooled.clone(), active),
+        };
+        let specialists = self.run_specialists(batch, &decision.active);
+        let start = Instant::now();
+        let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
+        let columns = self.orchestrator.answer(&fused, batch);
+        let answer_secs = start.elapsed().as_secs_f64();
+        let query_tokens = batch
+            .queries
+            .iter()
+            .flat_map(|q| q.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0);
+        let steps = CriticalSteps::new(vec![
+            Stage::main("primary reads the tables", max(&read.lengths), read.seconds),
+            Stage::parallel(
+                "specialists read the tables",
+                specialists
+                    .tokens
+                    .iter()
+                    .zip(&specialists.work)
+                    .filter(|(_, (read, _))| *read > 0)
+                    .map(|(per_table, (_, secs))| (max(per_table), *secs))
+                    .collect(),
+            ),
+            Stage::main(
+                "primary answers the column queries",
+                query_tokens,
+                answer_secs,
+            ),
+        ]);
+        SwarmOutput {
+            cta_logits: self.orchestrator.cta.forward(columns.clone()),
+            columns,
+            router: decision,
+            steps,
+        }
+    }
+}
+
+fn max(values: &[usize]) -> usize {
+    values.iter().copied().max().unwrap_or(0)
+}
+
+/// One specialist's work on a batch.
+struct SpecialistRun {
+    /// Per specialist layer, `[batch, H_s, N_s, N_s]`, zeros for rows it did not read; empty
+    /// when it read nothing.
+    states: Vec<Tensor<4>>,
+    /// Tokens read per table (0 where inactive).
+    tokens: Vec<usize>,
+    seconds: f64,
+}
+
+impl SpecialistRun {
+    fn new(
+        specialist: &FrozenSpecialist,
+        index: usize,
+        batch: &TableBatch,
+        active: &[Vec<bool>],
+        device: &Device,
+    ) -> Self {
+        let start = Instant::now();
+        let batch_size = batch.tables.len();
+        let rows: Vec<usize> = (0..batch_size).filter(|&b| active[b][index]).collect();
+        let mut tokens = vec![0; batch_size];
+        for &b in &rows {
+            tokens[b] = batch.tables[b].len();
+        }
+        let shape = specialist.state_shape();
+        let zeros = || {
+            Tensor::<4>::zeros(
+                [batch_size, shape.heads, shape.head_size, shape.head_size],
+                &device.clone().without_autodiff(),
+            )
+        };
+        let states = if rows.is_empty() {
+            Vec::new()
+        } else {
+            let tables: Vec<&[u32]> = rows.iter().map(|&b| batch.tables[b].as_slice()).collect();
+            let read = specialist.read(&tables, device);
+            if rows.len() == batch_size {
+                read
+            } else {
+                let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+                read.into_iter()
+                    .map(|s| {
+                        let index = Tensor::<1, Int>::from_data(index.as_slice(), &s.device());
+                        zeros().select_assign(0, index, s, IndexingUpdateOp::Assign)
+                    })
+                    .collect()
+            }
+        };
+        Self {
+            states,
+            tokens,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+}

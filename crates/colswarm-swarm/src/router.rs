@@ -1,0 +1,261 @@
+//! The sigmoid specialist router.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::Rng;
+
+/// Configuration of a [`SpecialistRouter`].
+#[derive(Config, Debug, PartialEq)]
+pub struct SpecialistRouterConfig {
+    /// Width of the pooled primary representation `h`.
+    pub d_model: usize,
+    /// Number of specialists `N`.
+    pub n_specialists: usize,
+    /// Inference threshold τ: specialist `i` is active when `g_i > τ` (strict).
+    #[config(default = 0.5)]
+    pub threshold: f64,
+    /// At most this many specialists active per table (the `k` highest gates win).
+    #[config(default = "None")]
+    pub budget: Option<usize>,
+    /// Initial gate bias: `σ(bias)` is the activation probability before training.
+    #[config(default = 0.0)]
+    pub initial_bias: f64,
+}
+
+/// `g = σ(W·h + b) ∈ (0,1)^N`: one independent gate per specialist.
+///
+/// [`SpecialistRouter::sample`] draws the training-time mask `m_i ~ Bernoulli(g_i)` and returns
+/// its log-probability (the policy's action log-prob for PARL); [`SpecialistRouter::decide`]
+/// thresholds at inference. Both honour the budget.
+#[derive(Module, Debug)]
+pub struct SpecialistRouter {
+    /// `d_model → n_specialists`, with bias.
+    pub gate: Linear,
+    threshold: f64,
+    #[module(skip)]
+    budget: Option<usize>,
+}
+
+/// A routing decision for a batch of tables.
+#[derive(Clone, Debug)]
+pub struct RouterDecision {
+    /// Gate probabilities `g`, `[batch, n]`.
+    pub probs: Tensor<2>,
+    /// The mask, 1.0 for active specialists, `[batch, n]` (no gradient).
+    pub mask: Tensor<2>,
+    /// The same mask on the host, row-major: `active[b][i]`.
+    pub active: Vec<Vec<bool>>,
+    /// `Σ_i m_i·log g_i + (1−m_i)·log(1−g_i)`, `[batch]` (differentiable in `g`).
+    pub log_prob: Tensor<1>,
+    /// Entropy of the Bernoulli gates, `Σ_i H(g_i)`, `[batch]`.
+    pub entropy: Tensor<1>,
+}
+
+impl SpecialistRouterConfig {
+    /// Builds the router; the gate weights start at zero so every table starts with the same
+    /// activation probability `σ(initial_bias)`.
+    pub fn init(&self, device: &Device) -> SpecialistRouter {
+        let mut gate = LinearConfig::new(self.d_model, self.n_specialists).init(device);
+        gate.weight = gate.weight.map(|w| w.zeros_like());
+        gate.bias = gate
+            .bias
+            .map(|b| b.map(|b| b.zeros_like() + self.initial_bias));
+        SpecialistRouter {
+            gate,
+            threshold: self.threshold,
+            budget: self.budget,
+        }
+    }
+}
+
+/// Keeps at most `budget` of the `candidates` (indices), preferring higher probabilities; ties go
+/// to the lower index so the result is deterministic.
+fn apply_budget(candidates: &mut Vec<usize>, probs: &[f32], budget: Option<usize>) {
+    if let Some(budget) = budget
+        && candidates.len() > budget
+    {
+        candidates.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]).then(a.cmp(&b)));
+        candidates.truncate(budget);
+        candidates.sort_unstable();
+    }
+}
+
+impl SpecialistRouter {
+    /// Number of specialists.
+    pub fn n_specialists(&self) -> usize {
+        self.gate.weight.shape().dims::<2>()[1]
+    }
+
+    /// Gate probabilities.
+    ///
+    /// # Shapes
+    ///
+    /// - `pooled`: `[batch, d_model]` → `[batch, n_specialists]`
+    pub fn forward(&self, pooled: Tensor<2>) -> Tensor<2> {
+        sigmoid(self.gate.forward(pooled))
+    }
+
+    /// Training-time decision: `m_i ~ Bernoulli(g_i)`, then the budget keeps the `k` sampled
+    /// specialists with the highest gates. The log-probability is that of the final mask under
+    /// the independent Bernoulli policy.
+    pub fn sample<R: Rng>(&self, pooled: Tensor<2>, rng: &mut R) -> RouterDecision {
+        let probs = self.forward(pooled);
+        let host = host_rows(&probs);
+        let active = host
+            .iter()
+            .map(|row| {
+                let mut chosen: Vec<usize> = (0..row.len())
+                    .filter(|&i| rng.random::<f32>() < row[i])
+                    .collect();
+                apply_budget(&mut chosen, row, self.budget);
+                to_flags(&chosen, row.len())
+            })
+            .collect();
+        decision(probs, active)
+    }
+
+    /// Inference-time decision: `g_i > τ`, then the budget.
+    pub fn decide(&self, pooled: Tensor<2>) -> RouterDecision {
+        let probs = self.forward(pooled);
+        let active = host_rows(&probs)
+            .iter()
+            .map(|row| {
+                let mut chosen: Vec<usize> = (0..row.len())
+                    .filter(|&i| f64::from(row[i]) > self.threshold)
+                    .collect();
+                apply_budget(&mut chosen, row, self.budget);
+                to_flags(&chosen, row.len())
+            })
+            .collect();
+        decision(probs, active)
+    }
+
+    /// The decision for a given mask (to score rollouts sampled earlier under new parameters).
+    pub fn evaluate(&self, pooled: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
+        decision(self.forward(pooled), active)
+    }
+}
+
+fn host_rows(probs: &Tensor<2>) -> Vec<Vec<f32>> {
+    let [_, n] = probs.dims();
+    let values = probs
+        .to_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap_or_default();
+    values.chunks(n.max(1)).map(<[f32]>::to_vec).collect()
+}
+
+fn to_flags(chosen: &[usize], n: usize) -> Vec<bool> {
+    let mut flags = vec![false; n];
+    for &i in chosen {
+        flags[i] = true;
+    }
+    flags
+}
+
+fn decision(probs: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
+    let [batch, n] = probs.dims();
+    let flat: Vec<f32> = active
+        .iter()
+        .flat_map(|row| row.iter().map(|&a| if a { 1.0 } else { 0.0 }))
+        .collect();
+    let mask = Tensor::<2>::from_data(TensorData::new(flat, [batch, n]), &probs.device());
+    // Clamp so log(0) never appears when a gate saturates.
+    let p = probs.clone().clamp(1e-6, 1.0 - 1e-6);
+    let q = p.clone().neg() + 1.0;
+    let log_prob = (mask.clone() * p.clone().log() + (mask.clone().neg() + 1.0) * q.clone().log())
+        .sum_dim(1)
+        .reshape([batch]);
+    let entropy = (p.clone() * p.log() + q.clone() * q.log())
+        .neg()
+        .sum_dim(1)
+        .reshape([batch]);
+    RouterDecision {
+        probs,
+        mask,
+        active,
+        log_prob,
+        entropy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn router(weight: Vec<f32>, d: usize, n: usize, budget: Option<usize>) -> SpecialistRouter {
+        let device = Device::flex();
+        let mut router = SpecialistRouterConfig::new(d, n)
+            .with_budget(budget)
+            .init(&device);
+        router.gate.weight = router
+            .gate
+            .weight
+            .map(|_| Tensor::from_data(TensorData::new(weight, [d, n]), &device));
+        router
+    }
+
+    fn pooled(values: Vec<f32>, d: usize) -> Tensor<2> {
+        let batch = values.len() / d;
+        Tensor::from_data(TensorData::new(values, [batch, d]), &Device::flex())
+    }
+
+    #[test]
+    fn zero_input_gives_half_and_nothing_active_at_tau_half() {
+        // aegir.md §7 R1: strict > at τ = 0.5.
+        let r = router(vec![0.3, -0.2, 0.7, 0.1], 2, 2, None);
+        let d = r.decide(pooled(vec![0.0, 0.0], 2));
+        let probs = d.probs.into_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(probs, vec![0.5, 0.5]);
+        assert_eq!(d.active, vec![vec![false, false]]);
+    }
+
+    #[test]
+    fn gate_probabilities_and_mask_match_hand_values() {
+        // aegir.md §7 R2: W = [[1,0],[0,-1]] (h·W with W [d, n]), h = [2, 1].
+        let r = router(vec![1.0, 0.0, 0.0, -1.0], 2, 2, None);
+        let d = r.decide(pooled(vec![2.0, 1.0], 2));
+        let probs = d.probs.into_data().try_to_vec::<f32>().unwrap();
+        assert!((probs[0] - 0.880797).abs() < 1e-5 && (probs[1] - 0.268941).abs() < 1e-5);
+        assert_eq!(d.active, vec![vec![true, false]]);
+        // log-prob of [1, 0] = log 0.880797 + log(1 − 0.268941)
+        let lp = d.log_prob.into_scalar::<f32>();
+        assert!(
+            (lp - (0.880797f32.ln() + 0.731059f32.ln())).abs() < 1e-5,
+            "{lp}"
+        );
+    }
+
+    #[test]
+    fn budget_keeps_the_highest_gates() {
+        let r = router(vec![3.0, 2.0, 1.0, 4.0], 1, 4, Some(2));
+        let d = r.decide(pooled(vec![1.0], 1));
+        assert_eq!(d.active, vec![vec![true, false, false, true]]);
+    }
+
+    #[test]
+    fn sampling_frequency_follows_the_gate() {
+        let r = router(vec![1.0, -1.0], 1, 2, None);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let rows = vec![2.0f32; 2000];
+        let d = r.sample(pooled(rows, 1), &mut rng);
+        let rate = |i: usize| d.active.iter().filter(|row| row[i]).count() as f32 / 2000.0;
+        // g = σ(2) = 0.881 and σ(−2) = 0.119
+        assert!((rate(0) - 0.881).abs() < 0.03, "{}", rate(0));
+        assert!((rate(1) - 0.119).abs() < 0.03, "{}", rate(1));
+    }
+
+    #[test]
+    fn entropy_is_maximal_at_half() {
+        let r = router(vec![0.0, 0.0], 1, 2, None);
+        let d = r.decide(pooled(vec![1.0], 1));
+        let h = d.entropy.into_scalar::<f32>();
+        assert!((h - 2.0 * std::f32::consts::LN_2).abs() < 1e-5);
+    }
+}

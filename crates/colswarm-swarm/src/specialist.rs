@@ -1,0 +1,105 @@
+//! Frozen specialist checkpoints.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use colswarm_rwkv::{Rwkv, RwkvConfig, RwkvState, load_checkpoint};
+
+use crate::alignment::StateShape;
+use crate::error::SwarmError;
+use crate::manifest::sha256_file;
+
+/// An RWKV-7 checkpoint of any size that reads tables and hands its recurrent state over.
+///
+/// Its weights live on a device *without* autodiff, so they can never receive gradients: the
+/// states it returns enter the orchestrator's graph as constants.
+#[derive(Debug)]
+pub struct FrozenSpecialist {
+    name: String,
+    model: Rwkv,
+    config: RwkvConfig,
+    source: Option<(PathBuf, String)>,
+}
+
+impl FrozenSpecialist {
+    /// Loads a checkpoint written by [`colswarm_rwkv::save_checkpoint`].
+    pub fn load(name: &str, path: &Path, device: &Device) -> Result<Self, SwarmError> {
+        let device = device.clone().without_autodiff();
+        let checksum = sha256_file(path)?;
+        let (model, config) = load_checkpoint(path, &device)?;
+        Ok(Self {
+            name: name.to_string(),
+            model,
+            config,
+            source: Some((path.to_path_buf(), checksum)),
+        })
+    }
+
+    /// Wraps an in-memory model (moved off autodiff).
+    pub fn from_model(name: &str, model: Rwkv, config: RwkvConfig) -> Self {
+        use burn::module::Module;
+        Self {
+            name: name.to_string(),
+            model: model.valid(),
+            config,
+            source: None,
+        }
+    }
+
+    /// The specialist's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The checkpoint path and its SHA-256, when loaded from a file.
+    pub fn source(&self) -> Option<(&Path, &str)> {
+        self.source.as_ref().map(|(p, c)| (p.as_path(), c.as_str()))
+    }
+
+    /// The model's config.
+    pub fn config(&self) -> &RwkvConfig {
+        &self.config
+    }
+
+    /// The model (read-only).
+    pub fn model(&self) -> &Rwkv {
+        &self.model
+    }
+
+    /// Shapes of the states it produces.
+    pub fn state_shape(&self) -> StateShape {
+        StateShape {
+            layers: self.config.n_layers,
+            heads: self.config.n_heads(),
+            head_size: self.config.head_size,
+        }
+    }
+
+    /// Reads the given tables (token ids, unpadded) and returns the per-layer WKV states after
+    /// each table's last token.
+    ///
+    /// # Shapes
+    ///
+    /// - returns one `[tables.len(), heads, N, N]` tensor per layer
+    pub fn read(&self, tables: &[&[u32]], device: &Device) -> Vec<Tensor<4>> {
+        let device = device.clone().without_autodiff();
+        let (tokens, lengths) = pad(tables, &device);
+        let out: RwkvState = self.model.forward(tokens, Some(&lengths), None).state;
+        out.layers.into_iter().map(|l| l.wkv).collect()
+    }
+}
+
+/// Right-pads token sequences into a `[batch, time]` tensor (pad id 0; padding never reaches the
+/// state).
+pub(crate) fn pad(sequences: &[&[u32]], device: &Device) -> (Tensor<2, Int>, Vec<usize>) {
+    let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
+    let time = lengths.iter().copied().max().unwrap_or(0).max(1);
+    let mut flat = vec![0i64; sequences.len() * time];
+    for (row, seq) in sequences.iter().enumerate() {
+        for (t, &tok) in seq.iter().enumerate() {
+            flat[row * time + t] = i64::from(tok);
+        }
+    }
+    let tokens = Tensor::from_data(TensorData::new(flat, [sequences.len(), time]), device);
+    (tokens, lengths)
+}

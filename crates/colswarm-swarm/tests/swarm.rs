@@ -1,0 +1,318 @@
+//! Behavioural tests of the whole swarm (DESIGN.md data flow).
+
+use burn::module::Param;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::{Device, Tensor, TensorData};
+use colswarm_rwkv::checkpoint::named_tensors;
+use colswarm_rwkv::testing::perturb;
+use colswarm_rwkv::{RwkvConfig, save_checkpoint};
+use colswarm_swarm::{
+    FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing, Swarm, SwarmError,
+    TableBatch,
+};
+use rand_chacha::ChaCha8Rng;
+
+fn rwkv(d: usize, layers: usize, head: usize) -> RwkvConfig {
+    RwkvConfig::new(64, d, layers)
+        .with_head_size(head)
+        .with_d_ffn(Some(2 * d))
+        .with_decay_rank(Some(4))
+        .with_icl_rank(Some(4))
+        .with_value_rank(Some(4))
+        .with_gate_rank(Some(4))
+}
+
+fn specialist(name: &str, config: RwkvConfig, seed: u64) -> FrozenSpecialist {
+    let model = perturb(config.init(seed, &Device::flex()), seed + 1, 0.3);
+    FrozenSpecialist::from_model(name, model, config)
+}
+
+fn config(mode: FusionMode) -> OrchestratorConfig {
+    OrchestratorConfig::new(rwkv(16, 2, 8), 5, LabelKind::SingleLabel, 3)
+        .with_fusion(mode)
+        .with_d_head_hidden(8)
+}
+
+fn swarm(mode: FusionMode, device: &Device, specialists: Vec<FrozenSpecialist>) -> Swarm {
+    let shapes: Vec<_> = specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    let orchestrator = perturb(config(mode).init(&shapes, 3, device), 4, 0.3);
+    Swarm::new(orchestrator, specialists).unwrap()
+}
+
+fn batch() -> TableBatch {
+    TableBatch {
+        tables: vec![
+            b"name,age\nann,31\nbob,45\n"
+                .iter()
+                .map(|&b| b as u32 % 64)
+                .collect(),
+            b"city;country\nOslo;NO\n"
+                .iter()
+                .map(|&b| b as u32 % 64)
+                .collect(),
+        ],
+        queries: vec![
+            vec![vec![1, 2, 3], vec![4, 5]],
+            vec![vec![6, 7, 8, 9], vec![10], vec![11, 12]],
+        ],
+    }
+}
+
+fn values(t: Tensor<2>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap()
+}
+
+type NoRng = ChaCha8Rng;
+
+fn fixed(active: Vec<Vec<bool>>) -> Routing<'static, NoRng> {
+    Routing::Fixed(active)
+}
+
+#[test]
+fn an_inactive_specialist_cannot_change_any_output() {
+    let device = Device::flex();
+    for mode in [
+        FusionMode::WeightedSum,
+        FusionMode::Gated,
+        FusionMode::ConcatProject,
+    ] {
+        let make = |seed| {
+            swarm(
+                mode,
+                &device,
+                vec![
+                    specialist("a", rwkv(16, 2, 8), 10),
+                    specialist("b", rwkv(16, 2, 8), seed),
+                ],
+            )
+        };
+        let active = vec![vec![true, false], vec![true, false]];
+        let one = make(20).forward(&batch(), fixed(active.clone())).unwrap();
+        let other = make(30).forward(&batch(), fixed(active)).unwrap();
+        assert_eq!(values(one.cta_logits), values(other.cta_logits), "{mode:?}");
+    }
+}
+
+#[test]
+fn all_inactive_is_exactly_the_primary_alone() {
+    let device = Device::flex();
+    let s = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![
+            specialist("a", rwkv(16, 2, 8), 10),
+            specialist("b", rwkv(32, 3, 16), 11),
+        ],
+    );
+    let out = s
+        .forward(&batch(), fixed(vec![vec![false, false]; 2]))
+        .unwrap();
+    let read = s.orchestrator.read_tables(&batch());
+    let alone = s.orchestrator.answer(&read.state, &batch());
+    assert_eq!(values(out.columns), values(alone));
+    assert_eq!(out.steps.critical_tokens(), out.steps.serial_tokens());
+}
+
+#[test]
+fn active_specialists_do_change_the_result() {
+    let device = Device::flex();
+    let s = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![specialist("a", rwkv(16, 2, 8), 10)],
+    );
+    let on = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap();
+    let off = s.forward(&batch(), fixed(vec![vec![false]; 2])).unwrap();
+    assert_ne!(values(on.columns), values(off.columns));
+    assert!(on.steps.serial_tokens() > off.steps.serial_tokens());
+}
+
+#[test]
+fn permuting_specialists_with_their_router_rows_permutes_nothing_else() {
+    let device = Device::flex();
+    let (a, b) = (rwkv(16, 2, 8), rwkv(32, 3, 16));
+    let original = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![
+            specialist("a", a.clone(), 10),
+            specialist("b", b.clone(), 11),
+        ],
+    );
+    let o = &original.orchestrator;
+    // Swap specialists, router columns, alignments and the fusion's per-agent biases.
+    let mut swapped = o.clone();
+    let swap_columns = |t: Tensor<2>| {
+        let [_, n] = t.dims();
+        assert_eq!(n, 2);
+        Tensor::cat(vec![t.clone().narrow(1, 1, 1), t.narrow(1, 0, 1)], 1)
+    };
+    swapped.router.gate.weight = swapped.router.gate.weight.map(swap_columns);
+    swapped.router.gate.bias = swapped
+        .router
+        .gate
+        .bias
+        .map(|b| b.map(|b| swap_columns(b.unsqueeze::<2>()).reshape([2])));
+    swapped.alignments.swap(0, 1);
+    swapped.fusion.agent_bias = swapped.fusion.agent_bias.map(|p| {
+        p.map(|t| {
+            let [_, agents, _] = t.dims();
+            assert_eq!(agents, 3);
+            Tensor::cat(
+                vec![
+                    t.clone().narrow(1, 0, 1),
+                    t.clone().narrow(1, 2, 1),
+                    t.narrow(1, 1, 1),
+                ],
+                1,
+            )
+        })
+    });
+    let permuted = Swarm::new(
+        swapped,
+        vec![specialist("b", b, 11), specialist("a", a, 10)],
+    )
+    .unwrap();
+    let active = vec![vec![true, false], vec![true, true]];
+    let swapped_active: Vec<Vec<bool>> = active.iter().map(|r| vec![r[1], r[0]]).collect();
+    let x = original.forward(&batch(), fixed(active)).unwrap();
+    let y = permuted.forward(&batch(), fixed(swapped_active)).unwrap();
+    for (p, q) in values(x.cta_logits).iter().zip(values(y.cta_logits)) {
+        assert!((p - q).abs() < 1e-5, "{p} vs {q}");
+    }
+    let (gx, gy) = (values(x.router.probs), values(y.router.probs));
+    assert!((gx[0] - gy[1]).abs() < 1e-6 && (gx[1] - gy[0]).abs() < 1e-6);
+}
+
+#[test]
+fn gradients_reach_every_trainable_part_and_never_a_specialist() {
+    let device = Device::flex().autodiff();
+    // A differently shaped specialist, so its alignment has parameters.
+    let s = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![specialist("wide", rwkv(32, 3, 16), 12)],
+    );
+    let before = named_tensors(s.specialists[0].model());
+    let out = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap();
+    let targets = Tensor::<2>::from_data(
+        TensorData::new(
+            (0..5 * 5)
+                .map(|i| if i % 6 == 0 { 1.0f32 } else { 0.0 })
+                .collect::<Vec<_>>(),
+            [5, 5],
+        ),
+        &device,
+    );
+    let cpa = s
+        .orchestrator
+        .cpa_logits(&out.columns, &[(0, 1), (2, 3), (2, 4)]);
+    let loss = s.orchestrator.cta.loss(out.cta_logits, targets) + cpa.sum() * 0.1;
+    let grads = loss.backward();
+    let o = &s.orchestrator;
+    let has_grad = |p: &Param<Tensor<2>>| {
+        p.val()
+            .grad(&grads)
+            .map(|g| g.abs().sum().into_scalar::<f32>() > 0.0)
+            .unwrap_or(false)
+    };
+    assert!(has_grad(&o.router.gate.weight), "router");
+    assert!(has_grad(&o.cta.hidden.weight), "CTA head");
+    assert!(has_grad(&o.cpa.hidden.weight), "CPA head");
+    assert!(has_grad(&o.primary.emb.weight), "primary");
+    let fusion_grad = o.fusion.agent_bias.as_ref().unwrap().val().grad(&grads);
+    assert!(
+        fusion_grad.is_some_and(|g| g.abs().sum().into_scalar::<f32>() > 0.0),
+        "fusion"
+    );
+    let align = o.alignments[0]
+        .value_map
+        .as_ref()
+        .unwrap()
+        .val()
+        .grad(&grads);
+    assert!(
+        align.is_some_and(|g| g.abs().sum().into_scalar::<f32>() > 0.0),
+        "alignment"
+    );
+    // The specialist lives off autodiff: it has no gradient to give.
+    assert!(!s.specialists[0].model().emb.weight.val().is_autodiff());
+
+    // An optimizer step over the orchestrator leaves the specialist untouched.
+    let mut optim = AdamConfig::new().init();
+    let grads = GradientsParams::from_grads(grads, &s.orchestrator);
+    let stepped = optim.step(1e-2, s.orchestrator.clone(), grads);
+    assert_ne!(
+        named_tensors(&stepped.primary)[0].values,
+        named_tensors(&s.orchestrator.primary)[0].values
+    );
+    let after = named_tensors(s.specialists[0].model());
+    for (x, y) in before.iter().zip(&after) {
+        assert!(
+            x.values == y.values,
+            "specialist tensor `{}` changed",
+            x.name
+        );
+    }
+}
+
+#[test]
+fn manifest_round_trips_and_refuses_a_changed_specialist() {
+    let device = Device::flex();
+    let dir = std::env::temp_dir().join(format!("colswarm-swarm-manifest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec_path = dir.join("spec.safetensors");
+    let spec_config = rwkv(32, 3, 16);
+    save_checkpoint(
+        &perturb(spec_config.init(5, &device), 6, 0.3),
+        &spec_config,
+        &spec_path,
+    )
+    .unwrap();
+    let loaded = FrozenSpecialist::load("wide", &spec_path, &device).unwrap();
+    let s = swarm(FusionMode::ConcatProject, &device, vec![loaded]);
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    s.save(&dir, &config(FusionMode::ConcatProject), &labels, &[])
+        .unwrap();
+
+    let (back, manifest) = Swarm::load(&dir, &device).unwrap();
+    assert_eq!(manifest.cta_labels, labels);
+    assert_eq!(manifest.specialists[0].checkpoint.path, "spec.safetensors");
+    let active = vec![vec![true]; 2];
+    let x = s.forward(&batch(), fixed(active.clone())).unwrap();
+    let y = back.forward(&batch(), fixed(active)).unwrap();
+    assert_eq!(values(x.cta_logits), values(y.cta_logits));
+
+    // Replace the specialist with other weights: the manifest's checksum no longer matches.
+    save_checkpoint(&spec_config.init(99, &device), &spec_config, &spec_path).unwrap();
+    let err = Swarm::load(&dir, &device).unwrap_err();
+    assert!(matches!(err, SwarmError::ChecksumMismatch { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("specialist \"wide\"") && message.contains("spec.safetensors"),
+        "{message}"
+    );
+}
+
+#[test]
+fn empty_inputs_are_clear_errors() {
+    let device = Device::flex();
+    let s = swarm(
+        FusionMode::Gated,
+        &device,
+        vec![specialist("a", rwkv(16, 2, 8), 10)],
+    );
+    let empty = TableBatch::default();
+    assert!(matches!(
+        s.forward(&empty, fixed(vec![])),
+        Err(SwarmError::Input(_))
+    ));
+    let mut bad = batch();
+    bad.queries[1][2].clear();
+    let err = s.forward(&bad, fixed(vec![vec![false]; 2])).unwrap_err();
+    assert!(err.to_string().contains("table 1, column 2"), "{err}");
+}
