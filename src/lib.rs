@@ -12,7 +12,10 @@
 //! | module | crate | what |
 //! |---|---|---|
 //! | [`rwkv`] | `colswarm-rwkv` | the RWKV-7 model, its state and checkpoints |
-//! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence (reference and fused) |
+//! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence and state fusion (reference and fused) |
+//! | [`tables`] | `colswarm-tables` | tables, dataset readers, serialization, byte tokenizer |
+//! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator |
+//! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, critical steps, policy objective |
 //!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
@@ -28,4 +31,7 @@
 #![warn(missing_docs)]
 
 pub use colswarm_kernels as kernels;
+pub use colswarm_parl as parl;
 pub use colswarm_rwkv as rwkv;
+pub use colswarm_swarm as swarm;
+pub use colswarm_tables as tables;

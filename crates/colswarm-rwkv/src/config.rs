@@ -83,7 +83,7 @@ impl RwkvConfig {
                 self.vocab_size, self.d_model, self.n_layers, self.head_size
             ));
         }
-        if self.d_model % self.head_size != 0 {
+        if !self.d_model.is_multiple_of(self.head_size) {
             return fail(format!(
                 "d_model ({}) must be a multiple of head_size ({})",
                 self.d_model, self.head_size

@@ -96,7 +96,9 @@ fn fusion_scale(c: &mut Criterion) {
             })
             .collect();
         let pooled = Tensor::<2>::random([batch, 128], Distribution::Default, &device);
-        for active in [1usize, n / 4, n] {
+        let mut counts = vec![1usize, n / 4, n];
+        counts.dedup();
+        for active in counts {
             let mask: Vec<Vec<bool>> = (0..batch)
                 .map(|_| (0..n).map(|i| i < active).collect())
                 .collect();
