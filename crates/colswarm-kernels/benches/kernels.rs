@@ -1,0 +1,163 @@
+//! Reference vs fused WKV-7 and state fusion on the CPU (burn Flex), plus the machine's fp32
+//! matmul rate measured in the same process as the yardstick.
+//!
+//! `cargo bench -p colswarm-kernels --bench kernels`. Sizes: B = 8, H = 4, N = 64,
+//! T ∈ {128, 512, 2048}. The WKV-7 throughput is reported in FLOP/s of the forward
+//! recurrence (9·N² per head per token). The reference's forward+backward at T = 2048 takes
+//! minutes per iteration (burn's O(T²) backward of per-step slices) and only runs with
+//! `COLSWARM_BENCH_SLOW=1`. Results: BENCHMARKS.md, "Kernels".
+
+use std::time::Duration;
+
+use burn::tensor::{Device, Distribution, Tensor};
+use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+const BATCH: usize = 8;
+const HEADS: usize = 4;
+const N: usize = 64;
+const TIMES: [usize; 3] = [128, 512, 2048];
+const IMPLS: [KernelImpl; 3] = [
+    KernelImpl::Reference,
+    KernelImpl::Fused,
+    KernelImpl::FusedSerial,
+];
+
+/// Forward FLOPs of the recurrence: 9·N² per head per token.
+fn wkv7_flops(time: usize) -> u64 {
+    (9 * N * N * BATCH * HEADS * time) as u64
+}
+
+/// RWKV-7-like inputs on `device`: unit-norm removal key, rate in (0, 1), log-decay in
+/// (−0.6065, 0).
+fn inputs(time: usize, device: &Device) -> [Tensor<4>; 7] {
+    let seq = |d| Tensor::<4>::random([BATCH, time, HEADS, N], d, device);
+    let kappa = seq(Distribution::Uniform(-1.0, 1.0));
+    let kappa = kappa.clone() / (kappa.powf_scalar(2.0).sum_dim(3).sqrt() + 1e-12);
+    let rate = seq(Distribution::Uniform(0.0, 1.0));
+    [
+        seq(Distribution::Uniform(-1.0, 1.0)),
+        seq(Distribution::Uniform(-0.6065, 0.0)),
+        seq(Distribution::Uniform(-1.0, 1.0)),
+        seq(Distribution::Uniform(-1.0, 1.0)),
+        -kappa.clone(),
+        kappa * rate,
+        Tensor::random(
+            [BATCH, HEADS, N, N],
+            Distribution::Uniform(-0.1, 0.1),
+            device,
+        ),
+    ]
+}
+
+fn run(imp: KernelImpl, x: [Tensor<4>; 7]) -> (Tensor<4>, Tensor<4>) {
+    let [r, log_w, k, v, a, b, state] = x;
+    wkv7_with(imp, r, log_w, k, v, a, b, state)
+}
+
+fn name(imp: KernelImpl) -> &'static str {
+    match imp {
+        KernelImpl::Reference => "reference",
+        KernelImpl::Fused => "fused",
+        KernelImpl::FusedSerial => "fused_1thread",
+    }
+}
+
+fn slow_enabled() -> bool {
+    std::env::var_os("COLSWARM_BENCH_SLOW").is_some()
+}
+
+/// The yardstick: burn Flex's fp32 matmul, 1024³ (2·1024³ FLOP).
+fn matmul(c: &mut Criterion) {
+    let device = Device::flex();
+    let m = 1024;
+    let lhs = Tensor::<2>::random([m, m], Distribution::Default, &device);
+    let rhs = Tensor::<2>::random([m, m], Distribution::Default, &device);
+    let mut group = c.benchmark_group("fp32_matmul");
+    group.throughput(Throughput::Elements(2 * (m * m * m) as u64));
+    group.sample_size(20);
+    group.bench_function("flex_1024", |bench| {
+        bench.iter(|| lhs.clone().matmul(rhs.clone()).into_data())
+    });
+    group.finish();
+}
+
+fn wkv7_forward(c: &mut Criterion) {
+    let device = Device::flex();
+    let mut group = c.benchmark_group("wkv7_forward_b8_h4_n64");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1));
+    for time in TIMES {
+        group.throughput(Throughput::Elements(wkv7_flops(time)));
+        let x = inputs(time, &device);
+        for imp in IMPLS {
+            group.bench_with_input(BenchmarkId::new(name(imp), time), &x, |bench, x| {
+                bench.iter(|| {
+                    let (y, s) = run(imp, x.clone());
+                    (y.into_data(), s.into_data())
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn wkv7_forward_backward(c: &mut Criterion) {
+    let device = Device::flex().autodiff();
+    let mut group = c.benchmark_group("wkv7_forward_backward_b8_h4_n64");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1));
+    for time in TIMES {
+        group.throughput(Throughput::Elements(wkv7_flops(time)));
+        let x = inputs(time, &device);
+        for imp in IMPLS {
+            if imp == KernelImpl::Reference && time > 512 && !slow_enabled() {
+                continue;
+            }
+            group.bench_with_input(BenchmarkId::new(name(imp), time), &x, |bench, x| {
+                bench.iter(|| {
+                    let x = x.clone().map(|t| t.detach().require_grad());
+                    let (y, s) = run(imp, x.clone());
+                    let grads = (y.sum() + s.sum()).backward();
+                    x.map(|t| t.grad(&grads).map(|g| g.into_data()))
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// State fusion of 8 agents' states: [8, 8, 4, 64, 64] (4 MiB) → [8, 4, 64, 64].
+fn fuse_states(c: &mut Criterion) {
+    let (agents, device) = (8, Device::flex().autodiff());
+    let states = Tensor::<5>::random([BATCH, agents, HEADS, N, N], Distribution::Default, &device);
+    let weights = Tensor::<3>::random([BATCH, agents, HEADS], Distribution::Default, &device);
+    let mut group = c.benchmark_group("fuse_states_b8_a8_h4_n64");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1));
+    for imp in IMPLS {
+        group.bench_function(BenchmarkId::new("forward", name(imp)), |bench| {
+            bench.iter(|| fuse_states_with(imp, states.clone(), weights.clone()).into_data())
+        });
+        group.bench_function(BenchmarkId::new("forward_backward", name(imp)), |bench| {
+            bench.iter(|| {
+                let (s, w) = (
+                    states.clone().require_grad(),
+                    weights.clone().require_grad(),
+                );
+                let grads = fuse_states_with(imp, s.clone(), w.clone()).sum().backward();
+                (
+                    s.grad(&grads).map(|g| g.into_data()),
+                    w.grad(&grads).map(|g| g.into_data()),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    matmul,
+    wkv7_forward,
+    wkv7_forward_backward,
+    fuse_states
+);
+criterion_main!(benches);

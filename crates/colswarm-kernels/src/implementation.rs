@@ -1,0 +1,71 @@
+//! Choosing between the reference and the fused implementation of an op.
+
+use burn::backend::DispatchDevice;
+use burn::tensor::{DType, Device};
+
+/// Which implementation of a kernel op ([`wkv7_with`](crate::wkv7_with),
+/// [`fuse_states_with`](crate::fuse_states_with)) to run.
+///
+/// The plain entry points ([`wkv7`](crate::wkv7), [`fuse_states`](crate::fuse_states)) use
+/// [`KernelImpl::fastest`]. Selecting one explicitly is for benchmarks and parity tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelImpl {
+    /// Burn tensor ops: runs on every backend and device, differentiable through autodiff.
+    Reference,
+    /// The fused CPU kernel, parallel over `(batch, head)` on rayon's thread pool, with a
+    /// hand-written backward under autodiff. Flex devices (plain or autodiff), `f32` only.
+    Fused,
+    /// [`KernelImpl::Fused`] on the calling thread only.
+    FusedSerial,
+}
+
+impl KernelImpl {
+    /// The fastest implementation available for tensors of `dtype` on `device`.
+    pub fn fastest(device: &Device, dtype: DType) -> Self {
+        if Self::Fused.is_available(device, dtype) {
+            Self::Fused
+        } else {
+            Self::Reference
+        }
+    }
+
+    /// Whether this implementation can run tensors of `dtype` on `device`.
+    pub fn is_available(self, device: &Device, dtype: DType) -> bool {
+        match self {
+            Self::Reference => true,
+            Self::Fused | Self::FusedSerial => dtype == DType::F32 && is_flex(device.as_dispatch()),
+        }
+    }
+
+    /// Whether a fused implementation may use several threads.
+    pub(crate) fn parallel(self) -> bool {
+        self == Self::Fused
+    }
+}
+
+/// A Flex device, possibly wrapped in autodiff.
+fn is_flex(device: &DispatchDevice) -> bool {
+    #[allow(unreachable_patterns)] // which other variants exist depends on burn's features
+    match device {
+        DispatchDevice::Flex(_) => true,
+        DispatchDevice::Autodiff(inner) => is_flex(inner),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fused_is_chosen_on_flex_f32_only() {
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            assert_eq!(KernelImpl::fastest(&device, DType::F32), KernelImpl::Fused);
+            assert_eq!(
+                KernelImpl::fastest(&device, DType::F64),
+                KernelImpl::Reference
+            );
+            assert!(KernelImpl::FusedSerial.is_available(&device, DType::F32));
+        }
+    }
+}
