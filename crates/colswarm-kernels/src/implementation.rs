@@ -6,7 +6,7 @@ use burn::tensor::{DType, Device};
 /// Which implementation of a kernel op ([`wkv7_with`](crate::wkv7_with),
 /// [`fuse_states_with`](crate::fuse_states_with)) to run.
 ///
-/// The plain entry points ([`wkv7`](crate::wkv7), [`fuse_states`](crate::fuse_states)) use
+/// The plain entry points ([`wkv7`](crate::wkv7()), [`fuse_states`](crate::fuse_states())) use
 /// [`KernelImpl::fastest`]. Selecting one explicitly is for benchmarks and parity tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelImpl {

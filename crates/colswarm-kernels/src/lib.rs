@@ -2,8 +2,8 @@
 //!
 //! Every op has a *reference* implementation composed of burn tensor ops (the ground truth for
 //! tests, and the fallback on every backend) and a *fused* CPU implementation for burn's Flex
-//! backend, with a hand-written backward under autodiff. The plain entry points ([`wkv7`],
-//! [`fuse_states`]) pick the fastest for the tensors' device; the `_with` variants take a
+//! backend, with a hand-written backward under autodiff. The plain entry points ([`wkv7()`],
+//! [`fuse_states()`]) pick the fastest for the tensors' device; the `_with` variants take a
 //! [`KernelImpl`] (for benchmarks and parity tests).
 //!
 //! The fused ops are burn backend extensions ([`Wkv7Backend`], [`FuseStatesBackend`]): a

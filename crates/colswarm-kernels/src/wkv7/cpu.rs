@@ -379,8 +379,9 @@ struct StepVectors<'a> {
     r: &'a [f32],
 }
 
-/// Rows of the state updated together in [`step`]: four independent dot-product chains keep
-/// the vector units busy while each row's reductions complete.
+/// Rows of the state processed together by [`step`] and [`back_step`]: independent
+/// dot-product chains keep the vector units busy while each row's reductions complete, and
+/// the backward's key-indexed accumulators are loaded and stored once per block.
 const ROW_BLOCK: usize = 4;
 
 /// One step on one chain's state, in place; writes `y = S·r` and, if asked, `u = S_prev·a`.
@@ -623,58 +624,93 @@ fn back_step<S: Simd, const N: usize>(
     dv: &mut [f32],
 ) {
     let n = head_size::<N>(n);
-    let lanes = n / S::LANES;
-    let at = |c: usize| c * S::LANES;
-    let [prev, cur] = states;
-    let KeyGrads {
-        r: gr,
-        w: gw,
-        k: gk,
-        a: ga,
-        b: gb,
-    } = acc;
-    for g in [&mut *gr, &mut *gw, &mut *gk, &mut *ga, &mut *gb] {
+    for g in [&mut acc.r, &mut acc.w, &mut acc.k, &mut acc.a, &mut acc.b] {
         g.fill(0.0);
     }
-    for (i, ((ds_i, p_i), s_i)) in ds
-        .chunks_exact_mut(n)
-        .zip(prev.chunks_exact(n))
-        .zip(cur.chunks_exact(n))
-        .enumerate()
-    {
-        // dS_i += dy_i · r ;  dr += dy_i · S_i ;  du_i = dS_i · b ;  dv_i = dS_i · k
-        let dy_i = simd.splat(dy[i]);
-        let (mut du, mut dv_i) = (simd.zero(), simd.zero());
-        for c in 0..lanes {
-            let j = at(c);
-            let d = simd.fmadd(dy_i, simd.load(&x.r[j..]), simd.load(&ds_i[j..]));
-            simd.store(&mut ds_i[j..], d);
-            let g = simd.fmadd(dy_i, simd.load(&s_i[j..]), simd.load(&gr[j..]));
-            simd.store(&mut gr[j..], g);
-            du = simd.fmadd(d, simd.load(&x.b[j..]), du);
-            dv_i = simd.fmadd(d, simd.load(&x.k[j..]), dv_i);
+    let [prev, cur] = states;
+    let blocked = n / ROW_BLOCK * ROW_BLOCK;
+    let (ds_head, ds_tail) = ds.split_at_mut(blocked * n);
+    for (blk, ds_rows) in ds_head.chunks_exact_mut(ROW_BLOCK * n).enumerate() {
+        let i = blk * ROW_BLOCK;
+        let rows = i * n..(i + ROW_BLOCK) * n;
+        let states = [&prev[rows.clone()], &cur[rows]];
+        back_rows::<S, N, ROW_BLOCK>(simd, n, ds_rows, states, x, i, u, dy, acc, dv);
+    }
+    for (r, ds_row) in ds_tail.chunks_exact_mut(n).enumerate() {
+        let i = blocked + r;
+        let states = [&prev[i * n..(i + 1) * n], &cur[i * n..(i + 1) * n]];
+        back_rows::<S, N, 1>(simd, n, ds_row, states, x, i, u, dy, acc, dv);
+    }
+}
+
+/// [`back_step`] for the `R` consecutive rows `i0 … i0+R−1` (`ds` and `states` hold just
+/// those rows); the key-indexed accumulators are loaded and stored once per `R` rows.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn back_rows<S: Simd, const N: usize, const R: usize>(
+    simd: S,
+    n: usize,
+    ds: &mut [f32],
+    states: [&[f32]; 2],
+    x: StepVectors<'_>,
+    i0: usize,
+    u: &[f32],
+    dy: &[f32],
+    acc: &mut KeyGrads,
+    dv: &mut [f32],
+) {
+    let n = head_size::<N>(n);
+    let lanes = n / S::LANES;
+    let [prev, cur] = states;
+
+    // dS_i += dy_i · r ;  dr += dy_i · S_i ;  du_i = dS_i · b ;  dv_i = dS_i · k
+    let dy_v: [S::V; R] = core::array::from_fn(|q| simd.splat(dy[i0 + q]));
+    let (mut du, mut dv_acc) = ([simd.zero(); R], [simd.zero(); R]);
+    for c in 0..lanes {
+        let j = c * S::LANES;
+        let (r, b, k) = (
+            simd.load(&x.r[j..]),
+            simd.load(&x.b[j..]),
+            simd.load(&x.k[j..]),
+        );
+        let mut gr = simd.load(&acc.r[j..]);
+        for q in 0..R {
+            let d = simd.fmadd(dy_v[q], r, simd.load(&ds[q * n + j..]));
+            simd.store(&mut ds[q * n + j..], d);
+            gr = simd.fmadd(dy_v[q], simd.load(&cur[q * n + j..]), gr);
+            du[q] = simd.fmadd(d, b, du[q]);
+            dv_acc[q] = simd.fmadd(d, k, dv_acc[q]);
         }
-        let du = simd.hsum(du);
-        dv[i] = simd.hsum(dv_i);
-        // dw += dS_i ⊙ P_i ; db += u_i · dS_i ; dk += v_i · dS_i ; da += du_i · P_i ;
-        // dS_i ← dS_i ⊙ w + du_i · a
-        let (u_i, v_i, du_v) = (simd.splat(u[i]), simd.splat(x.v[i]), simd.splat(du));
-        for c in 0..lanes {
-            let j = at(c);
-            let (d, p) = (simd.load(&ds_i[j..]), simd.load(&p_i[j..]));
-            let g = simd.fmadd(d, p, simd.load(&gw[j..]));
-            simd.store(&mut gw[j..], g);
-            let g = simd.fmadd(u_i, d, simd.load(&gb[j..]));
-            simd.store(&mut gb[j..], g);
-            let g = simd.fmadd(v_i, d, simd.load(&gk[j..]));
-            simd.store(&mut gk[j..], g);
-            let g = simd.fmadd(du_v, p, simd.load(&ga[j..]));
-            simd.store(&mut ga[j..], g);
-            let decayed = simd.mul(d, simd.load(&x.w[j..]));
-            simd.store(
-                &mut ds_i[j..],
-                simd.fmadd(du_v, simd.load(&x.a[j..]), decayed),
-            );
+        simd.store(&mut acc.r[j..], gr);
+    }
+    let du = du.map(|d| simd.hsum(d));
+    for (q, d) in dv_acc.into_iter().enumerate() {
+        dv[i0 + q] = simd.hsum(d);
+    }
+
+    // dw += dS_i ⊙ P_i ; db += u_i · dS_i ; dk += v_i · dS_i ; da += du_i · P_i ;
+    // dS_i ← dS_i ⊙ w + du_i · a
+    let u_v: [S::V; R] = core::array::from_fn(|q| simd.splat(u[i0 + q]));
+    let v_v: [S::V; R] = core::array::from_fn(|q| simd.splat(x.v[i0 + q]));
+    let du_v = du.map(|d| simd.splat(d));
+    for c in 0..lanes {
+        let j = c * S::LANES;
+        let (w, a) = (simd.load(&x.w[j..]), simd.load(&x.a[j..]));
+        let mut gw = simd.load(&acc.w[j..]);
+        let mut gb = simd.load(&acc.b[j..]);
+        let mut gk = simd.load(&acc.k[j..]);
+        let mut ga = simd.load(&acc.a[j..]);
+        for q in 0..R {
+            let (d, p) = (simd.load(&ds[q * n + j..]), simd.load(&prev[q * n + j..]));
+            gw = simd.fmadd(d, p, gw);
+            gb = simd.fmadd(u_v[q], d, gb);
+            gk = simd.fmadd(v_v[q], d, gk);
+            ga = simd.fmadd(du_v[q], p, ga);
+            simd.store(&mut ds[q * n + j..], simd.fmadd(du_v[q], a, simd.mul(d, w)));
         }
+        simd.store(&mut acc.w[j..], gw);
+        simd.store(&mut acc.b[j..], gb);
+        simd.store(&mut acc.k[j..], gk);
+        simd.store(&mut acc.a[j..], ga);
     }
 }
