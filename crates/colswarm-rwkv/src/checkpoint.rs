@@ -154,7 +154,34 @@ pub fn save_module<M: Module>(
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-    write_atomically(path, &serialized)
+    write_atomically(path, &sorted_header(serialized))
+}
+
+/// The same file with its JSON header's keys sorted: `safetensors` writes the metadata map in
+/// hash order, so equal models would otherwise give different bytes (and checksums).
+fn sorted_header(mut bytes: Vec<u8>) -> Vec<u8> {
+    let Some(len) = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| 8 + n <= bytes.len())
+    else {
+        return bytes;
+    };
+    let header = &bytes[8..8 + len];
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(header) else {
+        return bytes;
+    };
+    // serde_json's maps are ordered by key; the padding (spaces) is kept.
+    let Ok(sorted) = serde_json::to_vec(&value) else {
+        return bytes;
+    };
+    if sorted.len() <= len {
+        bytes[8..8 + sorted.len()].copy_from_slice(&sorted);
+        bytes[8 + sorted.len()..8 + len].fill(b' ');
+    }
+    bytes
 }
 
 /// A checkpoint file read and verified, ready to load into modules.

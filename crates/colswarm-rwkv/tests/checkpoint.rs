@@ -55,6 +55,20 @@ fn save_then_load_round_trips_exactly() {
 }
 
 #[test]
+fn equal_models_give_equal_bytes() {
+    // The metadata map (config, format, checksum) must not be written in hash order.
+    let device = Device::flex();
+    let model = config().init(3, &device);
+    let (a, b) = (scratch("same_a.safetensors"), scratch("same_b.safetensors"));
+    for _ in 0..3 {
+        save_checkpoint(&model, &config(), &a).unwrap();
+        save_checkpoint(&model, &config(), &b).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    }
+    load_checkpoint(&a, &device).unwrap();
+}
+
+#[test]
 fn checkpoint_names_follow_the_released_rwkv7_keys() {
     let names: Vec<String> = named_tensors(&config().init(0, &Device::flex()))
         .into_iter()

@@ -60,7 +60,7 @@ pub struct Orchestrator {
 }
 
 /// A primary with its frozen specialists.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Swarm {
     /// The trainable part.
     pub orchestrator: Orchestrator,

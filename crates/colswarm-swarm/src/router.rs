@@ -2,9 +2,10 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::Linear;
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Tensor, TensorData};
+use colswarm_rwkv::init::ParamFactory;
 use rand::Rng;
 
 /// Configuration of a [`SpecialistRouter`].
@@ -58,11 +59,15 @@ impl SpecialistRouterConfig {
     /// Builds the router; the gate weights start at zero so every table starts with the same
     /// activation probability `σ(initial_bias)`.
     pub fn init(&self, device: &Device) -> SpecialistRouter {
-        let mut gate = LinearConfig::new(self.d_model, self.n_specialists).init(device);
-        gate.weight = gate.weight.map(|w| w.zeros_like());
-        gate.bias = gate
-            .bias
-            .map(|b| b.map(|b| b.zeros_like() + self.initial_bias));
+        // Built from values, not `LinearConfig::init` + `Param::map`: a router built that way
+        // took different Adam steps after a checkpoint round trip than before it (found by the
+        // resume test), so resumed runs drifted.
+        let params = ParamFactory::new(0, device);
+        let n = self.n_specialists;
+        let gate = Linear {
+            weight: params.constant(0.0, [self.d_model, n]),
+            bias: Some(params.constant(self.initial_bias as f32, [n])),
+        };
         SpecialistRouter {
             gate,
             threshold: self.threshold,

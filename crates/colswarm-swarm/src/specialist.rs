@@ -13,7 +13,7 @@ use crate::manifest::sha256_file;
 ///
 /// Its weights live on a device *without* autodiff, so they can never receive gradients: the
 /// states it returns enter the orchestrator's graph as constants.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct FrozenSpecialist {
     name: String,
     model: Rwkv,
