@@ -1,0 +1,847 @@
+//! Majority-class and character n-gram baselines, scored exactly like the model
+//! ([`crate::metrics`]), so every reported number has a floor next to it.
+//!
+//! - [`BaselineKind::Majority`] predicts one constant answer: the most frequent training label
+//!   (single-label namespaces) or every label held by more than half of the training targets,
+//!   at least the most frequent one (multi-label namespaces).
+//! - [`BaselineKind::CharNgram`] is a linear classifier over hashed byte n-grams of the column's
+//!   header and first cells (for CPA: of the object column, plus the subject column's header),
+//!   trained with SGD: softmax and cross-entropy for single-label namespaces, one-vs-rest
+//!   sigmoids and binary cross-entropy for multi-label ones.
+//!
+//! Both are deterministic given [`BaselineConfig::seed`] (the seed only orders the SGD steps).
+//! The n-gram model keeps a dense `buckets × labels` matrix of `f32`: 32 MiB for the default
+//! 2^16 buckets and 128 labels.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use colswarm_swarm::LabelKind;
+use colswarm_tables::{Column, Table};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::labels::{Namespace, Task};
+use crate::metrics::{F1Report, Scored, f1_report};
+
+/// Which baseline to train.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BaselineKind {
+    /// A constant answer: the training set's most frequent label (set).
+    Majority,
+    /// A linear classifier over hashed character (byte) n-grams.
+    CharNgram,
+}
+
+impl BaselineKind {
+    /// Both kinds, in the order reports list them.
+    pub const ALL: [BaselineKind; 2] = [BaselineKind::Majority, BaselineKind::CharNgram];
+
+    /// The command-line name (`majority`, `char-ngram`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BaselineKind::Majority => "majority",
+            BaselineKind::CharNgram => "char-ngram",
+        }
+    }
+}
+
+impl fmt::Display for BaselineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BaselineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        BaselineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown baseline `{s}` (expected majority or char-ngram)"))
+    }
+}
+
+/// How to train a baseline. [`BaselineConfig::default`] gives a majority baseline; set `kind`
+/// for the n-gram one (the other fields only matter to it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineConfig {
+    /// Which baseline.
+    pub kind: BaselineKind,
+    /// Seed of the order SGD visits the training targets in.
+    pub seed: u64,
+    /// Passes over the training targets.
+    pub epochs: usize,
+    /// Hash buckets of the feature space (the weight matrix has `buckets × labels` floats;
+    /// from 2^14 to 2^18 the shipped sets score alike).
+    pub buckets: usize,
+    /// Smallest and largest n-gram length, in bytes (the smallest is at least 1).
+    pub ngram: (usize, usize),
+    /// Non-null cells of a column that give features (the first ones, in row order).
+    pub max_cells: usize,
+    /// Initial SGD step size; it decays linearly to zero over training. Features are unit
+    /// length, so steps far above 1 are fine: 2 did best of 0.2–8 on the shipped dev sets.
+    pub learning_rate: f32,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        BaselineConfig {
+            kind: BaselineKind::Majority,
+            seed: 0,
+            epochs: 10,
+            buckets: 1 << 16,
+            ngram: (2, 4),
+            max_cells: 20,
+            learning_rate: 2.0,
+        }
+    }
+}
+
+/// A trained baseline for one task and one label namespace.
+pub struct Baseline {
+    kind: BaselineKind,
+    task: Task,
+    label_kind: LabelKind,
+    labels: Vec<String>,
+    model: Model,
+}
+
+enum Model {
+    /// Label indices predicted for every target.
+    Constant(Vec<usize>),
+    /// Hashed n-grams into a linear layer.
+    Linear(Featurizer, Linear),
+}
+
+impl fmt::Debug for Baseline {
+    // The weight matrix has millions of entries: show its shape, not its contents.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Baseline");
+        s.field("kind", &self.kind)
+            .field("task", &self.task)
+            .field("label_kind", &self.label_kind)
+            .field("labels", &self.labels.len());
+        match &self.model {
+            Model::Constant(answer) => s.field("constant", answer),
+            Model::Linear(features, _) => s.field("buckets", &features.buckets),
+        };
+        s.finish()
+    }
+}
+
+impl Baseline {
+    /// Which baseline this is.
+    pub fn kind(&self) -> BaselineKind {
+        self.kind
+    }
+
+    /// The task it was trained for.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// The labels it can predict (its namespace's, in namespace order).
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// Predicted types of `column` (meant for a CTA baseline). A column index past the table's
+    /// end gives the prediction for an empty column.
+    pub fn predict_cta(&self, table: &Table, column: usize) -> Vec<String> {
+        self.predict(table.columns.get(column), None)
+    }
+
+    /// Predicted relations between the `subject` and `object` columns (meant for a CPA
+    /// baseline). Indices past the table's end count as empty columns.
+    pub fn predict_cpa(&self, table: &Table, subject: usize, object: usize) -> Vec<String> {
+        self.predict(table.columns.get(object), header(table, subject))
+    }
+
+    fn predict(&self, column: Option<&Column>, subject_header: Option<&str>) -> Vec<String> {
+        let ids = match &self.model {
+            Model::Constant(answer) => answer.clone(),
+            Model::Linear(featurizer, linear) => {
+                let features = featurizer.features(column, subject_header);
+                linear.predict(&features, self.label_kind)
+            }
+        };
+        ids.into_iter().map(|i| self.labels[i].clone()).collect()
+    }
+}
+
+/// The header of a column, if the column exists and has one.
+fn header(table: &Table, column: usize) -> Option<&str> {
+    table.columns.get(column)?.header.as_deref()
+}
+
+/// One scored unit of a table: a column (CTA) or a (subject, object) pair (CPA), with its gold
+/// labels.
+struct Target<'t> {
+    column: usize,
+    subject: Option<usize>,
+    gold: &'t [String],
+}
+
+/// The labelled targets of `table` for `task` (targets with no gold label are skipped).
+fn targets(task: Task, table: &Table) -> Vec<Target<'_>> {
+    match task {
+        Task::Cta => table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_labelled())
+            .map(|(column, c)| Target {
+                column,
+                subject: None,
+                gold: &c.labels,
+            })
+            .collect(),
+        Task::Cpa => table
+            .cpa_targets
+            .iter()
+            .filter(|t| !t.labels.is_empty())
+            .map(|t| Target {
+                column: t.object_column,
+                subject: Some(t.subject_column),
+                gold: &t.labels,
+            })
+            .collect(),
+    }
+}
+
+/// Trains a baseline for `task` on the labelled targets of `tables`. Gold labels outside
+/// `namespace` are ignored, and targets left with none are skipped. With no usable target at
+/// all the baseline predicts nothing.
+pub fn train_baseline(
+    config: &BaselineConfig,
+    task: Task,
+    namespace: &Namespace,
+    tables: &[Table],
+) -> Baseline {
+    let ids: HashMap<&str, usize> = namespace
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), i))
+        .collect();
+    // (table, target, gold label indices), in table order.
+    let mut examples: Vec<(&Table, Target<'_>, Vec<usize>)> = Vec::new();
+    for table in tables {
+        for target in targets(task, table) {
+            let mut gold: Vec<usize> = target
+                .gold
+                .iter()
+                .filter_map(|l| ids.get(l.as_str()).copied())
+                .collect();
+            gold.sort_unstable();
+            gold.dedup();
+            if !gold.is_empty() {
+                examples.push((table, target, gold));
+            }
+        }
+    }
+    let model = if examples.is_empty() {
+        Model::Constant(Vec::new())
+    } else {
+        match config.kind {
+            BaselineKind::Majority => {
+                let golds: Vec<&[usize]> = examples.iter().map(|(_, _, g)| g.as_slice()).collect();
+                Model::Constant(majority(&golds, namespace.labels.len(), namespace.kind))
+            }
+            BaselineKind::CharNgram => {
+                let featurizer = Featurizer::new(config);
+                let data: Vec<(Sparse, Vec<usize>)> = examples
+                    .into_iter()
+                    .map(|(table, target, gold)| {
+                        let subject = target.subject.and_then(|s| header(table, s));
+                        let features =
+                            featurizer.features(table.columns.get(target.column), subject);
+                        (features, gold)
+                    })
+                    .collect();
+                let linear = Linear::train(config, featurizer.buckets, namespace, &data);
+                Model::Linear(featurizer, linear)
+            }
+        }
+    };
+    Baseline {
+        kind: config.kind,
+        task,
+        label_kind: namespace.kind,
+        labels: namespace.labels.clone(),
+        model,
+    }
+}
+
+/// The constant answer: the most frequent label (ties: the first in namespace order), plus, for
+/// multi-label namespaces, every other label held by more than half of the targets.
+fn majority(golds: &[&[usize]], n_labels: usize, kind: LabelKind) -> Vec<usize> {
+    let mut counts = vec![0usize; n_labels];
+    for gold in golds {
+        for &label in *gold {
+            counts[label] += 1;
+        }
+    }
+    // `max_by_key` keeps the last maximum; scanning in reverse makes that the first label.
+    let Some(top) = (0..n_labels).rev().max_by_key(|&i| counts[i]) else {
+        return Vec::new();
+    };
+    match kind {
+        LabelKind::SingleLabel => vec![top],
+        LabelKind::MultiLabel => (0..n_labels)
+            .filter(|&i| i == top || 2 * counts[i] > golds.len())
+            .collect(),
+    }
+}
+
+/// Salts keep n-grams of different sources apart in the hash space.
+const CELL_SALT: u8 = 0;
+const HEADER_SALT: u8 = 1;
+const SUBJECT_HEADER_SALT: u8 = 2;
+/// Weight of the header block relative to the cell block (each is L2-normalised first, so the
+/// header keeps its share however many cells there are).
+const HEADER_WEIGHT: f32 = 1.0;
+/// Weight of the subject column's header (CPA).
+const SUBJECT_HEADER_WEIGHT: f32 = 0.5;
+/// Bytes of a cell that give n-grams: long free text adds cost, little signal.
+const MAX_CELL_BYTES: usize = 128;
+/// Marks the start and the end of a text, so that n-grams can tell prefixes and suffixes.
+const START: u8 = 0x02;
+const END: u8 = 0x03;
+
+/// A sparse feature vector: (bucket, value) pairs, sorted by bucket, buckets unique.
+type Sparse = Vec<(usize, f32)>;
+
+/// Columns → L2-normalised sparse vectors of hashed byte n-gram counts.
+#[derive(Clone, Debug)]
+struct Featurizer {
+    buckets: usize,
+    min_n: usize,
+    max_n: usize,
+    max_cells: usize,
+}
+
+impl Featurizer {
+    fn new(config: &BaselineConfig) -> Self {
+        let min_n = config.ngram.0.max(1);
+        Featurizer {
+            buckets: config.buckets.max(1),
+            min_n,
+            max_n: config.ngram.1.max(min_n),
+            max_cells: config.max_cells,
+        }
+    }
+
+    /// Features of a column (none when it is missing) and, for CPA, of its subject column's
+    /// header.
+    fn features(&self, column: Option<&Column>, subject_header: Option<&str>) -> Sparse {
+        let mut blocks: Vec<(Sparse, f32)> = Vec::new();
+        if let Some(column) = column {
+            let mut cells = Vec::new();
+            for cell in column
+                .cells
+                .iter()
+                .filter(|c| !c.is_null())
+                .take(self.max_cells)
+            {
+                self.add_ngrams(&mut cells, CELL_SALT, cell.text());
+            }
+            blocks.push((counts(cells), 1.0));
+            if let Some(header) = &column.header {
+                let mut grams = Vec::new();
+                self.add_ngrams(&mut grams, HEADER_SALT, header);
+                blocks.push((counts(grams), HEADER_WEIGHT));
+            }
+        }
+        if let Some(header) = subject_header {
+            let mut grams = Vec::new();
+            self.add_ngrams(&mut grams, SUBJECT_HEADER_SALT, header);
+            blocks.push((counts(grams), SUBJECT_HEADER_WEIGHT));
+        }
+        let mut weighted: Sparse = Vec::new();
+        for (block, weight) in blocks {
+            let norm = l2(&block);
+            if norm > 0.0 {
+                weighted.extend(block.into_iter().map(|(b, v)| (b, weight * v / norm)));
+            }
+        }
+        // A stable sort keeps block order among equal buckets: the same sums on every run.
+        weighted.sort_by_key(|&(bucket, _)| bucket);
+        let mut features: Sparse = Vec::with_capacity(weighted.len());
+        for (bucket, v) in weighted {
+            match features.last_mut() {
+                Some((last, sum)) if *last == bucket => *sum += v,
+                _ => features.push((bucket, v)),
+            }
+        }
+        let norm = l2(&features);
+        if norm > 0.0 {
+            for (_, v) in &mut features {
+                *v /= norm;
+            }
+        }
+        features
+    }
+
+    /// Appends the buckets of the n-grams of the lower-cased `text`, framed by boundary markers.
+    fn add_ngrams(&self, out: &mut Vec<usize>, salt: u8, text: &str) {
+        let lower = text.trim().to_lowercase();
+        if lower.is_empty() {
+            return;
+        }
+        let body = &lower.as_bytes()[..lower.len().min(MAX_CELL_BYTES)];
+        let mut bytes = Vec::with_capacity(body.len() + 2);
+        bytes.push(START);
+        bytes.extend_from_slice(body);
+        bytes.push(END);
+        for start in 0..bytes.len() {
+            // FNV-1a, extended one byte at a time so each start yields all its lengths at once.
+            let mut hash = fnv_step(FNV_OFFSET, salt);
+            for (n, &b) in bytes[start..].iter().take(self.max_n).enumerate() {
+                hash = fnv_step(hash, b);
+                if n + 1 >= self.min_n {
+                    out.push((mix(hash) % self.buckets as u64) as usize);
+                }
+            }
+        }
+    }
+}
+
+/// Bucket list → (bucket, count), sorted by bucket.
+fn counts(mut buckets: Vec<usize>) -> Sparse {
+    buckets.sort_unstable();
+    let mut out: Sparse = Vec::new();
+    for bucket in buckets {
+        match out.last_mut() {
+            Some((last, count)) if *last == bucket => *count += 1.0,
+            _ => out.push((bucket, 1.0)),
+        }
+    }
+    out
+}
+
+fn l2(features: &[(usize, f32)]) -> f32 {
+    features.iter().map(|(_, v)| v * v).sum::<f32>().sqrt()
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv_step(hash: u64, byte: u8) -> u64 {
+    (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+}
+
+/// SplitMix64's finalizer: FNV's low bits are weak, and the bucket is taken modulo a power of 2.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major.
+struct Linear {
+    n_labels: usize,
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl Linear {
+    fn train(
+        config: &BaselineConfig,
+        buckets: usize,
+        namespace: &Namespace,
+        data: &[(Sparse, Vec<usize>)],
+    ) -> Self {
+        let n_labels = namespace.labels.len();
+        let mut model = Linear {
+            n_labels,
+            weights: vec![0.0; buckets * n_labels],
+            bias: vec![0.0; n_labels],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut order: Vec<usize> = (0..data.len()).collect();
+        let total = (config.epochs * data.len()).max(1) as f32;
+        let rate = config.learning_rate.max(0.0);
+        let mut step = 0usize;
+        let mut grad = vec![0.0f32; n_labels];
+        for _ in 0..config.epochs {
+            order.shuffle(&mut rng);
+            for &i in &order {
+                let (features, gold) = &data[i];
+                let lr = rate * (1.0 - step as f32 / total);
+                step += 1;
+                let scores = model.scores(features);
+                match namespace.kind {
+                    LabelKind::SingleLabel => {
+                        // Softmax cross-entropy: grad = p − y, y spread evenly over the gold
+                        // labels (a single-label namespace may still list two for one target).
+                        let probs = softmax(&scores);
+                        grad.copy_from_slice(&probs);
+                        let share = 1.0 / gold.len() as f32;
+                        for &g in gold {
+                            grad[g] -= share;
+                        }
+                    }
+                    LabelKind::MultiLabel => {
+                        // One-vs-rest binary cross-entropy: grad = σ(s) − y per label.
+                        for (g, s) in grad.iter_mut().zip(&scores) {
+                            *g = sigmoid(*s);
+                        }
+                        for &g in gold {
+                            grad[g] -= 1.0;
+                        }
+                    }
+                }
+                for (b, g) in model.bias.iter_mut().zip(&grad) {
+                    *b -= lr * g;
+                }
+                for &(bucket, x) in features {
+                    let row = &mut model.weights[bucket * n_labels..(bucket + 1) * n_labels];
+                    for (w, g) in row.iter_mut().zip(&grad) {
+                        *w -= lr * x * g;
+                    }
+                }
+            }
+        }
+        model
+    }
+
+    fn scores(&self, features: &[(usize, f32)]) -> Vec<f32> {
+        let mut scores = self.bias.clone();
+        for &(bucket, x) in features {
+            let row = &self.weights[bucket * self.n_labels..(bucket + 1) * self.n_labels];
+            for (s, w) in scores.iter_mut().zip(row) {
+                *s += x * w;
+            }
+        }
+        scores
+    }
+
+    /// Single-label: the arg-max. Multi-label: every label with probability above 0.5, else the
+    /// arg-max (every target has at least one label).
+    fn predict(&self, features: &[(usize, f32)], kind: LabelKind) -> Vec<usize> {
+        let scores = self.scores(features);
+        let mut best = None;
+        for (i, &s) in scores.iter().enumerate() {
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((i, s));
+            }
+        }
+        let Some((top, _)) = best else {
+            return Vec::new();
+        };
+        if kind == LabelKind::MultiLabel {
+            // σ(s) > 0.5 ⇔ s > 0.
+            let above: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] > 0.0).collect();
+            if !above.is_empty() {
+                return above;
+            }
+        }
+        vec![top]
+    }
+}
+
+fn softmax(scores: &[f32]) -> Vec<f32> {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exp: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
+    let sum: f32 = exp.iter().sum();
+    exp.into_iter().map(|e| e / sum).collect()
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Scores `baseline` on the labelled targets of `tables` for `task`, as the model is scored:
+/// one [`Scored`] per labelled column (CTA) or CPA target, gold labels outside `namespace`
+/// kept and counted as unknown.
+pub fn evaluate_baseline(
+    baseline: &Baseline,
+    task: Task,
+    namespace: &Namespace,
+    tables: &[Table],
+) -> F1Report {
+    let mut scored = Vec::new();
+    for table in tables {
+        for target in targets(task, table) {
+            let predicted = match target.subject {
+                None => baseline.predict_cta(table, target.column),
+                Some(subject) => baseline.predict_cpa(table, subject, target.column),
+            };
+            scored.push(Scored {
+                gold: target.gold.to_vec(),
+                predicted,
+            });
+        }
+    }
+    f1_report(&scored, &|l| namespace.output(l).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetFormat;
+    use colswarm_tables::{Cell, CpaTarget};
+
+    fn namespace(kind: LabelKind, labels: &[&str]) -> Namespace {
+        Namespace {
+            name: "toy".into(),
+            format: DatasetFormat::T2d,
+            kind,
+            offset: 0,
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn column(header: Option<&str>, cells: &[String], labels: &[&str]) -> Column {
+        let mut c = Column::new(
+            header.map(str::to_string),
+            cells.iter().map(|t| Cell::new(t.as_str())).collect(),
+        );
+        c.labels = labels.iter().map(|s| s.to_string()).collect();
+        c
+    }
+
+    /// One table per label list, each with a single headerless column of `x`.
+    fn labelled(label_lists: &[&[&str]]) -> Vec<Table> {
+        label_lists
+            .iter()
+            .enumerate()
+            .map(|(i, labels)| {
+                Table::new(format!("t{i}"), vec![column(None, &["x".into()], labels)])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kind_names_round_trip() {
+        for kind in BaselineKind::ALL {
+            assert_eq!(kind.to_string().parse::<BaselineKind>(), Ok(kind));
+        }
+        assert!("ngram".parse::<BaselineKind>().is_err());
+    }
+
+    #[test]
+    fn majority_single_label_ignores_labels_outside_the_namespace() {
+        // `z` is the most frequent gold label but unknown to the namespace.
+        let tables = labelled(&[&["b"], &["a"], &["b"], &["z"], &["z"], &["z"]]);
+        let ns = namespace(LabelKind::SingleLabel, &["a", "b"]);
+        let baseline = train_baseline(&BaselineConfig::default(), Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["b"]);
+        assert_eq!(
+            baseline.predict_cta(&tables[0], 7),
+            ["b"],
+            "constant, even off the table"
+        );
+        let report = evaluate_baseline(&baseline, Task::Cta, &ns, &tables);
+        // Two of six targets right; the three `z` are unknown misses.
+        assert_eq!((report.n_targets, report.labels_unknown), (6, 3));
+        assert!((report.micro_f1 - 2.0 / 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn majority_multi_label_keeps_labels_of_most_targets() {
+        let ns = namespace(LabelKind::MultiLabel, &["a", "b", "c"]);
+        let config = BaselineConfig::default();
+        // a: 3/3, b: 2/3, c: 1/3.
+        let tables = labelled(&[&["a", "b"], &["a", "b"], &["a", "c"]]);
+        let baseline = train_baseline(&config, Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["a", "b"]);
+        // No label reaches half the targets: the single most frequent one (tie → first).
+        let tables = labelled(&[&["c"], &["b"], &["c"], &["b"], &["a"]]);
+        let baseline = train_baseline(&config, Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["b"]);
+        // Nothing to learn from: nothing predicted.
+        let baseline = train_baseline(&config, Task::Cta, &ns, &labelled(&[&["z"]]));
+        assert!(baseline.predict_cta(&tables[0], 0).is_empty());
+    }
+
+    #[test]
+    fn majority_cpa_predicts_the_most_frequent_relation() {
+        let ns = namespace(LabelKind::SingleLabel, &["capital", "population"]);
+        let mut table = Table::new(
+            "t",
+            vec![
+                column(Some("country"), &["France".into()], &[]),
+                column(Some("capital"), &["Paris".into()], &["x"]),
+                column(Some("people"), &["67M".into()], &[]),
+            ],
+        );
+        let target = |o: usize, l: &str| CpaTarget {
+            subject_column: 0,
+            object_column: o,
+            labels: vec![l.to_string()],
+        };
+        table.cpa_targets = vec![
+            target(1, "population"),
+            target(2, "population"),
+            target(1, "capital"),
+        ];
+        let baseline = train_baseline(&BaselineConfig::default(), Task::Cpa, &ns, &[table.clone()]);
+        assert_eq!(baseline.predict_cpa(&table, 0, 1), ["population"]);
+        let report = evaluate_baseline(&baseline, Task::Cpa, &ns, &[table]);
+        assert_eq!(report.n_targets, 3);
+        assert!((report.micro_f1 - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    const CITIES: &[&str] = &[
+        "Paris",
+        "London",
+        "Berlin",
+        "Madrid",
+        "Rome",
+        "Vienna",
+        "Lisbon",
+        "Dublin",
+        "Prague",
+        "Warsaw",
+        "Oslo",
+        "Helsinki",
+        "Athens",
+        "Brussels",
+        "Amsterdam",
+        "Copenhagen",
+        "Stockholm",
+        "Budapest",
+        "Bucharest",
+        "Sofia",
+        "Zagreb",
+        "Belgrade",
+        "Riga",
+        "Vilnius",
+        "Tallinn",
+        "Bern",
+        "Geneva",
+        "Munich",
+        "Hamburg",
+        "Milan",
+        "Naples",
+        "Porto",
+    ];
+
+    /// Headerless toy columns, alternately integers (labelled `number_labels`) and city names
+    /// (labelled `city`); `seed` picks the values, so other seeds give held-out columns.
+    fn toy_tables(n: usize, seed: usize, number_labels: &[&str]) -> Vec<Table> {
+        (0..n)
+            .map(|i| {
+                let k = seed * 1000 + i;
+                let (cells, labels): (Vec<String>, &[&str]) = if i % 2 == 0 {
+                    let numbers = (0..5).map(|j| ((k * 7919 + j * 104_729) % 100_000).to_string());
+                    (numbers.collect(), number_labels)
+                } else {
+                    let cities = (0..5).map(|j| CITIES[(k * 5 + j * 3) % CITIES.len()].to_string());
+                    (cities.collect(), &["city"])
+                };
+                Table::new(format!("toy{seed}-{i}"), vec![column(None, &cells, labels)])
+            })
+            .collect()
+    }
+
+    fn ngram_config(seed: u64) -> BaselineConfig {
+        BaselineConfig {
+            kind: BaselineKind::CharNgram,
+            seed,
+            buckets: 1 << 12,
+            ..BaselineConfig::default()
+        }
+    }
+
+    #[test]
+    fn char_ngram_separates_numbers_from_cities_on_held_out_columns() {
+        let train = toy_tables(20, 1, &["number"]);
+        let held_out = toy_tables(40, 2, &["number"]);
+        for kind in [LabelKind::SingleLabel, LabelKind::MultiLabel] {
+            let ns = namespace(kind, &["city", "number"]);
+            let baseline = train_baseline(&ngram_config(3), Task::Cta, &ns, &train);
+            let report = evaluate_baseline(&baseline, Task::Cta, &ns, &held_out);
+            assert_eq!(report.n_targets, 40);
+            assert_eq!((report.micro_f1, report.macro_f1), (1.0, 1.0), "{kind:?}");
+            // The majority baseline cannot do this (half the columns are of each type).
+            let majority = train_baseline(&BaselineConfig::default(), Task::Cta, &ns, &train);
+            let report = evaluate_baseline(&majority, Task::Cta, &ns, &held_out);
+            assert!(report.micro_f1 <= 0.5, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn char_ngram_multi_label_predicts_every_likely_label() {
+        // Number columns carry two labels; predicting only the top one would miss half of them.
+        let labels: &[&str] = &["number", "quantity"];
+        let ns = namespace(LabelKind::MultiLabel, &["city", "number", "quantity"]);
+        let baseline = train_baseline(&ngram_config(5), Task::Cta, &ns, &toy_tables(20, 1, labels));
+        let report = evaluate_baseline(&baseline, Task::Cta, &ns, &toy_tables(40, 2, labels));
+        assert_eq!(report.n_gold_labels, 60);
+        assert_eq!((report.micro_f1, report.macro_f1), (1.0, 1.0));
+    }
+
+    #[test]
+    fn char_ngram_reads_the_subject_header_for_cpa() {
+        // Same object values, the relation depends on the subject column's header alone.
+        let mut tables = Vec::new();
+        for i in 0..20 {
+            let (subject, relation) = if i % 2 == 0 {
+                ("film", "director")
+            } else {
+                ("book", "author")
+            };
+            let mut t = Table::new(
+                format!("t{i}"),
+                vec![
+                    column(Some(subject), &["x".into()], &[]),
+                    column(None, &[CITIES[i % CITIES.len()].into()], &[]),
+                ],
+            );
+            t.cpa_targets = vec![CpaTarget {
+                subject_column: 0,
+                object_column: 1,
+                labels: vec![relation.into()],
+            }];
+            tables.push(t);
+        }
+        let ns = namespace(LabelKind::SingleLabel, &["author", "director"]);
+        let baseline = train_baseline(&ngram_config(0), Task::Cpa, &ns, &tables[..10]);
+        let report = evaluate_baseline(&baseline, Task::Cpa, &ns, &tables[10..]);
+        assert_eq!(report.micro_f1, 1.0);
+    }
+
+    #[test]
+    fn char_ngram_is_deterministic_given_the_seed() {
+        let train = toy_tables(20, 1, &["number"]);
+        let ns = namespace(LabelKind::MultiLabel, &["city", "number"]);
+        let weights =
+            |seed: u64| match train_baseline(&ngram_config(seed), Task::Cta, &ns, &train).model {
+                Model::Linear(_, linear) => linear.weights,
+                Model::Constant(_) => panic!("the n-gram baseline trained no linear model"),
+            };
+        assert_eq!(weights(7), weights(7));
+        // The seed is used: another visiting order gives other floats.
+        assert_ne!(weights(7), weights(8));
+        let a = train_baseline(&ngram_config(7), Task::Cta, &ns, &train);
+        let b = train_baseline(&ngram_config(7), Task::Cta, &ns, &train);
+        let held_out = toy_tables(10, 2, &["number"]);
+        for table in &held_out {
+            assert_eq!(a.predict_cta(table, 0), b.predict_cta(table, 0));
+        }
+    }
+
+    #[test]
+    fn features_are_unit_length_and_salted_by_source() {
+        let featurizer = Featurizer::new(&ngram_config(0));
+        let cells = column(None, &["Paris".into()], &[]);
+        let header = column(Some("Paris"), &[], &[]);
+        let f_cells = featurizer.features(Some(&cells), None);
+        let f_header = featurizer.features(Some(&header), None);
+        let norm = |f: &[(usize, f32)]| f.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
+        assert!((norm(&f_cells) - 1.0).abs() < 1e-5);
+        // "\x02paris\x03": 6 bigrams + 5 trigrams + 4 four-grams, all distinct.
+        assert!(f_cells.len() >= 14, "{}", f_cells.len());
+        assert_ne!(
+            f_cells, f_header,
+            "same text in header and cells, other features"
+        );
+        assert!(featurizer.features(None, None).is_empty());
+    }
+}

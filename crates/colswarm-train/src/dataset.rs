@@ -1,0 +1,424 @@
+//! Benchmark data on disk → labelled [`Table`]s, by format, with a documented split rule for
+//! sets that ship without one.
+//!
+//! A data specification names a label namespace, a format and one or more paths, and optionally
+//! a split: `NAME=FORMAT:PATH[,PATH…][#SPLIT]`, e.g.
+//! `wikitables=turl-csv:datasets/wikitables-turl-subset/train_wikitables_subset_20.csv` or
+//! `t2d=t2d:datasets/t2d-webtables#train`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use colswarm_swarm::LabelKind;
+use colswarm_tables::{
+    LabelSet, ReadOptions, SatoCvOptions, SemTabLayout, Table, load_semtab, load_sotab_split,
+    load_t2d, read_sato_cv_folds, read_wikitables_csv, wikitables_label_set,
+};
+
+use crate::error::TrainError;
+
+/// The on-disk formats of `datasets/` (and of the upstream benchmarks they come from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormat {
+    /// TURL WikiTables as TabAnnGPT's CSV (`table_id, …, label`): multi-label CTA.
+    TurlCsv,
+    /// Sato / Doduo cross-validation CSV folds (GitTables SemTab'22): single-label CTA.
+    SatoCv,
+    /// T2D gold standard (TAIPAN layout): CPA from the subject column, and column properties.
+    T2d,
+    /// SOTAB V2: `*.json.gz` tables with CTA/CPA ground-truth CSVs.
+    Sotab,
+    /// A SemTab round: `tables/`, `targets/`, `gt/`.
+    Semtab,
+}
+
+impl DatasetFormat {
+    /// All formats, in the order the command line lists them.
+    pub const ALL: [DatasetFormat; 5] = [
+        DatasetFormat::TurlCsv,
+        DatasetFormat::SatoCv,
+        DatasetFormat::T2d,
+        DatasetFormat::Sotab,
+        DatasetFormat::Semtab,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetFormat::TurlCsv => "turl-csv",
+            DatasetFormat::SatoCv => "sato-cv",
+            DatasetFormat::T2d => "t2d",
+            DatasetFormat::Sotab => "sotab",
+            DatasetFormat::Semtab => "semtab",
+        }
+    }
+
+    /// Whether the format's CTA ground truth allows several labels per column.
+    pub fn cta_kind(self) -> LabelKind {
+        match self {
+            DatasetFormat::TurlCsv | DatasetFormat::Semtab => LabelKind::MultiLabel,
+            _ => LabelKind::SingleLabel,
+        }
+    }
+}
+
+impl fmt::Display for DatasetFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DatasetFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DatasetFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = DatasetFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown format `{s}` (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Which part of a set to keep.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    /// Every table.
+    #[default]
+    All,
+    /// Tables outside the hash split's dev share.
+    Train,
+    /// The hash split's dev share: tables whose id hashes (FNV-1a 64) to 0 mod 5, about 20%.
+    Dev,
+}
+
+impl Split {
+    /// Whether a table with this id belongs to the split. The rule depends on the id alone, so
+    /// it is stable across machines, orderings and subsets.
+    pub fn contains(self, table_id: &str) -> bool {
+        let dev = fnv1a(table_id.as_bytes()).is_multiple_of(5);
+        match self {
+            Split::All => true,
+            Split::Train => !dev,
+            Split::Dev => dev,
+        }
+    }
+}
+
+impl FromStr for Split {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "all" => Ok(Split::All),
+            "train" => Ok(Split::Train),
+            "dev" => Ok(Split::Dev),
+            _ => Err(format!("unknown split `{s}` (expected all, train or dev)")),
+        }
+    }
+}
+
+impl fmt::Display for Split {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Split::All => "all",
+            Split::Train => "train",
+            Split::Dev => "dev",
+        })
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Where a dataset lies and how to read it: `NAME=FORMAT:PATH[,PATH…][#SPLIT]`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DataSpec {
+    /// Label namespace (e.g. `wikitables`); labels of different namespaces never compete.
+    pub namespace: String,
+    /// On-disk format.
+    pub format: DatasetFormat,
+    /// Files or directories.
+    pub paths: Vec<PathBuf>,
+    /// Which tables to keep.
+    #[serde(default)]
+    pub split: Split,
+}
+
+impl FromStr for DataSpec {
+    type Err = TrainError;
+
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: &str| TrainError::Dataset {
+            spec: spec.to_string(),
+            reason: format!("{reason} (expected NAME=FORMAT:PATH[,PATH...][#SPLIT])"),
+        };
+        let (namespace, rest) = spec.split_once('=').ok_or_else(|| bad("no `=`"))?;
+        let (format, rest) = rest.split_once(':').ok_or_else(|| bad("no `:`"))?;
+        let (paths, split) = match rest.rsplit_once('#') {
+            Some((paths, split)) => (paths, split.parse().map_err(|e: String| bad(&e))?),
+            None => (rest, Split::All),
+        };
+        if namespace.is_empty() || namespace.contains(':') {
+            return Err(bad("the name must be non-empty and free of `:`"));
+        }
+        let paths: Vec<PathBuf> = paths
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if paths.is_empty() {
+            return Err(bad("no path"));
+        }
+        Ok(DataSpec {
+            namespace: namespace.to_string(),
+            format: format.parse().map_err(|e: String| bad(&e))?,
+            paths,
+            split,
+        })
+    }
+}
+
+impl fmt::Display for DataSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
+        write!(f, "{}={}:{}", self.namespace, self.format, paths.join(","))?;
+        if self.split != Split::All {
+            write!(f, "#{}", self.split)?;
+        }
+        Ok(())
+    }
+}
+
+/// Labelled tables of one format, with the label sets the format defines.
+#[derive(Clone, Debug)]
+pub struct LoadedData {
+    /// The tables, labels attached to their columns and CPA targets.
+    pub tables: Vec<Table>,
+    /// The CTA label set: the format's own label file where it has one, else every CTA label
+    /// in the data (sorted).
+    pub cta_labels: LabelSet,
+    /// Every CPA label in the data (sorted).
+    pub cpa_labels: LabelSet,
+}
+
+/// Reads the tables of `format` at `paths` (see [`DataSpec`]) and keeps `split`.
+pub fn load_tables(
+    format: DatasetFormat,
+    paths: &[PathBuf],
+    split: Split,
+) -> Result<LoadedData, TrainError> {
+    let options = ReadOptions::default();
+    let mut own_cta_labels = None;
+    let mut tables = Vec::new();
+    for path in paths {
+        match format {
+            DatasetFormat::TurlCsv => {
+                tables.extend(read_wikitables_csv(path, &options)?);
+                // The label file lies beside the CSV in datasets/; use it when it is there.
+                if let Some(dir) = path.parent()
+                    && dir.join("wikitables-2_all_labels.txt").is_file()
+                {
+                    own_cta_labels = Some(wikitables_label_set(dir)?);
+                }
+            }
+            DatasetFormat::SatoCv => {
+                let files = files_in(path, "csv")?;
+                let data = read_sato_cv_folds(&files, &SatoCvOptions::gittables())?;
+                tables.extend(data.folds.into_iter().flatten());
+            }
+            DatasetFormat::T2d => tables.extend(load_t2d(path, &options)?.tables),
+            DatasetFormat::Sotab => {
+                let (cta, cpa) = sotab_ground_truth(path)?;
+                let split = load_sotab_split(path, cta.as_deref(), cpa.as_deref(), &options)?;
+                tables.extend(split.tables);
+            }
+            DatasetFormat::Semtab => {
+                let layout = semtab_layout(path)?;
+                tables.extend(load_semtab(&layout, &options)?.tables);
+            }
+        }
+    }
+    tables.retain(|t| split.contains(&t.id));
+    let cta_labels = own_cta_labels.unwrap_or_else(|| {
+        LabelSet::sorted(
+            tables
+                .iter()
+                .flat_map(|t| &t.columns)
+                .flat_map(|c| c.labels.iter().cloned()),
+        )
+    });
+    let cpa_labels = LabelSet::sorted(
+        tables
+            .iter()
+            .flat_map(|t| &t.cpa_targets)
+            .flat_map(|c| c.labels.iter().cloned()),
+    );
+    Ok(LoadedData {
+        tables,
+        cta_labels,
+        cpa_labels,
+    })
+}
+
+impl DataSpec {
+    /// Reads the data the spec names.
+    pub fn load(&self) -> Result<LoadedData, TrainError> {
+        load_tables(self.format, &self.paths, self.split).map_err(|e| match e {
+            TrainError::Dataset { reason, .. } => TrainError::Dataset {
+                spec: self.to_string(),
+                reason,
+            },
+            other => other,
+        })
+    }
+}
+
+/// A file, or the files with this extension in a directory (sorted).
+fn files_in(path: &Path, extension: &str) -> Result<Vec<PathBuf>, TrainError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| TrainError::io(path, e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(TrainError::Dataset {
+            spec: path.display().to_string(),
+            reason: format!("no .{extension} file in this directory"),
+        });
+    }
+    Ok(files)
+}
+
+/// SOTAB ground truth for a folder of tables: the `*cta*.csv` / `*cpa*.csv` beside the tables
+/// or in the parent folder; where several match, the one naming the folder (`Test` →
+/// `…_test_set.csv`).
+fn sotab_ground_truth(dir: &Path) -> Result<(Option<PathBuf>, Option<PathBuf>), TrainError> {
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut candidates = Vec::new();
+    for d in [Some(dir), dir.parent()].into_iter().flatten() {
+        if let Ok(entries) = std::fs::read_dir(d) {
+            candidates.extend(
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "csv")),
+            );
+        }
+    }
+    candidates.sort();
+    let pick = |task: &str| -> Result<Option<PathBuf>, TrainError> {
+        let matching: Vec<&PathBuf> = candidates
+            .iter()
+            .filter(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.to_lowercase().contains(task)
+            })
+            .collect();
+        match matching.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some((*one).clone())),
+            several => {
+                let named: Vec<&&PathBuf> = several
+                    .iter()
+                    .filter(|p| {
+                        let name = p.file_name().unwrap_or_default().to_string_lossy();
+                        !folder.is_empty() && name.to_lowercase().contains(&folder)
+                    })
+                    .collect();
+                match named.as_slice() {
+                    [one] => Ok(Some((**one).clone())),
+                    _ => Err(TrainError::Dataset {
+                        spec: dir.display().to_string(),
+                        reason: format!(
+                            "several {task} ground-truth files and none names the folder: {}",
+                            several
+                                .iter()
+                                .map(|p| p.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }),
+                }
+            }
+        }
+    };
+    Ok((pick("cta")?, pick("cpa")?))
+}
+
+/// A SemTab round folder: `tables/`, and `targets/` + `gt/` files named `*CTA*` / `*CPA*`.
+fn semtab_layout(root: &Path) -> Result<SemTabLayout, TrainError> {
+    let find = |folder: &str, task: &str| -> Option<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(folder))
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().to_uppercase().contains(task))
+            })
+            .collect();
+        files.sort();
+        files.into_iter().next()
+    };
+    let tables_dir = root.join("tables");
+    if !tables_dir.is_dir() {
+        return Err(TrainError::Dataset {
+            spec: root.display().to_string(),
+            reason: "a SemTab round needs a `tables/` folder".into(),
+        });
+    }
+    Ok(SemTabLayout {
+        tables_dir,
+        cta_targets: find("targets", "CTA"),
+        cta_gt: find("gt", "CTA"),
+        cpa_targets: find("targets", "CPA"),
+        cpa_gt: find("gt", "CPA"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_round_trips_and_rejects_garbage() {
+        let spec: DataSpec = "t2d=t2d:a/b,c#dev".parse().unwrap();
+        assert_eq!(spec.namespace, "t2d");
+        assert_eq!(spec.format, DatasetFormat::T2d);
+        assert_eq!(spec.paths, [PathBuf::from("a/b"), PathBuf::from("c")]);
+        assert_eq!(spec.split, Split::Dev);
+        assert_eq!(spec.to_string().parse::<DataSpec>().unwrap(), spec);
+        for bad in ["t2d", "=t2d:x", "a=nope:x", "a=t2d:", "a=t2d:x#later"] {
+            let err = bad.parse::<DataSpec>().unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn hash_split_partitions_ids_about_one_in_five() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("table-{i}")).collect();
+        let dev = ids.iter().filter(|id| Split::Dev.contains(id)).count();
+        let train = ids.iter().filter(|id| Split::Train.contains(id)).count();
+        assert_eq!(dev + train, ids.len());
+        assert!((900..1100).contains(&dev), "{dev}");
+    }
+}

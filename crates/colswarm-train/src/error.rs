@@ -1,0 +1,66 @@
+//! Errors of training, evaluation and prediction.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong loading data, training, evaluating or annotating.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A dataset could not be read.
+    #[error(transparent)]
+    Table(#[from] colswarm_tables::TableError),
+    /// A model could not be built, loaded or saved.
+    #[error(transparent)]
+    Swarm(#[from] colswarm_swarm::SwarmError),
+    /// A checkpoint could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] colswarm_rwkv::RwkvError),
+    /// A file or directory could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A dataset specification is malformed or names data that is not there.
+    #[error("dataset {spec}: {reason}")]
+    Dataset {
+        /// The specification as given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The training configuration is invalid.
+    #[error("invalid training configuration: {0}")]
+    Config(String),
+    /// A training-run file (state, optimizer, log) is missing or malformed.
+    #[error("{path}: {reason}")]
+    Run {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The loss or a gradient became NaN or infinite.
+    #[error(
+        "non-finite loss ({loss}) at epoch {epoch}, step {step}; the last good checkpoint is kept"
+    )]
+    NonFinite {
+        /// Epoch (0-based).
+        epoch: usize,
+        /// Global optimizer step.
+        step: usize,
+        /// The loss value.
+        loss: f64,
+    },
+}
+
+impl TrainError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        TrainError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Scoring a model on labelled tables: CTA per labelled column, CPA per (subject, column)
+//! target, with [`crate::metrics::f1_report`].
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use colswarm_tables::Table;
+
+use crate::dataset::DatasetFormat;
+use crate::error::TrainError;
+use crate::examples::{Columns, Example, encode};
+use crate::labels::{Namespace, Task};
+use crate::metrics::{F1Report, Scored, f1_report};
+use crate::predict::{Model, Outputs, decode, namespace_probs};
+use crate::progress::Progress;
+
+/// What to score.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// CTA or CPA.
+    pub task: Task,
+    /// The namespace whose labels are predicted (default: the one trained from the format).
+    pub namespace: Option<String>,
+    /// Tables per forward pass.
+    pub batch_size: usize,
+    /// `false` scores the primary alone.
+    pub use_specialists: bool,
+    /// Print a progress line.
+    pub progress: bool,
+}
+
+/// The result of [`evaluate`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// `cta` or `cpa`.
+    pub task: Task,
+    /// The namespace predicted.
+    pub namespace: String,
+    /// Tables read.
+    pub n_tables: usize,
+    /// Targets scored (columns for CTA, column pairs for CPA).
+    pub n_columns: usize,
+    /// Whether specialists were allowed.
+    pub use_specialists: bool,
+    /// Mean fraction of specialists activated per table.
+    pub activation_rate: f64,
+    /// Wall-clock seconds of the model's forward passes.
+    pub seconds: f64,
+    /// Scores.
+    #[serde(flatten)]
+    pub f1: F1Report,
+}
+
+/// The task a format is scored on by default: CTA where its tables carry column labels,
+/// CPA for T2D (its column labels are the same properties as its CPA targets).
+pub fn default_task(format: DatasetFormat, tables: &[Table]) -> Task {
+    let has_cta = tables.iter().any(|t| t.n_labelled_columns() > 0);
+    match format {
+        DatasetFormat::T2d => Task::Cpa,
+        _ if has_cta => Task::Cta,
+        _ => Task::Cpa,
+    }
+}
+
+/// Picks the namespace: the named one, else the only one trained from `format`.
+pub fn pick_namespace<'m>(
+    model: &'m Model,
+    task: Task,
+    format: DatasetFormat,
+    name: Option<&str>,
+) -> Result<&'m Namespace, TrainError> {
+    let list = model.space.list(task);
+    let names = || {
+        list.iter()
+            .map(|n| format!("{} ({})", n.name, n.format))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(name) = name {
+        return model.space.namespace(task, name).ok_or_else(|| {
+            TrainError::Config(format!(
+                "the model has no {task} namespace `{name}`; it has: {}",
+                names()
+            ))
+        });
+    }
+    match model.space.by_format(task, format).as_slice() {
+        [one] => Ok(one),
+        [] if list.len() == 1 => Ok(&list[0]),
+        [] => Err(TrainError::Config(format!(
+            "the model has no {task} namespace trained on {format}; pick one with --namespace from: {}",
+            names()
+        ))),
+        _ => Err(TrainError::Config(format!(
+            "several {task} namespaces were trained on {format}; pick one with --namespace from: {}",
+            names()
+        ))),
+    }
+}
+
+/// Scores `model` on `tables`.
+pub fn evaluate(
+    model: &Model,
+    tables: &[Table],
+    format: DatasetFormat,
+    options: &EvalOptions,
+) -> Result<EvalReport, TrainError> {
+    let namespace = pick_namespace(model, options.task, format, options.namespace.as_deref())?;
+    let serialize = model.serialize.config();
+    let mut scored = Vec::new();
+    let (mut seconds, mut active, mut gates) = (0.0, 0usize, 0usize);
+    let tables: Vec<&Table> = tables
+        .iter()
+        .filter(|t| match options.task {
+            Task::Cta => t.n_labelled_columns() > 0,
+            Task::Cpa => !t.cpa_targets.is_empty(),
+        })
+        .collect();
+    let mut progress = Progress::new("eval", tables.len(), options.progress);
+    for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
+        let examples: Vec<Example> = chunk
+            .iter()
+            .map(|t| encode(t, &serialize, &model.space, None, None, Columns::Targets))
+            .collect();
+        let refs: Vec<&Example> = examples.iter().collect();
+        let subjects: Vec<usize> = chunk
+            .iter()
+            .map(|t| {
+                t.cpa_targets
+                    .first()
+                    .map(|c| c.subject_column)
+                    .unwrap_or_else(|| crate::predict::subject_column(t))
+            })
+            .collect();
+        let start = Instant::now();
+        let out = model.forward(&refs, options.use_specialists)?;
+        let outputs = Outputs::new(model, &out, &refs, &subjects);
+        seconds += start.elapsed().as_secs_f64();
+        for row in &outputs.gates {
+            active += row.iter().filter(|(_, a)| *a).count();
+            gates += row.len();
+        }
+        for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
+            let labels_of = |logits: &[f32]| -> Vec<String> {
+                let probs = namespace_probs(namespace, logits);
+                decode(namespace.kind, &probs)
+                    .into_iter()
+                    .map(|i| namespace.labels[i].clone())
+                    .collect()
+            };
+            match options.task {
+                Task::Cta => {
+                    for (q, &c) in example.columns.iter().enumerate() {
+                        let gold = &table.columns[c].labels;
+                        if gold.is_empty() {
+                            continue;
+                        }
+                        scored.push(Scored {
+                            gold: gold.clone(),
+                            predicted: labels_of(&outputs.cta[outputs.row_start[b] + q]),
+                        });
+                    }
+                }
+                Task::Cpa => {
+                    for target in &table.cpa_targets {
+                        let query = |c| example.columns.iter().position(|&x| x == c);
+                        let logits =
+                            match (query(target.subject_column), query(target.object_column)) {
+                                (Some(s), Some(o)) => outputs.cpa[b]
+                                    .iter()
+                                    .find(|(ps, po, _)| *ps == s && *po == o)
+                                    .map(|(_, _, l)| l),
+                                _ => None,
+                            };
+                        scored.push(Scored {
+                            gold: target.labels.clone(),
+                            // A target whose subject differs from the table's first one
+                            // gets no prediction: a miss, never dropped.
+                            predicted: logits.map(|l| labels_of(l)).unwrap_or_default(),
+                        });
+                    }
+                }
+            }
+        }
+        progress.set((done + 1) * options.batch_size.max(1), "");
+    }
+    progress.finish("done");
+    let f1 = f1_report(&scored, &|l| namespace.output(l).is_some());
+    Ok(EvalReport {
+        task: options.task,
+        namespace: namespace.name.clone(),
+        n_tables: tables.len(),
+        n_columns: scored.len(),
+        use_specialists: options.use_specialists,
+        activation_rate: if gates == 0 {
+            0.0
+        } else {
+            active as f64 / gates as f64
+        },
+        seconds,
+        f1,
+    })
+}

@@ -1,0 +1,178 @@
+//! Labelled tables → token ids and head targets.
+
+use colswarm_swarm::TableBatch;
+use colswarm_tables::{SerializeConfig, Table, serialize_table};
+
+use crate::labels::{LabelSpace, Task};
+
+/// One table ready for the model: its tokens, the queries of the columns that matter, and the
+/// targets of those columns in head-output ids.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Example {
+    /// Id of the table.
+    pub table_id: String,
+    /// The serialized table.
+    pub tokens: Vec<u32>,
+    /// Table column of each query.
+    pub columns: Vec<usize>,
+    /// One query per entry of `columns`.
+    pub queries: Vec<Vec<u32>>,
+    /// Per query: CTA head outputs that are true (empty: not labelled, no CTA loss).
+    pub cta: Vec<Vec<usize>>,
+    /// Index of the CTA namespace in the label space.
+    pub cta_namespace: Option<usize>,
+    /// CPA targets: (subject query, object query, true head outputs).
+    pub cpa: Vec<(usize, usize, Vec<usize>)>,
+    /// Index of the CPA namespace in the label space.
+    pub cpa_namespace: Option<usize>,
+}
+
+/// Which columns [`encode`] queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Columns {
+    /// Every column (prediction).
+    All,
+    /// Only labelled columns and the two ends of each CPA target, whether or not the label
+    /// space knows their labels (unlabelled columns would cost a query and give no loss or
+    /// score).
+    Targets,
+}
+
+/// Serializes `table` and maps its labels to head outputs of the given namespaces. Labels the
+/// namespace does not know are left out of the targets (evaluation counts them as misses from
+/// the table itself, see [`crate::eval`]).
+pub fn encode(
+    table: &Table,
+    serialize: &SerializeConfig,
+    space: &LabelSpace,
+    cta_namespace: Option<usize>,
+    cpa_namespace: Option<usize>,
+    which: Columns,
+) -> Example {
+    let serialized = serialize_table(table, serialize);
+    let mut wanted = vec![which == Columns::All; table.n_columns()];
+    let cta_ns = cta_namespace.map(|i| &space.list(Task::Cta)[i]);
+    let cpa_ns = cpa_namespace.map(|i| &space.list(Task::Cpa)[i]);
+    let cta_of = |c: usize| -> Vec<usize> {
+        cta_ns.map_or_else(Vec::new, |ns| {
+            table.columns[c]
+                .labels
+                .iter()
+                .filter_map(|l| ns.output(l))
+                .collect()
+        })
+    };
+    for (want, column) in wanted.iter_mut().zip(&table.columns) {
+        *want |= !column.labels.is_empty();
+    }
+    let mut cpa_targets = Vec::new();
+    for target in &table.cpa_targets {
+        let (s, o) = (target.subject_column, target.object_column);
+        if s >= wanted.len() || o >= wanted.len() {
+            continue;
+        }
+        wanted[s] = true;
+        wanted[o] = true;
+        let outputs: Vec<usize> = cpa_ns.map_or_else(Vec::new, |ns| {
+            target.labels.iter().filter_map(|l| ns.output(l)).collect()
+        });
+        if !outputs.is_empty() {
+            cpa_targets.push((s, o, outputs));
+        }
+    }
+    let columns: Vec<usize> = (0..table.n_columns()).filter(|&c| wanted[c]).collect();
+    let query_of = |c: usize| columns.iter().position(|&x| x == c).unwrap_or(0);
+    Example {
+        table_id: table.id.clone(),
+        tokens: serialized.table_tokens,
+        queries: columns
+            .iter()
+            .map(|&c| serialized.column_queries[c].clone())
+            .collect(),
+        cta: columns.iter().map(|&c| cta_of(c)).collect(),
+        cpa: cpa_targets
+            .into_iter()
+            .map(|(s, o, outputs)| (query_of(s), query_of(o), outputs))
+            .collect(),
+        columns,
+        cta_namespace,
+        cpa_namespace,
+    }
+}
+
+impl Example {
+    /// Whether the example carries any target.
+    pub fn has_targets(&self) -> bool {
+        self.cta.iter().any(|t| !t.is_empty()) || !self.cpa.is_empty()
+    }
+
+    /// Tokens the model reads for this example (table and queries).
+    pub fn n_tokens(&self) -> usize {
+        self.tokens.len() + self.queries.iter().map(Vec::len).sum::<usize>()
+    }
+}
+
+/// The model input for a batch of examples.
+pub fn to_batch(examples: &[&Example]) -> TableBatch {
+    TableBatch {
+        tables: examples.iter().map(|e| e.tokens.clone()).collect(),
+        queries: examples.iter().map(|e| e.queries.clone()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetFormat;
+    use colswarm_swarm::LabelKind;
+    use colswarm_tables::{Cell, Column, CpaTarget};
+
+    fn table() -> Table {
+        let column = |h: &str, labels: &[&str]| {
+            let mut c = Column::new(Some(h.into()), vec![Cell::new("a"), Cell::new("b")]);
+            c.labels = labels.iter().map(|s| s.to_string()).collect();
+            c
+        };
+        let mut t = Table::new(
+            "t",
+            vec![
+                column("name", &[]),
+                column("x", &["k", "unknown"]),
+                column("y", &[]),
+                column("z", &[]),
+            ],
+        );
+        t.cpa_targets = vec![CpaTarget {
+            subject_column: 0,
+            object_column: 3,
+            labels: vec!["rel".into()],
+        }];
+        t
+    }
+
+    #[test]
+    fn targets_only_queries_labelled_columns_and_cpa_ends() {
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::MultiLabel;
+        space.push(Task::Cta, "o", DatasetFormat::T2d, kind, vec!["j".into()]);
+        space.push(Task::Cta, "n", DatasetFormat::T2d, kind, vec!["k".into()]);
+        space.push(Task::Cpa, "n", DatasetFormat::T2d, kind, vec!["rel".into()]);
+        let config = SerializeConfig::default();
+        let e = encode(
+            &table(),
+            &config,
+            &space,
+            Some(1),
+            Some(0),
+            Columns::Targets,
+        );
+        assert_eq!(e.columns, [0, 1, 3]);
+        assert_eq!(e.cta, [vec![], vec![1], vec![]]);
+        assert_eq!(e.cpa, [(0, 2, vec![0])]);
+        assert_eq!(e.queries.len(), 3);
+        let all = encode(&table(), &config, &space, Some(1), None, Columns::All);
+        assert_eq!(all.columns, [0, 1, 2, 3]);
+        assert!(all.cpa.is_empty());
+        assert_eq!(to_batch(&[&e, &all]).column_rows().len(), 7);
+    }
+}

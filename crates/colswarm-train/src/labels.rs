@@ -1,0 +1,257 @@
+//! The label space of a model: one namespace per training set, so labels of different
+//! benchmarks never compete in one softmax, and a model trained on several sets can be
+//! evaluated on each in its own terms.
+//!
+//! The heads' outputs are the namespaces' label lists laid end to end; a namespace is the
+//! range `offset..offset + labels.len()`. The manifest stores the flat list as
+//! `namespace:label`; `labels.json` beside it stores the namespaces.
+
+use std::path::Path;
+
+use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::LabelKind;
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::DatasetFormat;
+use crate::error::TrainError;
+
+/// File name of the label space inside a model directory.
+pub const LABELS_FILE: &str = "labels.json";
+
+/// The labels of one training set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Namespace {
+    /// Name (e.g. `wikitables`).
+    pub name: String,
+    /// The format it was trained from, used to pick the namespace when evaluating a format.
+    pub format: DatasetFormat,
+    /// Whether a target may carry several labels.
+    pub kind: LabelKind,
+    /// First output of the namespace in the head.
+    pub offset: usize,
+    /// Label names, in head order.
+    pub labels: Vec<String>,
+}
+
+impl Namespace {
+    /// Head outputs of this namespace.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.labels.len()
+    }
+
+    /// Head output of a label of this namespace.
+    pub fn output(&self, label: &str) -> Option<usize> {
+        self.labels
+            .iter()
+            .position(|l| l == label)
+            .map(|i| self.offset + i)
+    }
+}
+
+/// CTA and CPA namespaces of a model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LabelSpace {
+    /// Column-type namespaces.
+    pub cta: Vec<Namespace>,
+    /// Column-relation namespaces.
+    pub cpa: Vec<Namespace>,
+}
+
+/// Which head a namespace belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// Column type annotation.
+    Cta,
+    /// Column property annotation (relation to the subject column).
+    Cpa,
+}
+
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Task::Cta => "cta",
+            Task::Cpa => "cpa",
+        })
+    }
+}
+
+impl std::str::FromStr for Task {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cta" => Ok(Task::Cta),
+            "cpa" => Ok(Task::Cpa),
+            _ => Err(format!("unknown task `{s}` (expected cta or cpa)")),
+        }
+    }
+}
+
+impl LabelSpace {
+    /// Adds a namespace at the end of a head's outputs (no-op for an empty label list).
+    pub fn push(
+        &mut self,
+        task: Task,
+        name: &str,
+        format: DatasetFormat,
+        kind: LabelKind,
+        labels: Vec<String>,
+    ) {
+        if labels.is_empty() {
+            return;
+        }
+        let list = self.list_mut(task);
+        let offset = list.last().map_or(0, |n| n.range().end);
+        list.push(Namespace {
+            name: name.to_string(),
+            format,
+            kind,
+            offset,
+            labels,
+        });
+    }
+
+    /// The namespaces of a head.
+    pub fn list(&self, task: Task) -> &[Namespace] {
+        match task {
+            Task::Cta => &self.cta,
+            Task::Cpa => &self.cpa,
+        }
+    }
+
+    fn list_mut(&mut self, task: Task) -> &mut Vec<Namespace> {
+        match task {
+            Task::Cta => &mut self.cta,
+            Task::Cpa => &mut self.cpa,
+        }
+    }
+
+    /// Number of outputs of a head.
+    pub fn len(&self, task: Task) -> usize {
+        self.list(task).last().map_or(0, |n| n.range().end)
+    }
+
+    /// Whether both heads are empty.
+    pub fn is_empty(&self) -> bool {
+        self.cta.is_empty() && self.cpa.is_empty()
+    }
+
+    /// The namespace of a head with this name.
+    pub fn namespace(&self, task: Task, name: &str) -> Option<&Namespace> {
+        self.list(task).iter().find(|n| n.name == name)
+    }
+
+    /// The namespaces of a head trained from this format.
+    pub fn by_format(&self, task: Task, format: DatasetFormat) -> Vec<&Namespace> {
+        self.list(task)
+            .iter()
+            .filter(|n| n.format == format)
+            .collect()
+    }
+
+    /// The flat output list as `namespace:label` (what the manifest stores).
+    pub fn flat(&self, task: Task) -> Vec<String> {
+        self.list(task)
+            .iter()
+            .flat_map(|n| n.labels.iter().map(move |l| format!("{}:{l}", n.name)))
+            .collect()
+    }
+
+    /// Writes `labels.json` atomically.
+    pub fn save(&self, path: &Path) -> Result<(), TrainError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| TrainError::Run {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        write_atomically(path, &json)?;
+        Ok(())
+    }
+
+    /// Reads `labels.json` and checks that namespaces tile the outputs.
+    pub fn load(path: &Path) -> Result<Self, TrainError> {
+        let bytes = std::fs::read(path).map_err(|e| TrainError::io(path, e))?;
+        let space: LabelSpace = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+            path: path.to_path_buf(),
+            reason: format!("invalid label space: {e}"),
+        })?;
+        for task in [Task::Cta, Task::Cpa] {
+            let mut end = 0;
+            for n in space.list(task) {
+                if n.offset != end {
+                    return Err(TrainError::Run {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "{task} namespace `{}` starts at {} but the previous one ends at {end}",
+                            n.name, n.offset
+                        ),
+                    });
+                }
+                end = n.range().end;
+            }
+        }
+        Ok(space)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_tile_the_outputs() {
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::SingleLabel;
+        space.push(
+            Task::Cta,
+            "a",
+            DatasetFormat::TurlCsv,
+            kind,
+            vec!["x".into(), "y".into()],
+        );
+        space.push(
+            Task::Cta,
+            "b",
+            DatasetFormat::SatoCv,
+            kind,
+            vec!["x".into()],
+        );
+        space.push(Task::Cta, "empty", DatasetFormat::T2d, kind, vec![]);
+        assert_eq!(space.len(Task::Cta), 3);
+        assert_eq!(
+            space.namespace(Task::Cta, "b").unwrap().output("x"),
+            Some(2)
+        );
+        assert_eq!(space.flat(Task::Cta), ["a:x", "a:y", "b:x"]);
+        assert_eq!(space.by_format(Task::Cta, DatasetFormat::SatoCv).len(), 1);
+        assert_eq!(space.len(Task::Cpa), 0);
+    }
+
+    #[test]
+    fn load_rejects_overlapping_namespaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LABELS_FILE);
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::MultiLabel;
+        space.push(
+            Task::Cta,
+            "a",
+            DatasetFormat::TurlCsv,
+            kind,
+            vec!["x".into()],
+        );
+        space.push(
+            Task::Cta,
+            "b",
+            DatasetFormat::TurlCsv,
+            kind,
+            vec!["y".into()],
+        );
+        space.save(&path).unwrap();
+        assert_eq!(LabelSpace::load(&path).unwrap(), space);
+        space.cta[1].offset = 0;
+        space.save(&path).unwrap();
+        let err = LabelSpace::load(&path).unwrap_err().to_string();
+        assert!(err.contains("namespace `b` starts at 0"), "{err}");
+    }
+}

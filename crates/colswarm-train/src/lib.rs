@@ -1,0 +1,31 @@
+//! Training, evaluation and prediction for colswarm swarms.
+//!
+//! - [`dataset`]: benchmark files → labelled tables (`NAME=FORMAT:PATH[#SPLIT]` specs);
+//! - [`labels`]: the model's label space, one namespace per training set;
+//! - [`examples`]: tables → tokens and head targets;
+//! - [`supervised`]: the supervised stage (specialists, then the primary with its heads), with
+//!   per-epoch dev evaluation, early stopping, atomic checkpoints and exact resume;
+//! - [`parl`]: the PARL stage that trains the router with frozen specialists;
+//! - [`predict`] and [`eval`]: annotations and F1 reports from a model directory;
+//! - [`baseline`]: majority and character n-gram baselines scored the same way.
+
+#![warn(missing_docs)]
+
+pub mod baseline;
+pub mod dataset;
+pub mod error;
+pub mod eval;
+pub mod examples;
+pub mod labels;
+pub mod metrics;
+pub mod param_ids;
+pub mod parl;
+pub mod predict;
+pub mod progress;
+pub mod run_dir;
+pub mod supervised;
+
+pub use dataset::{DataSpec, DatasetFormat, LoadedData, Split, load_tables};
+pub use error::TrainError;
+pub use labels::{LabelSpace, Namespace, Task};
+pub use metrics::{F1Report, LabelScore, Scored, f1_report};

@@ -1,0 +1,304 @@
+//! The directory of a training run: its configuration, metric log, checkpoints and best model.
+//!
+//! ```text
+//! run/
+//!   run.json                 the configuration (a resumed run must match it)
+//!   log.jsonl                one JSON object per event (step, epoch, dev evaluation, skip)
+//!   checkpoints/step-000120/ model/ (a model directory), optimizer.bpk, state.json
+//!   best/                    the model directory of the best dev score so far
+//! ```
+//!
+//! Every checkpoint is written into a `.tmp-*` directory and renamed into place, so a crash
+//! leaves either the old checkpoint or the new one, never half of one; `state.json` records the
+//! SHA-256 of the optimizer file and the model directory's manifest records its files', and both
+//! are verified when a run resumes. Only the newest `keep_last` checkpoints are kept.
+
+use std::path::{Path, PathBuf};
+
+use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::manifest::sha256_file;
+use serde::{Deserialize, Serialize};
+
+use crate::error::TrainError;
+
+/// Where a run keeps its files.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+/// Counters and scores a run needs to continue exactly where it stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// Epoch to run next (0-based).
+    pub epoch: usize,
+    /// Batches of `epoch` already done.
+    pub batch: usize,
+    /// Optimizer steps done.
+    pub step: usize,
+    /// Best dev score so far.
+    pub best_score: Option<f64>,
+    /// Epoch of the best dev score.
+    pub best_epoch: Option<usize>,
+    /// Epochs since the best dev score.
+    pub epochs_without_improvement: usize,
+    /// Whether early stopping or the epoch limit ended the run.
+    pub finished: bool,
+    /// SHA-256 of `optimizer.bpk`.
+    pub optimizer_sha256: String,
+    /// Sum of the losses of the current epoch's batches so far, and their count (so a resumed
+    /// epoch reports the same mean loss).
+    #[serde(default)]
+    pub epoch_loss: (f64, usize),
+}
+
+/// A complete checkpoint on disk.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its counters.
+    pub state: RunState,
+}
+
+impl Checkpoint {
+    /// The model directory inside the checkpoint.
+    pub fn model_dir(&self) -> PathBuf {
+        self.dir.join("model")
+    }
+
+    /// The optimizer state file.
+    pub fn optimizer_path(&self) -> PathBuf {
+        self.dir.join("optimizer.bpk")
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
+    move |source| TrainError::io(path, source)
+}
+
+impl RunDir {
+    /// Opens (creating if needed) a run directory and repairs an interrupted best-model swap.
+    pub fn open(root: &Path) -> Result<Self, TrainError> {
+        std::fs::create_dir_all(root.join("checkpoints")).map_err(io(root))?;
+        let run = RunDir {
+            root: root.to_path_buf(),
+        };
+        // A crash between the two renames of `replace_dir` leaves only `.old-best`.
+        let (best, old) = (run.best_dir(), root.join(".old-best"));
+        if !best.exists() && old.exists() {
+            std::fs::rename(&old, &best).map_err(io(&old))?;
+        }
+        Ok(run)
+    }
+
+    /// The run's root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `run.json`.
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("run.json")
+    }
+
+    /// `log.jsonl`.
+    pub fn log_path(&self) -> PathBuf {
+        self.root.join("log.jsonl")
+    }
+
+    /// `best/`.
+    pub fn best_dir(&self) -> PathBuf {
+        self.root.join("best")
+    }
+
+    /// A fresh temporary directory inside the run (same file system, so renames are atomic).
+    pub fn temp_dir(&self, name: &str) -> Result<PathBuf, TrainError> {
+        let dir = self.root.join(format!(".tmp-{name}"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(dir)
+    }
+
+    /// Complete checkpoints, oldest first.
+    pub fn checkpoints(&self) -> Result<Vec<PathBuf>, TrainError> {
+        let dir = self.root.join("checkpoints");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map_err(io(&dir))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("step-"))
+            })
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// Moves a finished temporary checkpoint (holding `model/` and `optimizer.bpk`) into place
+    /// with its `state.json`, then drops all but the newest `keep_last`.
+    pub fn commit_checkpoint(
+        &self,
+        temp: &Path,
+        mut state: RunState,
+        keep_last: usize,
+    ) -> Result<Checkpoint, TrainError> {
+        state.optimizer_sha256 = sha256_file(&temp.join("optimizer.bpk"))?;
+        let json = serde_json::to_vec_pretty(&state).map_err(|e| TrainError::Run {
+            path: temp.join("state.json"),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&temp.join("state.json"), &json)?;
+        let dir = self
+            .root
+            .join("checkpoints")
+            .join(format!("step-{:09}", state.step));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        std::fs::rename(temp, &dir).map_err(io(&dir))?;
+        let all = self.checkpoints()?;
+        for old in &all[..all.len().saturating_sub(keep_last.max(1))] {
+            std::fs::remove_dir_all(old).map_err(io(old))?;
+        }
+        Ok(Checkpoint { dir, state })
+    }
+
+    /// The newest checkpoint, its state read and its optimizer file verified.
+    pub fn latest(&self) -> Result<Option<Checkpoint>, TrainError> {
+        let Some(dir) = self.checkpoints()?.pop() else {
+            return Ok(None);
+        };
+        let path = dir.join("state.json");
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let state: RunState = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: format!("invalid checkpoint state: {e}"),
+        })?;
+        let optimizer = dir.join("optimizer.bpk");
+        let computed = sha256_file(&optimizer)?;
+        if computed != state.optimizer_sha256 {
+            return Err(TrainError::Run {
+                path: optimizer,
+                reason: format!(
+                    "checksum mismatch: state.json records {} but the file has {computed}",
+                    state.optimizer_sha256
+                ),
+            });
+        }
+        Ok(Some(Checkpoint { dir, state }))
+    }
+
+    /// Replaces `best/` with the model directory at `source` (a finished temporary directory).
+    pub fn replace_best(&self, source: &Path) -> Result<(), TrainError> {
+        replace_dir(source, &self.best_dir(), &self.root.join(".old-best"))
+    }
+}
+
+/// Puts `source` at `target`: `target` → `old`, `source` → `target`, remove `old`. A crash
+/// leaves `target` or `old` (repaired by [`RunDir::open`]).
+fn replace_dir(source: &Path, target: &Path, old: &Path) -> Result<(), TrainError> {
+    if old.exists() {
+        std::fs::remove_dir_all(old).map_err(io(old))?;
+    }
+    if target.exists() {
+        std::fs::rename(target, old).map_err(io(target))?;
+    }
+    std::fs::rename(source, target).map_err(io(target))?;
+    if old.exists() {
+        std::fs::remove_dir_all(old).map_err(io(old))?;
+    }
+    Ok(())
+}
+
+/// Copies a model directory (files and `specialists/`) to `target`, atomically.
+pub fn copy_model_dir(source: &Path, target: &Path) -> Result<(), TrainError> {
+    let parent = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let temp = parent.join(format!(".tmp-{name}"));
+    if temp.exists() {
+        std::fs::remove_dir_all(&temp).map_err(io(&temp))?;
+    }
+    copy_tree(source, &temp)?;
+    replace_dir(&temp, target, &parent.join(format!(".old-{name}")))
+}
+
+fn copy_tree(source: &Path, target: &Path) -> Result<(), TrainError> {
+    std::fs::create_dir_all(target).map_err(io(target))?;
+    for entry in std::fs::read_dir(source).map_err(io(source))? {
+        let path = entry.map_err(io(source))?.path();
+        let to = target.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_tree(&path, &to)?;
+        } else {
+            std::fs::copy(&path, &to).map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(step: usize) -> RunState {
+        RunState {
+            epoch: 0,
+            batch: step,
+            step,
+            best_score: None,
+            best_epoch: None,
+            epochs_without_improvement: 0,
+            finished: false,
+            optimizer_sha256: String::new(),
+            epoch_loss: (0.0, 0),
+        }
+    }
+
+    fn temp_checkpoint(run: &RunDir, bytes: &[u8]) -> PathBuf {
+        let temp = run.temp_dir("checkpoint").unwrap();
+        std::fs::write(temp.join("optimizer.bpk"), bytes).unwrap();
+        temp
+    }
+
+    #[test]
+    fn keeps_the_newest_and_verifies_the_optimizer_file() {
+        let root = tempfile::tempdir().unwrap();
+        let run = RunDir::open(root.path()).unwrap();
+        assert!(run.latest().unwrap().is_none());
+        for step in [3, 7, 12] {
+            let temp = temp_checkpoint(&run, &[step as u8]);
+            run.commit_checkpoint(&temp, state(step), 2).unwrap();
+        }
+        assert_eq!(run.checkpoints().unwrap().len(), 2);
+        let latest = run.latest().unwrap().unwrap();
+        assert_eq!(latest.state.step, 12);
+        std::fs::write(latest.optimizer_path(), b"tampered").unwrap();
+        let err = run.latest().unwrap_err().to_string();
+        assert!(
+            err.contains("optimizer.bpk") && err.contains("checksum"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unfinished_temp_dir_is_not_a_checkpoint_and_best_survives_a_torn_swap() {
+        let root = tempfile::tempdir().unwrap();
+        let run = RunDir::open(root.path()).unwrap();
+        let _ = temp_checkpoint(&run, b"half");
+        assert!(run.latest().unwrap().is_none());
+        let best = run.temp_dir("best").unwrap();
+        std::fs::write(best.join("swarm.json"), b"{}").unwrap();
+        run.replace_best(&best).unwrap();
+        // Simulate a crash after `best` → `.old-best`.
+        std::fs::rename(run.best_dir(), root.path().join(".old-best")).unwrap();
+        let run = RunDir::open(root.path()).unwrap();
+        assert!(run.best_dir().join("swarm.json").is_file());
+    }
+}

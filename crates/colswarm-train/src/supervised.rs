@@ -1,0 +1,868 @@
+//! The supervised stage: a primary (with its CTA/CPA heads, alignments and fusion) trained on
+//! labelled tables with Adam, frozen specialists (if any) read in beside it.
+//!
+//! A specialist is trained by this same stage with no specialists of its own; its primary is
+//! then the specialist checkpoint.
+//!
+//! - **Epochs** visit the training examples in an order drawn from `(seed, epoch)`; the router's
+//!   Bernoulli masks are drawn from `(seed, step)`. Nothing else is random, so a run resumed
+//!   from a checkpoint takes exactly the steps the uninterrupted run would have taken.
+//! - **Dev evaluation** after every epoch (mean micro-F1 over the dev sets), **early stopping**
+//!   after `patience` epochs without improvement, the best model in `best/`.
+//! - **Checkpoints** every `checkpoint_every` steps and at every epoch end, written atomically;
+//!   parameters get deterministic ids ([`crate::param_ids`]) so Adam's state is restored too.
+//! - **Non-finite losses** stop the run with an error naming the step (the last checkpoint is
+//!   untouched), or skip the batch and log it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use colswarm_rwkv::RwkvConfig;
+use colswarm_swarm::{
+    FrozenSpecialist, FusionMode, LabelKind, Orchestrator, OrchestratorConfig, Routing, Swarm,
+    SwarmOutput,
+};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::{DataSpec, LoadedData};
+use crate::error::TrainError;
+use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
+use crate::examples::{Columns, Example, encode, to_batch};
+use crate::labels::{LabelSpace, Task};
+use crate::param_ids::renumber;
+use crate::predict::{Model, SerializeSettings, save_model_extras};
+use crate::progress::{Progress, format_duration};
+use crate::run_dir::{RunDir, RunState};
+
+/// A frozen specialist to read tables beside the primary: `NAME=PATH`, where `PATH` is an RWKV
+/// checkpoint or a model directory (its primary is used).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecialistSpec {
+    /// Name used in reports and annotations.
+    pub name: String,
+    /// Checkpoint file or model directory.
+    pub path: PathBuf,
+}
+
+impl FromStr for SpecialistSpec {
+    type Err = TrainError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once('=') {
+            Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(SpecialistSpec {
+                name: name.to_string(),
+                path: PathBuf::from(path),
+            }),
+            _ => Err(TrainError::Config(format!(
+                "specialist `{s}`: expected NAME=PATH (a checkpoint or a model directory)"
+            ))),
+        }
+    }
+}
+
+impl SpecialistSpec {
+    /// Loads the specialist (its weights on `device` without autodiff).
+    pub fn load(&self, device: &Device) -> Result<FrozenSpecialist, TrainError> {
+        let file = if self.path.is_dir() {
+            self.path.join("primary.safetensors")
+        } else {
+            self.path.clone()
+        };
+        let loaded = FrozenSpecialist::load(&self.name, &file, device)?;
+        // Dropping the source path makes saved models carry a copy: they stay self-contained.
+        Ok(FrozenSpecialist::from_model(
+            &self.name,
+            loaded.model().clone(),
+            loaded.config().clone(),
+        ))
+    }
+}
+
+/// What to do when a batch's loss is NaN or infinite.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonFinitePolicy {
+    /// Stop with [`TrainError::NonFinite`] (the last checkpoint stays).
+    #[default]
+    Stop,
+    /// Skip the batch (no update) and log it.
+    Skip,
+}
+
+/// Everything a supervised run depends on (stored as `run.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Training sets.
+    pub train: Vec<DataSpec>,
+    /// Dev sets (their namespaces must be among the training sets').
+    pub dev: Vec<DataSpec>,
+    /// Width of the primary.
+    pub d_model: usize,
+    /// Layers of the primary.
+    pub n_layers: usize,
+    /// Head size of the primary (d_model must be a multiple).
+    pub head_size: usize,
+    /// Frozen specialists.
+    pub specialists: Vec<SpecialistSpec>,
+    /// Fusion rule.
+    pub fusion: FusionMode,
+    /// Hidden width of the heads.
+    pub d_head_hidden: usize,
+    /// Serialization budgets.
+    pub serialize: SerializeSettings,
+    /// Most epochs.
+    pub epochs: usize,
+    /// Tables per optimizer step.
+    pub batch_size: usize,
+    /// Adam's learning rate.
+    pub learning_rate: f64,
+    /// Per-parameter gradient norm clip.
+    pub grad_clip: Option<f32>,
+    /// Epochs without dev improvement before stopping.
+    pub patience: usize,
+    /// Checkpoints kept (besides `best/`).
+    pub keep_last: usize,
+    /// Steps between checkpoints (0: only at epoch ends).
+    pub checkpoint_every: usize,
+    /// Steps between log lines.
+    pub log_every: usize,
+    /// At most this many training tables per set (0: all), for quick runs.
+    pub max_tables: usize,
+    /// Weight of the CPA loss.
+    pub cpa_weight: f64,
+    /// Every random choice derives from it.
+    pub seed: u64,
+    /// NaN/inf handling.
+    pub on_non_finite: NonFinitePolicy,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            train: Vec::new(),
+            dev: Vec::new(),
+            d_model: 128,
+            n_layers: 2,
+            head_size: 32,
+            specialists: Vec::new(),
+            fusion: FusionMode::WeightedSum,
+            d_head_hidden: 128,
+            serialize: SerializeSettings::default(),
+            epochs: 10,
+            batch_size: 8,
+            learning_rate: 2e-3,
+            grad_clip: Some(1.0),
+            patience: 3,
+            keep_last: 2,
+            checkpoint_every: 0,
+            log_every: 10,
+            max_tables: 0,
+            cpa_weight: 1.0,
+            seed: 0,
+            on_non_finite: NonFinitePolicy::Stop,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// The primary's configuration.
+    pub fn primary(&self) -> RwkvConfig {
+        RwkvConfig::new(colswarm_tables::VOCAB_SIZE, self.d_model, self.n_layers)
+            .with_head_size(self.head_size)
+    }
+
+    /// Checks what can be checked before reading data.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let fail = |m: String| Err(TrainError::Config(m));
+        if self.train.is_empty() {
+            return fail("no training set (--train NAME=FORMAT:PATH)".into());
+        }
+        if self.batch_size == 0 || self.epochs == 0 {
+            return fail("batch size and epochs must be at least 1".into());
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return fail(format!(
+                "learning rate {} is not positive",
+                self.learning_rate
+            ));
+        }
+        self.primary()
+            .validate()
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+        for dev in &self.dev {
+            if !self.train.iter().any(|t| t.namespace == dev.namespace) {
+                return fail(format!(
+                    "dev set `{}` has no training set of the same name",
+                    dev.namespace
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a run directory written with `other` can be resumed under `self` (only the
+    /// stopping rules may change).
+    pub fn resumable_from(&self, other: &TrainConfig) -> bool {
+        let strip = |c: &TrainConfig| TrainConfig {
+            epochs: 0,
+            patience: 0,
+            ..c.clone()
+        };
+        strip(self) == strip(other)
+    }
+}
+
+/// Switches that do not change the result.
+#[derive(Clone, Debug, Default)]
+pub struct TrainOptions {
+    /// Print progress lines.
+    pub progress: bool,
+    /// Stop (as if killed) after this many optimizer steps in this process, for tests.
+    pub stop_after_steps: Option<usize>,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainSummary {
+    /// Optimizer steps done.
+    pub steps: usize,
+    /// Epochs completed.
+    pub epochs: usize,
+    /// Best dev score (mean micro-F1) and its epoch.
+    pub best: Option<(f64, usize)>,
+    /// `true` when the run finished (epoch limit or early stopping), `false` when stopped by
+    /// `stop_after_steps`.
+    pub finished: bool,
+    /// The best model's directory.
+    pub model_dir: PathBuf,
+}
+
+/// The label space of a set of training data: per set, a CTA namespace (when its columns carry
+/// labels) and a CPA namespace (when it has CPA targets).
+pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
+    let mut space = LabelSpace::default();
+    for (spec, data) in train {
+        if data.tables.iter().any(|t| t.n_labelled_columns() > 0) {
+            let labels = data.cta_labels.labels().to_vec();
+            space.push(
+                Task::Cta,
+                &spec.namespace,
+                spec.format,
+                spec.format.cta_kind(),
+                labels,
+            );
+        }
+        let cpa = data.cpa_labels.labels().to_vec();
+        space.push(
+            Task::Cpa,
+            &spec.namespace,
+            spec.format,
+            LabelKind::SingleLabel,
+            cpa,
+        );
+    }
+    space
+}
+
+/// Per-head losses of a forward pass against the examples' targets.
+#[derive(Debug)]
+pub struct Losses {
+    /// Weighted sum of the two.
+    pub total: Tensor<1>,
+    /// CTA part (mean over labelled columns), when any.
+    pub cta: Option<f64>,
+    /// CPA part (mean over targets), when any.
+    pub cpa: Option<f64>,
+}
+
+/// Cross-entropy of `rows` of `logits`, restricted to one namespace's outputs, against the
+/// uniform distribution over each target's gold labels. Multi-label sets use it too: with a
+/// per-label sigmoid, a small model from scratch settles on the label priors (loss ≈ the
+/// entropy of the label frequencies) and never discriminates; a softmax must.
+fn namespace_loss(
+    logits: &Tensor<2>,
+    rows: &[usize],
+    range: std::ops::Range<usize>,
+    targets: &[&[usize]],
+) -> Tensor<1> {
+    let device = logits.device();
+    let n = range.len();
+    let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+    let picked = logits
+        .clone()
+        .select(0, Tensor::<1, Int>::from_data(index.as_slice(), &device))
+        .narrow(1, range.start, n);
+    let mut dense = vec![0f32; rows.len() * n];
+    for (r, outputs) in targets.iter().enumerate() {
+        for &o in *outputs {
+            dense[r * n + (o - range.start)] = 1.0 / outputs.len() as f32;
+        }
+    }
+    let target = Tensor::<2>::from_data(TensorData::new(dense, [rows.len(), n]), &device);
+    (log_softmax(picked, 1) * target).sum().neg() / rows.len() as f64
+}
+
+/// The supervised loss of a forward pass: mean over labelled columns of their namespace's CTA
+/// loss, plus `cpa_weight` times the mean CPA loss over targets.
+pub fn supervised_loss(
+    orchestrator: &Orchestrator,
+    space: &LabelSpace,
+    examples: &[&Example],
+    out: &SwarmOutput,
+    cpa_weight: f64,
+) -> Option<Losses> {
+    let mut row = 0;
+    // Per namespace: rows (CTA) or row pairs (CPA), and their targets.
+    type Targets<'e, R> = Vec<(Vec<R>, Vec<&'e [usize]>)>;
+    let mut cta: Targets<usize> = vec![(Vec::new(), Vec::new()); space.cta.len()];
+    let mut cpa: Targets<(usize, usize)> = vec![(Vec::new(), Vec::new()); space.cpa.len()];
+    for example in examples {
+        if let Some(ns) = example.cta_namespace {
+            for (q, outputs) in example.cta.iter().enumerate() {
+                if !outputs.is_empty() {
+                    cta[ns].0.push(row + q);
+                    cta[ns].1.push(outputs);
+                }
+            }
+        }
+        if let Some(ns) = example.cpa_namespace {
+            for (s, o, outputs) in &example.cpa {
+                cpa[ns].0.push((row + s, row + o));
+                cpa[ns].1.push(outputs);
+            }
+        }
+        row += example.queries.len();
+    }
+    let n_cta: usize = cta.iter().map(|(r, _)| r.len()).sum();
+    let n_cpa: usize = cpa.iter().map(|(r, _)| r.len()).sum();
+    let mut parts: Vec<(Tensor<1>, f64)> = Vec::new();
+    let mut cta_total: Option<Tensor<1>> = None;
+    for (ns, (rows, targets)) in space.cta.iter().zip(&cta) {
+        if rows.is_empty() {
+            continue;
+        }
+        let loss = namespace_loss(&out.cta_logits, rows, ns.range(), targets)
+            * (rows.len() as f64 / n_cta as f64);
+        cta_total = Some(match cta_total {
+            Some(t) => t + loss,
+            None => loss,
+        });
+    }
+    let mut cpa_total: Option<Tensor<1>> = None;
+    for (ns, (pairs, targets)) in space.cpa.iter().zip(&cpa) {
+        if pairs.is_empty() {
+            continue;
+        }
+        let logits = orchestrator.cpa_logits(&out.columns, pairs);
+        let rows: Vec<usize> = (0..pairs.len()).collect();
+        let loss = namespace_loss(&logits, &rows, ns.range(), targets)
+            * (pairs.len() as f64 / n_cpa as f64);
+        cpa_total = Some(match cpa_total {
+            Some(t) => t + loss,
+            None => loss,
+        });
+    }
+    let scalar = |t: &Tensor<1>| f64::from(t.clone().into_scalar::<f32>());
+    let (cta_value, cpa_value) = (
+        cta_total.as_ref().map(scalar),
+        cpa_total.as_ref().map(scalar),
+    );
+    if let Some(t) = cta_total {
+        parts.push((t, 1.0));
+    }
+    if let Some(t) = cpa_total {
+        parts.push((t, cpa_weight));
+    }
+    let total = parts.into_iter().map(|(t, w)| t * w).reduce(|a, b| a + b)?;
+    Some(Losses {
+        total,
+        cta: cta_value,
+        cpa: cpa_value,
+    })
+}
+
+/// Loaded data of a run.
+#[derive(Debug)]
+pub struct RunData {
+    /// The label space.
+    pub space: LabelSpace,
+    /// Training examples (only those with targets).
+    pub train: Vec<Example>,
+    /// Dev sets.
+    pub dev: Vec<(DataSpec, LoadedData)>,
+}
+
+/// Reads and encodes the data of `config`.
+pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
+    let mut train = Vec::new();
+    for spec in &config.train {
+        let mut data = spec.load()?;
+        if config.max_tables > 0 {
+            data.tables.truncate(config.max_tables);
+        }
+        if data.tables.is_empty() {
+            return Err(TrainError::Dataset {
+                spec: spec.to_string(),
+                reason: "no table in this split".into(),
+            });
+        }
+        train.push((spec.clone(), data));
+    }
+    let space = label_space(&train);
+    if space.is_empty() {
+        return Err(TrainError::Config(
+            "the training sets carry no CTA label and no CPA target".into(),
+        ));
+    }
+    let serialize = config.serialize.config();
+    let mut examples = Vec::new();
+    for (spec, data) in &train {
+        let position = |task: Task| {
+            space
+                .list(task)
+                .iter()
+                .position(|n| n.name == spec.namespace)
+        };
+        let (cta, cpa) = (position(Task::Cta), position(Task::Cpa));
+        examples.extend(
+            data.tables
+                .iter()
+                .map(|t| encode(t, &serialize, &space, cta, cpa, Columns::Targets))
+                .filter(Example::has_targets),
+        );
+    }
+    let dev = config
+        .dev
+        .iter()
+        .map(|spec| Ok((spec.clone(), spec.load()?)))
+        .collect::<Result<_, TrainError>>()?;
+    Ok(RunData {
+        space,
+        train: examples,
+        dev,
+    })
+}
+
+/// Builds the swarm of a fresh run.
+fn fresh_swarm(
+    config: &TrainConfig,
+    space: &LabelSpace,
+    device: &Device,
+) -> Result<(Swarm, OrchestratorConfig), TrainError> {
+    let specialists = config
+        .specialists
+        .iter()
+        .map(|s| s.load(device))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shapes: Vec<_> = specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    let orchestrator_config = orchestrator_config(config, space);
+    let orchestrator = orchestrator_config.init(&shapes, config.seed, device);
+    Ok((
+        Swarm::new(renumber(orchestrator), specialists)?,
+        orchestrator_config,
+    ))
+}
+
+/// The orchestrator configuration of a run.
+pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> OrchestratorConfig {
+    let kind = if space.cta.iter().all(|n| n.kind == LabelKind::SingleLabel) {
+        LabelKind::SingleLabel
+    } else {
+        LabelKind::MultiLabel
+    };
+    OrchestratorConfig::new(
+        config.primary(),
+        space.len(Task::Cta),
+        kind,
+        space.len(Task::Cpa),
+    )
+    .with_fusion(config.fusion)
+    .with_d_head_hidden(config.d_head_hidden)
+}
+
+/// Saves a model directory (swarm + label space + serialization settings).
+pub fn save_model(
+    swarm: &Swarm,
+    config: &OrchestratorConfig,
+    space: &LabelSpace,
+    serialize: &SerializeSettings,
+    dir: &Path,
+) -> Result<(), TrainError> {
+    swarm.save(dir, config, &space.flat(Task::Cta), &space.flat(Task::Cpa))?;
+    save_model_extras(dir, space, serialize)
+}
+
+/// Scores the dev sets; the score is the mean micro-F1.
+pub fn dev_reports(
+    swarm: &Swarm,
+    space: &LabelSpace,
+    serialize: &SerializeSettings,
+    dev: &[(DataSpec, LoadedData)],
+    batch_size: usize,
+) -> Result<Vec<EvalReport>, TrainError> {
+    let model = Model {
+        swarm: Swarm::new(swarm.orchestrator.valid(), swarm.specialists.clone())?,
+        specialist_names: swarm
+            .specialists
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect(),
+        space: space.clone(),
+        serialize: *serialize,
+    };
+    dev.iter()
+        .map(|(spec, data)| {
+            let options = EvalOptions {
+                task: default_task(spec.format, &data.tables),
+                namespace: Some(spec.namespace.clone()),
+                batch_size,
+                use_specialists: true,
+                progress: false,
+            };
+            evaluate(&model, &data.tables, spec.format, &options)
+        })
+        .collect()
+}
+
+/// Appends JSON lines to the run's log.
+pub struct Log {
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Log({})", self.path.display())
+    }
+}
+
+impl Log {
+    /// Opens the log, dropping entries after `step` (a resumed run rewrites them).
+    pub fn open(path: &Path, keep_until_step: usize) -> Result<Self, TrainError> {
+        if path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
+            let kept: String = text
+                .lines()
+                .filter(|line| {
+                    serde_json::from_str::<serde_json::Value>(line)
+                        .ok()
+                        .and_then(|v| v.get("step").and_then(serde_json::Value::as_u64))
+                        .is_some_and(|s| s as usize <= keep_until_step)
+                })
+                .map(|line| format!("{line}\n"))
+                .collect();
+            colswarm_rwkv::checkpoint::write_atomically(path, kept.as_bytes())?;
+        }
+        Ok(Log {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one entry.
+    pub fn write(&self, entry: &serde_json::Value) -> Result<(), TrainError> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| TrainError::io(&self.path, e))?;
+        writeln!(file, "{entry}").map_err(|e| TrainError::io(&self.path, e))
+    }
+}
+
+fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng.set_word_pos(u128::from(index) << 16);
+    rng
+}
+
+/// Stream ids of the run's random choices.
+const ORDER_STREAM: u64 = 1;
+const ROUTING_STREAM: u64 = 2;
+
+/// The example order of an epoch.
+pub fn epoch_order(seed: u64, epoch: usize, n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rng_for(seed, ORDER_STREAM, epoch as u64));
+    order
+}
+
+fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
+    AdamConfig::new()
+        .with_grad_clipping(
+            config
+                .grad_clip
+                .map(burn::grad_clipping::GradientClippingConfig::Norm),
+        )
+        .init()
+}
+
+/// Runs (or resumes) a supervised training run in `out`.
+pub fn train(
+    config: &TrainConfig,
+    out: &Path,
+    options: &TrainOptions,
+) -> Result<TrainSummary, TrainError> {
+    config.validate()?;
+    let run = RunDir::open(out)?;
+    let config_path = run.config_path();
+    if config_path.exists() {
+        let bytes = std::fs::read(&config_path).map_err(|e| TrainError::io(&config_path, e))?;
+        let stored: TrainConfig = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+            path: config_path.clone(),
+            reason: format!("invalid run configuration: {e}"),
+        })?;
+        if !config.resumable_from(&stored) {
+            return Err(TrainError::Run {
+                path: config_path,
+                reason: "this directory holds a run with a different configuration; \
+                         use another output directory"
+                    .into(),
+            });
+        }
+    }
+    let json = serde_json::to_vec_pretty(config).map_err(|e| TrainError::Run {
+        path: config_path.clone(),
+        reason: e.to_string(),
+    })?;
+    colswarm_rwkv::checkpoint::write_atomically(&config_path, &json)?;
+
+    let data = load_run_data(config)?;
+    let device = Device::flex().autodiff();
+    let (mut swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
+    let mut optim = optimizer(config);
+    let mut state = RunState {
+        epoch: 0,
+        batch: 0,
+        step: 0,
+        best_score: None,
+        best_epoch: None,
+        epochs_without_improvement: 0,
+        finished: false,
+        optimizer_sha256: String::new(),
+        epoch_loss: (0.0, 0),
+    };
+    if let Some(checkpoint) = run.latest()? {
+        let (loaded, _) = Swarm::load(&checkpoint.model_dir(), &device)?;
+        swarm = Swarm::new(renumber(loaded.orchestrator), swarm.specialists)?;
+        optim = optim
+            .load(checkpoint.optimizer_path())
+            .map_err(|e| TrainError::Run {
+                path: checkpoint.optimizer_path(),
+                reason: format!("unreadable optimizer state: {e:?}"),
+            })?;
+        state = checkpoint.state;
+        // The stopping rules may have changed (more epochs, more patience): re-judge.
+        state.finished = state.epoch >= config.epochs
+            || (state.best_score.is_some()
+                && state.epochs_without_improvement >= config.patience.max(1));
+        if options.progress {
+            eprintln!(
+                "resuming {} from step {} (epoch {}, batch {})",
+                out.display(),
+                state.step,
+                state.epoch + 1,
+                state.batch
+            );
+        }
+    }
+    let log = Log::open(&run.log_path(), state.step)?;
+    let n = data.train.len();
+    let batches = n.div_ceil(config.batch_size);
+    let save_checkpoint =
+        |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| -> Result<(), TrainError> {
+            let temp = run.temp_dir("checkpoint")?;
+            save_model(
+                swarm,
+                &orchestrator_config,
+                &data.space,
+                &config.serialize,
+                &temp.join("model"),
+            )?;
+            optim
+                .save(temp.join("optimizer.bpk"))
+                .map_err(|e| TrainError::Run {
+                    path: temp.join("optimizer.bpk"),
+                    reason: format!("could not write the optimizer state: {e:?}"),
+                })?;
+            run.commit_checkpoint(&temp, state.clone(), config.keep_last)?;
+            Ok(())
+        };
+    let mut steps_here = 0;
+    while !state.finished && state.epoch < config.epochs {
+        let order = epoch_order(config.seed, state.epoch, n);
+        let mut progress = Progress::new(
+            format!("epoch {}/{}", state.epoch + 1, config.epochs),
+            batches,
+            options.progress,
+        );
+        let epoch_start = Instant::now();
+        while state.batch < batches {
+            if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
+                return Ok(TrainSummary {
+                    steps: state.step,
+                    epochs: state.epoch,
+                    best: state.best_score.zip(state.best_epoch),
+                    finished: false,
+                    model_dir: run.best_dir(),
+                });
+            }
+            let start = state.batch * config.batch_size;
+            let picked: Vec<&Example> = order[start..(start + config.batch_size).min(n)]
+                .iter()
+                .map(|&i| &data.train[i])
+                .collect();
+            let mut rng = rng_for(config.seed, ROUTING_STREAM, state.step as u64);
+            let out = swarm.forward(&to_batch(&picked), Routing::Sample(&mut rng))?;
+            let losses = supervised_loss(
+                &swarm.orchestrator,
+                &data.space,
+                &picked,
+                &out,
+                config.cpa_weight,
+            )
+            .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
+            let value = f64::from(losses.total.clone().into_scalar::<f32>());
+            if !value.is_finite() {
+                match config.on_non_finite {
+                    NonFinitePolicy::Stop => {
+                        return Err(TrainError::NonFinite {
+                            epoch: state.epoch,
+                            step: state.step,
+                            loss: value,
+                        });
+                    }
+                    NonFinitePolicy::Skip => {
+                        log.write(&serde_json::json!({
+                            "event": "skip", "epoch": state.epoch, "step": state.step,
+                            "batch": state.batch, "loss": value.to_string(),
+                            "tables": picked.iter().map(|e| e.table_id.as_str()).collect::<Vec<_>>(),
+                        }))?;
+                        state.batch += 1;
+                        state.step += 1;
+                        steps_here += 1;
+                        continue;
+                    }
+                }
+            }
+            let grads = GradientsParams::from_grads(losses.total.backward(), &swarm.orchestrator);
+            swarm.orchestrator =
+                optim.step(config.learning_rate, swarm.orchestrator.clone(), grads);
+            state.epoch_loss.0 += value;
+            state.epoch_loss.1 += 1;
+            state.batch += 1;
+            state.step += 1;
+            steps_here += 1;
+            let active: usize = out.router.active.iter().flatten().filter(|a| **a).count();
+            let gates = out.router.active.iter().map(Vec::len).sum::<usize>().max(1);
+            if state.step.is_multiple_of(config.log_every.max(1)) {
+                log.write(&serde_json::json!({
+                    "event": "step", "epoch": state.epoch, "step": state.step, "loss": value,
+                    "cta_loss": losses.cta, "cpa_loss": losses.cpa,
+                    "activation_rate": active as f64 / gates as f64,
+                    "tokens": picked.iter().map(|e| e.n_tokens()).sum::<usize>(),
+                }))?;
+            }
+            progress.set(
+                state.batch,
+                &format!(
+                    "loss {:.4}",
+                    state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
+                ),
+            );
+            if config.checkpoint_every > 0
+                && state.step.is_multiple_of(config.checkpoint_every)
+                && state.batch < batches
+            {
+                save_checkpoint(&swarm, &optim, &state)?;
+            }
+        }
+        let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
+        progress.finish(&format!("loss {train_loss:.4}"));
+        // Dev evaluation, best model, early stopping.
+        let reports = dev_reports(
+            &swarm,
+            &data.space,
+            &config.serialize,
+            &data.dev,
+            config.batch_size * 2,
+        )?;
+        let score = if reports.is_empty() {
+            None
+        } else {
+            Some(reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64)
+        };
+        // Without dev sets, the last epoch counts as the best.
+        let improved = match (score, state.best_score) {
+            (None, _) | (Some(_), None) => true,
+            (Some(s), Some(best)) => s > best,
+        };
+        if improved {
+            state.best_score = score.or(state.best_score);
+            state.best_epoch = Some(state.epoch);
+            state.epochs_without_improvement = 0;
+            let temp = run.temp_dir("best")?;
+            save_model(
+                &swarm,
+                &orchestrator_config,
+                &data.space,
+                &config.serialize,
+                &temp,
+            )?;
+            run.replace_best(&temp)?;
+        } else {
+            state.epochs_without_improvement += 1;
+        }
+        log.write(&serde_json::json!({
+            "event": "epoch", "epoch": state.epoch, "step": state.step,
+            "train_loss": train_loss,
+            "seconds": epoch_start.elapsed().as_secs_f64(),
+            "dev_score": score, "best": improved,
+            "dev": reports.iter().map(|r| serde_json::json!({
+                "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
+                "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
+            })).collect::<Vec<_>>(),
+        }))?;
+        if options.progress {
+            let dev: Vec<String> = reports
+                .iter()
+                .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
+                .collect();
+            eprintln!(
+                "epoch {} done in {}: {}{}",
+                state.epoch + 1,
+                format_duration(epoch_start.elapsed().as_secs_f64()),
+                if dev.is_empty() {
+                    "no dev set".into()
+                } else {
+                    dev.join(", ")
+                },
+                if improved { " (best)" } else { "" }
+            );
+        }
+        state.epoch += 1;
+        state.batch = 0;
+        state.epoch_loss = (0.0, 0);
+        state.finished = state.epoch >= config.epochs
+            || (score.is_some() && state.epochs_without_improvement >= config.patience.max(1));
+        save_checkpoint(&swarm, &optim, &state)?;
+    }
+    Ok(TrainSummary {
+        steps: state.step,
+        epochs: state.epoch,
+        best: state.best_score.zip(state.best_epoch),
+        finished: true,
+        model_dir: run.best_dir(),
+    })
+}

@@ -1,0 +1,222 @@
+//! End-to-end training on a few real T2D tables with a tiny model: exact resume, non-finite
+//! losses, and the PARL stage.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use colswarm_rwkv::{RwkvConfig, save_checkpoint};
+use colswarm_swarm::manifest::sha256_file;
+use colswarm_train::parl::{ParlConfig, ScheduleChoice, train_router};
+use colswarm_train::predict::SerializeSettings;
+use colswarm_train::supervised::{
+    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+};
+use colswarm_train::{DataSpec, TrainError};
+
+fn datasets() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
+}
+
+fn t2d(split: &str) -> DataSpec {
+    format!(
+        "t2d=t2d:{}#{split}",
+        datasets().join("t2d-webtables").display()
+    )
+    .parse()
+    .unwrap()
+}
+
+/// A specialist checkpoint with random weights (its training is not what these tests check).
+fn specialist(dir: &Path, name: &str, seed: u64) -> SpecialistSpec {
+    let config = RwkvConfig::new(colswarm_tables::VOCAB_SIZE, 32, 1).with_head_size(16);
+    let path = dir.join(format!("{name}.safetensors"));
+    save_checkpoint(&config.init(seed, &Device::flex()), &config, &path).unwrap();
+    SpecialistSpec {
+        name: name.into(),
+        path,
+    }
+}
+
+fn tiny(dir: &Path) -> TrainConfig {
+    TrainConfig {
+        train: vec![t2d("train")],
+        dev: vec![t2d("dev")],
+        d_model: 32,
+        n_layers: 1,
+        head_size: 16,
+        d_head_hidden: 16,
+        specialists: vec![specialist(dir, "a", 7)],
+        serialize: SerializeSettings {
+            max_table_tokens: 96,
+            max_rows: 4,
+            max_cell_bytes: 12,
+            ..SerializeSettings::default()
+        },
+        epochs: 2,
+        batch_size: 3,
+        max_tables: 9,
+        checkpoint_every: 2,
+        keep_last: 10,
+        log_every: 1,
+        seed: 5,
+        ..TrainConfig::default()
+    }
+}
+
+fn last_checkpoint(run: &Path) -> PathBuf {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    all.sort();
+    all.pop().unwrap()
+}
+
+/// The log without wall-clock fields.
+fn log_without_times(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("log.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("seconds");
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn an_interrupted_run_resumes_to_the_same_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny(dir.path());
+    let quiet = TrainOptions::default();
+    let whole = dir.path().join("whole");
+    let summary = train(&config, &whole, &quiet).unwrap();
+    assert!(summary.finished);
+    assert_eq!(summary.epochs, 2);
+
+    let split = dir.path().join("split");
+    for stop in [3, 2] {
+        let partial = train(
+            &config,
+            &split,
+            &TrainOptions {
+                stop_after_steps: Some(stop),
+                ..TrainOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!partial.finished);
+    }
+    let resumed = train(&config, &split, &quiet).unwrap();
+    assert!(resumed.finished);
+    assert_eq!(resumed.steps, summary.steps);
+
+    // Equal weights after steps taken *after* each resume also show that Adam's moments were
+    // restored (the optimizer file itself lists parameters in hash order, so its bytes vary).
+    let (a, b) = (last_checkpoint(&whole), last_checkpoint(&split));
+    for file in [
+        "model/primary.safetensors",
+        "model/cta_head.safetensors",
+        "model/cpa_head.safetensors",
+        "model/fusion.safetensors",
+        "model/router.safetensors",
+    ] {
+        assert_eq!(
+            sha256_file(&a.join(file)).unwrap(),
+            sha256_file(&b.join(file)).unwrap(),
+            "{file} differs between the uninterrupted and the resumed run"
+        );
+    }
+    assert_eq!(log_without_times(&whole), log_without_times(&split));
+    // The best model is a loadable model directory.
+    let model = colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
+    assert_eq!(model.specialist_names, ["a"]);
+}
+
+#[test]
+fn a_different_configuration_is_not_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.epochs = 1;
+    config.max_tables = 3;
+    let run = dir.path().join("run");
+    train(&config, &run, &TrainOptions::default()).unwrap();
+    config.learning_rate *= 2.0;
+    let err = train(&config, &run, &TrainOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("different configuration"), "{err}");
+}
+
+#[test]
+fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    // Adam's steps are about the learning rate in size: this one overflows the weights.
+    config.learning_rate = 1e30;
+    config.grad_clip = None;
+    config.specialists.clear();
+    let err = train(&config, &dir.path().join("stop"), &TrainOptions::default()).unwrap_err();
+    match err {
+        TrainError::NonFinite { step, .. } => assert!(step >= 1, "step {step}"),
+        other => panic!("expected a non-finite loss error, got {other}"),
+    }
+    config.on_non_finite = NonFinitePolicy::Skip;
+    config.epochs = 1;
+    let run = dir.path().join("skip");
+    let summary = train(&config, &run, &TrainOptions::default()).unwrap();
+    assert!(summary.finished);
+    let skips = log_without_times(&run)
+        .into_iter()
+        .filter(|v| v["event"] == "skip")
+        .count();
+    assert!(skips >= 1);
+}
+
+#[test]
+fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.specialists = vec![
+        specialist(dir.path(), "a", 7),
+        specialist(dir.path(), "b", 8),
+    ];
+    config.epochs = 1;
+    config.max_tables = 6;
+    let supervised = train(&config, &dir.path().join("sup"), &TrainOptions::default()).unwrap();
+    let parl = ParlConfig {
+        model: supervised.model_dir.clone(),
+        train: vec![t2d("train")],
+        dev: vec![t2d("dev")],
+        steps: 3,
+        rollouts: 2,
+        batch_size: 2,
+        eval_every: 3,
+        schedule: ScheduleChoice::Aegir,
+        seed: 1,
+        ..ParlConfig::default()
+    };
+    let run = dir.path().join("parl");
+    let summary = train_router(&parl, &run, false).unwrap();
+    assert_eq!(summary.steps, 3);
+    let log = log_without_times(&run);
+    let steps: Vec<_> = log.iter().filter(|v| v["event"] == "step").collect();
+    assert_eq!(steps.len(), 3);
+    for key in [
+        "reward",
+        "r_perf",
+        "r_parallel",
+        "r_finish",
+        "lambda_parallel",
+        "lambda_finish",
+        "gate_entropy",
+        "critical_steps",
+        "serial_steps",
+    ] {
+        assert!(steps[0][key].is_number(), "{key} missing: {}", steps[0]);
+    }
+    assert_eq!(steps[0]["activation_rate"].as_array().unwrap().len(), 2);
+    // Aegir's schedule at p = 0: λ = (0.3, 0.1).
+    assert_eq!(steps[0]["lambda_parallel"], 0.3);
+    assert!(log.iter().any(|v| v["event"] == "dev"));
+    colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
+}
