@@ -1,0 +1,700 @@
+//! `colswarm`: train, evaluate and run sigmoid-routed RWKV-7 swarms that annotate table columns.
+
+mod input;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use colswarm_swarm::FusionMode;
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
+use colswarm_train::baseline::{BaselineConfig, BaselineKind, evaluate_baseline, train_baseline};
+use colswarm_train::eval::{EvalOptions, default_task, evaluate};
+use colswarm_train::parl::{ParlConfig, train_router};
+use colswarm_train::predict::{AnnotateOptions, Model, SerializeSettings, TableAnnotation};
+use colswarm_train::supervised::{
+    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+};
+use colswarm_train::{DataSpec, DatasetFormat, Split, Task, load_tables};
+
+use crate::input::{Shard, read_stdin, read_table, table_files};
+
+#[derive(Parser, Debug)]
+#[command(name = "colswarm", version, about, long_about = None)]
+struct Cli {
+    /// Worker threads for tensor kernels (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Supervised training of a specialist (no --specialist) or of a primary with its heads.
+    Train(TrainArgs),
+    /// The PARL stage: trains the router (and orchestrator) of a model with frozen specialists.
+    TrainRouter(TrainRouterArgs),
+    /// Scores a model on labelled data: micro / macro / weighted F1 and a per-label report.
+    Eval(EvalArgs),
+    /// Annotates tables: types, relations to the subject column, router decisions.
+    Annotate(AnnotateArgs),
+    /// Shows a model directory or checkpoint: configuration, sizes, checksums.
+    Inspect(InspectArgs),
+    /// Measures annotation throughput (columns/s), primary alone and with specialists.
+    Bench(BenchArgs),
+    /// Trains and scores a simple baseline (majority class or character n-grams).
+    Baseline(BaselineArgs),
+}
+
+#[derive(Args, Debug)]
+struct TrainArgs {
+    /// Training set, NAME=FORMAT:PATH[,PATH...][#SPLIT] (repeatable).
+    #[arg(long = "train", required = true)]
+    train: Vec<String>,
+    /// Dev set for evaluation and early stopping, same syntax (repeatable).
+    #[arg(long = "dev")]
+    dev: Vec<String>,
+    /// Frozen specialist, NAME=PATH (checkpoint or model directory; repeatable).
+    #[arg(long = "specialist")]
+    specialists: Vec<String>,
+    /// Run directory (checkpoints, log, best model); an existing run there is resumed.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 128)]
+    d_model: usize,
+    #[arg(long, default_value_t = 2)]
+    layers: usize,
+    #[arg(long, default_value_t = 32)]
+    head_size: usize,
+    #[arg(long, default_value_t = 128)]
+    head_hidden: usize,
+    #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
+    fusion: Fusion,
+    #[arg(long, default_value_t = 10)]
+    epochs: usize,
+    #[arg(long, default_value_t = 8)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 2e-3)]
+    lr: f64,
+    /// Epochs without dev improvement before stopping.
+    #[arg(long, default_value_t = 3)]
+    patience: usize,
+    /// Checkpoint every N steps as well as at epoch ends (0: epoch ends only).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: usize,
+    #[arg(long, default_value_t = 2)]
+    keep_last: usize,
+    /// Use at most N tables of each training set (0: all).
+    #[arg(long, default_value_t = 0)]
+    max_tables: usize,
+    #[arg(long, default_value_t = 384)]
+    max_table_tokens: usize,
+    #[arg(long, default_value_t = 12)]
+    max_rows: usize,
+    #[arg(long, default_value_t = 24)]
+    max_cell_bytes: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Skip a batch whose loss is NaN/inf (logged) instead of stopping.
+    #[arg(long)]
+    skip_non_finite: bool,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Fusion {
+    WeightedSum,
+    Gated,
+    ConcatProject,
+}
+
+impl From<Fusion> for FusionMode {
+    fn from(f: Fusion) -> Self {
+        match f {
+            Fusion::WeightedSum => FusionMode::WeightedSum,
+            Fusion::Gated => FusionMode::Gated,
+            Fusion::ConcatProject => FusionMode::ConcatProject,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct TrainRouterArgs {
+    /// Model directory from `colswarm train` with specialists.
+    #[arg(long)]
+    model: PathBuf,
+    /// Training set (repeatable), as for `train`.
+    #[arg(long = "train", required = true)]
+    train: Vec<String>,
+    /// Dev set (repeatable).
+    #[arg(long = "dev")]
+    dev: Vec<String>,
+    /// Run directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 200)]
+    steps: usize,
+    /// Rollouts (sampled router masks) per table.
+    #[arg(long, default_value_t = 4)]
+    rollouts: usize,
+    #[arg(long, default_value_t = 4)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
+    #[arg(long, default_value = "aegir")]
+    schedule: String,
+    /// Evaluate on the dev sets every N steps.
+    #[arg(long, default_value_t = 50)]
+    eval_every: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct EvalArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Input format.
+    #[arg(long)]
+    format: DatasetFormat,
+    /// File or directory of the data.
+    #[arg(long)]
+    input: Vec<PathBuf>,
+    /// Keep only this part of the hash split (all, train, dev).
+    #[arg(long, default_value = "all")]
+    split: Split,
+    /// cta or cpa (default: what the format annotates).
+    #[arg(long)]
+    task: Option<Task>,
+    /// The model's label namespace to predict (default: the one trained on this format).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Score the primary alone (no specialist is run).
+    #[arg(long)]
+    no_specialists: bool,
+    /// Print one JSON object (with the per-label report) instead of text.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Output {
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+struct AnnotateArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Table files or directories (CSV, TSV, SOTAB .json.gz, parquet); `-` reads a CSV from stdin.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Json)]
+    output: Output,
+    /// Labels listed per column.
+    #[arg(long, default_value_t = 3)]
+    top_k: usize,
+    /// Only this CTA namespace (repeatable; default all).
+    #[arg(long)]
+    namespace: Vec<String>,
+    /// Annotate only shard i of n (contiguous blocks of the sorted files; shards concatenate
+    /// to the unsharded output).
+    #[arg(long)]
+    shard: Option<Shard>,
+    /// Run the primary alone.
+    #[arg(long)]
+    no_specialists: bool,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// A model directory (or its swarm.json) or a .safetensors checkpoint.
+    path: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Table files or directories.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Passes over the inputs.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+#[derive(Args, Debug)]
+struct BaselineArgs {
+    /// majority or char-ngram.
+    #[arg(long)]
+    kind: BaselineKind,
+    /// Training set NAME=FORMAT:PATH[#SPLIT].
+    #[arg(long)]
+    train: String,
+    /// Evaluation set, same syntax.
+    #[arg(long)]
+    eval: String,
+    /// cta or cpa (default: what the format annotates).
+    #[arg(long)]
+    task: Option<Task>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(threads) = cli.threads {
+        // Flex's kernels run on rayon's global pool.
+        if let Err(e) = rayon_threads(threads) {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match cli.command {
+        Command::Train(args) => cmd_train(args),
+        Command::TrainRouter(args) => cmd_train_router(args),
+        Command::Eval(args) => cmd_eval(args),
+        Command::Annotate(args) => cmd_annotate(args),
+        Command::Inspect(args) => cmd_inspect(args),
+        Command::Bench(args) => cmd_bench(args),
+        Command::Baseline(args) => cmd_baseline(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sizes rayon's global pool, on which Flex's kernels and the fused WKV kernels run.
+fn rayon_threads(threads: usize) -> Result<()> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build_global()
+        .context("setting the thread count")
+}
+
+fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
+    list.iter()
+        .map(|s| s.parse().map_err(anyhow::Error::from))
+        .collect()
+}
+
+fn cmd_train(args: TrainArgs) -> Result<()> {
+    let config = TrainConfig {
+        train: specs(&args.train)?,
+        dev: specs(&args.dev)?,
+        d_model: args.d_model,
+        n_layers: args.layers,
+        head_size: args.head_size,
+        specialists: args
+            .specialists
+            .iter()
+            .map(|s| s.parse::<SpecialistSpec>())
+            .collect::<Result<_, _>>()?,
+        fusion: args.fusion.into(),
+        d_head_hidden: args.head_hidden,
+        serialize: SerializeSettings {
+            max_table_tokens: args.max_table_tokens,
+            max_rows: args.max_rows,
+            max_cell_bytes: args.max_cell_bytes,
+            ..SerializeSettings::default()
+        },
+        epochs: args.epochs,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        patience: args.patience,
+        keep_last: args.keep_last,
+        checkpoint_every: args.checkpoint_every,
+        max_tables: args.max_tables,
+        seed: args.seed,
+        on_non_finite: if args.skip_non_finite {
+            NonFinitePolicy::Skip
+        } else {
+            NonFinitePolicy::Stop
+        },
+        ..TrainConfig::default()
+    };
+    let summary = train(
+        &config,
+        &args.out,
+        &TrainOptions {
+            progress: !args.quiet,
+            stop_after_steps: None,
+        },
+    )?;
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
+    let config = ParlConfig {
+        model: args.model,
+        train: specs(&args.train)?,
+        dev: specs(&args.dev)?,
+        steps: args.steps,
+        rollouts: args.rollouts,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        schedule: args.schedule.parse()?,
+        eval_every: args.eval_every,
+        seed: args.seed,
+        ..ParlConfig::default()
+    };
+    let summary = train_router(&config, &args.out, !args.quiet)?;
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+fn load_model(dir: &Path) -> Result<Model> {
+    Model::load(dir, &Device::flex())
+        .with_context(|| format!("loading the model in {}", dir.display()))
+}
+
+fn cmd_eval(args: EvalArgs) -> Result<()> {
+    if args.input.is_empty() {
+        bail!("--input names no file or directory");
+    }
+    let model = load_model(&args.model)?;
+    let data = load_tables(args.format, &args.input, args.split)?;
+    let task = args
+        .task
+        .unwrap_or_else(|| default_task(args.format, &data.tables));
+    let options = EvalOptions {
+        task,
+        namespace: args.namespace.clone(),
+        batch_size: args.batch_size,
+        use_specialists: !args.no_specialists,
+        progress: !args.json,
+    };
+    let report = evaluate(&model, &data.tables, args.format, &options)?;
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["format"] = serde_json::json!(args.format.name());
+        value["split"] = serde_json::json!(args.split.to_string());
+        value["columns_per_second"] =
+            serde_json::json!(report.n_columns as f64 / report.seconds.max(1e-9));
+        println!("{}", serde_json::to_string(&value)?);
+    } else {
+        let f = &report.f1;
+        println!(
+            "{} on {} ({}, namespace {}): {} tables, {} targets, {} gold labels unknown to the model",
+            task,
+            args.format,
+            args.split,
+            report.namespace,
+            report.n_tables,
+            report.n_columns,
+            f.labels_unknown
+        );
+        println!(
+            "micro-F1 {:.4} (P {:.4} R {:.4})  macro-F1 {:.4}  weighted-F1 {:.4}  specialists active {:.1}%",
+            f.micro_f1,
+            f.micro_precision,
+            f.micro_recall,
+            f.macro_f1,
+            f.weighted_f1,
+            100.0 * report.activation_rate
+        );
+        println!(
+            "{:<48} {:>7} {:>7} {:>7} {:>7}",
+            "label", "support", "P", "R", "F1"
+        );
+        for l in &f.per_label {
+            println!(
+                "{:<48} {:>7} {:>7.3} {:>7.3} {:>7.3}",
+                l.label, l.support, l.precision, l.recall, l.f1
+            );
+        }
+    }
+    Ok(())
+}
+
+fn read_inputs(inputs: &[PathBuf]) -> Result<Vec<colswarm_tables::Table>> {
+    table_files(inputs)?
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                read_stdin()
+            } else {
+                read_table(path).with_context(|| format!("reading {}", path.display()))
+            }
+        })
+        .collect()
+}
+
+fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
+    let model = load_model(&args.model)?;
+    let mut files = table_files(&args.inputs)?;
+    if let Some(shard) = args.shard {
+        files = files[shard.range(files.len())].to_vec();
+    }
+    let options = AnnotateOptions {
+        cta_namespaces: args.namespace.clone(),
+        top_k: args.top_k,
+        batch_size: args.batch_size,
+        use_specialists: !args.no_specialists,
+        ..AnnotateOptions::default()
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.output == Output::Csv {
+        writeln!(
+            out,
+            "table,column,header,namespace,label,confidence,relation,relation_confidence,active_specialists"
+        )?;
+    }
+    // Read and annotate in batches, so a directory of any size streams in bounded memory.
+    for chunk in files.chunks(args.batch_size.max(1)) {
+        let tables = read_inputs(chunk)?;
+        let annotations = model.annotate(&tables, &options)?;
+        for annotation in &annotations {
+            match args.output {
+                Output::Json => writeln!(out, "{}", serde_json::to_string(annotation)?)?,
+                Output::Csv => write_csv(&mut out, annotation)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
+    let active: Vec<&str> = annotation
+        .router
+        .iter()
+        .filter(|g| g.active)
+        .map(|g| g.specialist.as_str())
+        .collect();
+    for column in &annotation.columns {
+        let relation = column.relations.first();
+        for types in &column.types {
+            let labels: Vec<&str> = types.labels.iter().map(|l| l.label.as_str()).collect();
+            let confidence = types.labels.first().map_or(0.0, |l| l.confidence);
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.4},{},{},{}",
+                csv_field(&annotation.table),
+                column.index,
+                csv_field(column.header.as_deref().unwrap_or("")),
+                csv_field(&types.namespace),
+                csv_field(&labels.join("|")),
+                confidence,
+                csv_field(relation.map_or("", |r| r.relation.label.as_str())),
+                relation.map_or(String::new(), |r| format!("{:.4}", r.relation.confidence)),
+                csv_field(&active.join("|")),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn cmd_inspect(args: InspectArgs) -> Result<()> {
+    let path = &args.path;
+    let manifest_path = if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.clone()
+    };
+    if manifest_path.extension().is_some_and(|e| e == "json") {
+        let bytes = std::fs::read(&manifest_path)
+            .with_context(|| format!("reading {}", manifest_path.display()))?;
+        let manifest: SwarmManifest = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{}: not a swarm manifest", manifest_path.display()))?;
+        let dir = manifest_path.parent().unwrap_or(Path::new("."));
+        // Loading verifies every checksum and every tensor shape.
+        let model = load_model(dir)?;
+        let mut files = vec![
+            ("primary", &manifest.primary),
+            ("router", &manifest.router),
+            ("fusion", &manifest.fusion),
+            ("cta head", &manifest.cta_head),
+            ("cpa head", &manifest.cpa_head),
+        ];
+        for s in &manifest.specialists {
+            files.push(("specialist", &s.checkpoint));
+            files.push(("alignment", &s.alignment));
+        }
+        println!("model directory {}", dir.display());
+        println!(
+            "primary: d_model {} layers {} head size {} ({} parameters)",
+            manifest.config.primary.d_model,
+            manifest.config.primary.n_layers,
+            manifest.config.primary.head_size,
+            manifest.config.primary.num_params()
+        );
+        for s in &model.swarm.specialists {
+            let c = s.config();
+            println!(
+                "specialist {}: d_model {} layers {} ({} parameters)",
+                s.name(),
+                c.d_model,
+                c.n_layers,
+                c.num_params()
+            );
+        }
+        for ns in &model.space.cta {
+            println!(
+                "CTA namespace {} ({}, {:?}): {} labels",
+                ns.name,
+                ns.format,
+                ns.kind,
+                ns.labels.len()
+            );
+        }
+        for ns in &model.space.cpa {
+            println!(
+                "CPA namespace {} ({}): {} relations",
+                ns.name,
+                ns.format,
+                ns.labels.len()
+            );
+        }
+        println!(
+            "fusion {:?}, threshold {}, budget {:?}",
+            manifest.config.fusion, manifest.config.threshold, manifest.config.budget
+        );
+        let mut total = 0;
+        for (what, file) in files {
+            let full = dir.join(&file.path);
+            let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
+            total += size;
+            println!(
+                "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
+                file.path, size, file.sha256
+            );
+        }
+        println!(
+            "total {:.2} MB, every checksum verified",
+            total as f64 / 1e6
+        );
+    } else {
+        let file = colswarm_rwkv::checkpoint::CheckpointFile::open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let config = colswarm_rwkv::checkpoint::read_config(&file)?;
+        let size = std::fs::metadata(path)?.len();
+        println!("RWKV-7 checkpoint {}", path.display());
+        println!("{}", serde_json::to_string_pretty(&config)?);
+        println!(
+            "{} parameters, {size} bytes, sha256 {} (embedded checksum verified)",
+            config.num_params(),
+            sha256_file(path)?
+        );
+    }
+    Ok(())
+}
+
+fn cmd_bench(args: BenchArgs) -> Result<()> {
+    let model = load_model(&args.model)?;
+    let tables = read_inputs(&args.inputs)?;
+    let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
+    for use_specialists in [false, true] {
+        let options = AnnotateOptions {
+            batch_size: args.batch_size,
+            use_specialists,
+            ..AnnotateOptions::default()
+        };
+        model.annotate(&tables, &options)?; // warm-up
+        let mut seconds = Vec::new();
+        for _ in 0..args.repeat.max(1) {
+            let start = Instant::now();
+            model.annotate(&tables, &options)?;
+            seconds.push(start.elapsed().as_secs_f64());
+        }
+        seconds.sort_by(f64::total_cmp);
+        let median = seconds[seconds.len() / 2];
+        println!(
+            "{}: {} tables, {} columns, median {:.3} s over {} runs = {:.0} columns/s",
+            if use_specialists {
+                "with specialists"
+            } else {
+                "primary alone"
+            },
+            tables.len(),
+            columns,
+            median,
+            seconds.len(),
+            columns as f64 / median
+        );
+    }
+    Ok(())
+}
+
+fn cmd_baseline(args: BaselineArgs) -> Result<()> {
+    let train_spec: DataSpec = args.train.parse()?;
+    let eval_spec: DataSpec = args.eval.parse()?;
+    let train_data = train_spec.load()?;
+    let eval_data = eval_spec.load()?;
+    let task = args
+        .task
+        .unwrap_or_else(|| default_task(train_spec.format, &train_data.tables));
+    let mut space = colswarm_train::LabelSpace::default();
+    let (labels, kind) = match task {
+        Task::Cta => (
+            train_data.cta_labels.labels().to_vec(),
+            train_spec.format.cta_kind(),
+        ),
+        Task::Cpa => (
+            train_data.cpa_labels.labels().to_vec(),
+            colswarm_swarm::LabelKind::SingleLabel,
+        ),
+    };
+    space.push(task, &train_spec.namespace, train_spec.format, kind, labels);
+    let namespace = space
+        .list(task)
+        .first()
+        .context("the training set has no label for this task")?;
+    let config = BaselineConfig {
+        kind: args.kind,
+        seed: args.seed,
+        ..BaselineConfig::default()
+    };
+    let baseline = train_baseline(&config, task, namespace, &train_data.tables);
+    let report = evaluate_baseline(&baseline, task, namespace, &eval_data.tables);
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["task"] = serde_json::json!(task);
+        value["baseline"] = serde_json::json!(args.kind.to_string());
+        value["n_columns"] = serde_json::json!(report.n_targets);
+        println!("{}", serde_json::to_string(&value)?);
+    } else {
+        println!(
+            "{} baseline, {task}: micro-F1 {:.4}  macro-F1 {:.4}  ({} targets, {} gold labels unknown)",
+            args.kind, report.micro_f1, report.macro_f1, report.n_targets, report.labels_unknown
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! The command-line contract: `eval --json`, `annotate` (JSON, CSV, shards), `inspect`, errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use colswarm_train::predict::SerializeSettings;
+use colswarm_train::supervised::{TrainConfig, TrainOptions, train};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn colswarm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_colswarm"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// A tiny model trained for one epoch on a few T2D tables (built once per test process).
+fn tiny_model() -> &'static Path {
+    static MODEL: OnceLock<PathBuf> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("colswarm-cli-tests-{}", std::process::id()));
+        let t2d = root().join("datasets/t2d-webtables");
+        let config = TrainConfig {
+            train: vec![format!("t2d=t2d:{}#train", t2d.display()).parse().unwrap()],
+            d_model: 32,
+            n_layers: 1,
+            head_size: 16,
+            d_head_hidden: 16,
+            serialize: SerializeSettings {
+                max_table_tokens: 96,
+                max_rows: 4,
+                max_cell_bytes: 12,
+                ..SerializeSettings::default()
+            },
+            epochs: 1,
+            max_tables: 6,
+            batch_size: 3,
+            ..TrainConfig::default()
+        };
+        train(&config, &dir.join("run"), &TrainOptions::default())
+            .unwrap()
+            .model_dir
+    })
+}
+
+fn tables_dir(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = root().join("datasets/t2d-webtables/tables");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&source)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files.iter().take(n) {
+        std::fs::copy(file, dir.path().join(file.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn eval_json_carries_the_documented_fields() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let out = colswarm(&[
+        "eval",
+        "--model",
+        &model,
+        "--format",
+        "t2d",
+        "--input",
+        "datasets/t2d-webtables",
+        "--split",
+        "dev",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    for key in [
+        "micro_f1",
+        "macro_f1",
+        "weighted_f1",
+        "n_columns",
+        "labels_unknown",
+    ] {
+        assert!(report[key].is_number(), "{key} missing in {report}");
+    }
+    assert_eq!(report["task"], "cpa");
+    assert!(report["n_columns"].as_u64().unwrap() > 100);
+    // Relations never seen in training are counted, not dropped.
+    assert!(report["labels_unknown"].as_u64().unwrap() > 0);
+    assert!(report["per_label"].is_array());
+}
+
+#[test]
+fn shards_concatenate_to_the_unsharded_output() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let tables = tables_dir(7);
+    let dir = tables.path().to_str().unwrap();
+    let whole = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        &model,
+        dir,
+        "--batch-size",
+        "2",
+    ]));
+    assert_eq!(whole.lines().count(), 7);
+    let shards: String = (0..3)
+        .map(|i| {
+            let shard = format!("{i}/3");
+            stdout(&colswarm(&[
+                "annotate",
+                "--model",
+                &model,
+                dir,
+                "--shard",
+                &shard,
+                "--batch-size",
+                "3",
+            ]))
+        })
+        .collect();
+    assert_eq!(shards, whole);
+    let first: serde_json::Value = serde_json::from_str(whole.lines().next().unwrap()).unwrap();
+    let column = &first["columns"][1];
+    assert!(column["types"][0]["labels"][0]["confidence"].is_number());
+    assert_eq!(column["types"][0]["top_k"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn csv_output_has_one_row_per_column_and_namespace() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let tables = tables_dir(2);
+    let out = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        &model,
+        tables.path().to_str().unwrap(),
+        "--output",
+        "csv",
+    ]));
+    let mut lines = out.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("table,column,header,namespace,label")
+    );
+    assert!(lines.count() >= 2);
+}
+
+#[test]
+fn inspect_verifies_and_bad_input_is_named() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let out = stdout(&colswarm(&["inspect", &model]));
+    assert!(out.contains("every checksum verified"), "{out}");
+
+    let missing = colswarm(&["annotate", "--model", &model, "no/such/table.csv"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/table.csv"));
+
+    let bad = tempfile::tempdir().unwrap();
+    let file = bad.path().join("ragged.csv");
+    std::fs::write(&file, [0xff, 0xfe, b',', b'\n', 0xc3]).unwrap();
+    let out = colswarm(&["annotate", "--model", &model, file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("ragged.csv"),
+        "{stderr}"
+    );
+
+    let copy = bad.path().join("model");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(tiny_model()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::create_dir(copy.join("specialists")).unwrap();
+    let head = copy.join("cta_head.safetensors");
+    let mut bytes = std::fs::read(&head).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&head, bytes).unwrap();
+    let out = colswarm(&["inspect", copy.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("cta_head.safetensors")
+            && stderr.contains("checksum"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_shipped_model_annotates_the_readme_table() {
+    let model = root().join("models/colswarm-small");
+    if !model.join("swarm.json").is_file() {
+        panic!("models/colswarm-small is missing: the README's main command would fail");
+    }
+    let out = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        "models/colswarm-small",
+        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+    ]));
+    let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let columns = annotation["columns"].as_array().unwrap();
+    assert!(!columns.is_empty());
+    assert_eq!(annotation["router"].as_array().unwrap().len(), 3);
+    for column in columns {
+        assert!(!column["types"].as_array().unwrap().is_empty());
+    }
+}
