@@ -225,3 +225,95 @@ fn the_shipped_model_annotates_the_readme_table() {
         assert!(!column["types"].as_array().unwrap().is_empty());
     }
 }
+
+#[test]
+fn a_killed_training_resumes_to_the_same_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &Path| -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_colswarm"));
+        command.current_dir(root()).args([
+            "train",
+            "--quiet",
+            "--d-model",
+            "32",
+            "--layers",
+            "1",
+            "--head-size",
+            "16",
+            "--head-hidden",
+            "16",
+            "--epochs",
+            "4",
+            "--batch-size",
+            "2",
+            "--max-tables",
+            "12",
+            "--max-table-tokens",
+            "96",
+            "--max-rows",
+            "4",
+            "--max-cell-bytes",
+            "12",
+            "--checkpoint-every",
+            "1",
+            "--keep-last",
+            "100",
+            "--seed",
+            "9",
+            "--train",
+            "t2d=t2d:datasets/t2d-webtables#train",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        command
+    };
+    let whole = dir.path().join("whole");
+    assert!(run(&whole).output().unwrap().status.success());
+
+    let killed = dir.path().join("killed");
+    let mut child = run(&killed).spawn().unwrap();
+    let checkpoints = killed.join("checkpoints");
+    let count = || {
+        std::fs::read_dir(&checkpoints)
+            .map(|d| d.filter(|e| e.is_ok()).count())
+            .unwrap_or(0)
+    };
+    while count() < 2 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let steps_before_resume = count();
+    // Every checkpoint that exists is complete: atomic renames, never half-written.
+    for entry in std::fs::read_dir(&checkpoints).unwrap() {
+        let path = entry.unwrap().path();
+        assert!(
+            path.join("state.json").is_file(),
+            "{} is incomplete",
+            path.display()
+        );
+        assert!(path.join("model/swarm.json").is_file());
+    }
+    assert!(run(&killed).output().unwrap().status.success());
+    assert!(
+        count() > steps_before_resume,
+        "the resumed run trained further"
+    );
+
+    let last = |run: &Path| {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        all.sort();
+        all.pop().unwrap()
+    };
+    for file in ["primary", "cta_head", "cpa_head", "router", "fusion"] {
+        let name = format!("model/{file}.safetensors");
+        assert_eq!(
+            std::fs::read(last(&whole).join(&name)).unwrap(),
+            std::fs::read(last(&killed).join(&name)).unwrap(),
+            "{name} differs after kill + resume"
+        );
+    }
+}
