@@ -12,9 +12,21 @@ use colswarm_tables::{
 /// Extensions `annotate` reads, by format.
 const EXTENSIONS: [&str; 6] = ["csv", "tsv", "json", "gz", "parquet", "txt"];
 
-fn csv_options(path: &Path) -> CsvOptions {
+/// Rows read from a delimited table: a uniform sample of this many, so tables of any length
+/// are annotated in bounded memory (the model itself samples far fewer, see `serialize.json`).
+pub const SAMPLE_ROWS: usize = 1000;
+
+fn csv_options(path: &Path, lossy: bool) -> CsvOptions {
     let tsv = path.extension().is_some_and(|e| e == "tsv");
     CsvOptions {
+        sample_rows: Some(SAMPLE_ROWS),
+        read: ReadOptions {
+            // Sampling bounds memory, so no row limit is needed; cells stay capped at 1 MiB
+            // (an error, or a truncation with `lossy`).
+            max_rows: usize::MAX,
+            lossy,
+            ..ReadOptions::default()
+        },
         delimiter: if tsv {
             Delimiter::Byte(b'\t')
         } else {
@@ -27,16 +39,20 @@ fn csv_options(path: &Path) -> CsvOptions {
     }
 }
 
-/// Reads one table file, choosing the reader by extension.
-pub fn read_table(path: &Path) -> Result<Table> {
+/// Reads one table file, choosing the reader by extension; `lossy` repairs invalid UTF-8 and
+/// truncates oversized cells instead of failing.
+pub fn read_table(path: &Path, lossy: bool) -> Result<Table> {
     let name = path.to_string_lossy().to_lowercase();
-    let options = ReadOptions::default();
+    let options = ReadOptions {
+        lossy,
+        ..ReadOptions::default()
+    };
     let table = if name.ends_with(".parquet") {
         read_gittables_parquet(path, None, &options)?.0
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
         read_sotab_table(path, &options)?
     } else {
-        read_csv_with_report(path, &csv_options(path))?.0
+        read_csv_with_report(path, &csv_options(path, lossy))?.0
     };
     Ok(table)
 }
@@ -72,13 +88,13 @@ pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// Reads a CSV table from stdin.
-pub fn read_stdin() -> Result<Table> {
+pub fn read_stdin(lossy: bool) -> Result<Table> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .read_to_end(&mut bytes)
         .context("reading stdin")?;
     let path = Path::new("<stdin>");
-    Ok(read_csv_from_reader(bytes.as_slice(), path, "stdin", &csv_options(path))?.0)
+    Ok(read_csv_from_reader(bytes.as_slice(), path, "stdin", &csv_options(path, lossy))?.0)
 }
 
 /// `i/n` of `--shard`: shard `i` of `n` takes the `i`-th of `n` contiguous blocks of the

@@ -220,6 +220,9 @@ struct AnnotateArgs {
     /// Run the primary alone.
     #[arg(long)]
     no_specialists: bool,
+    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
+    #[arg(long)]
+    lossy: bool,
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
 }
@@ -436,14 +439,14 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
     Ok(())
 }
 
-fn read_inputs(inputs: &[PathBuf]) -> Result<Vec<colswarm_tables::Table>> {
+fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<colswarm_tables::Table>> {
     table_files(inputs)?
         .iter()
         .map(|path| {
             if path.as_os_str() == "-" {
-                read_stdin()
+                read_stdin(lossy)
             } else {
-                read_table(path).with_context(|| format!("reading {}", path.display()))
+                read_table(path, lossy).with_context(|| format!("reading {}", path.display()))
             }
         })
         .collect()
@@ -472,7 +475,7 @@ fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     }
     // Read and annotate in batches, so a directory of any size streams in bounded memory.
     for chunk in files.chunks(args.batch_size.max(1)) {
-        let tables = read_inputs(chunk)?;
+        let tables = read_inputs(chunk, args.lossy)?;
         let annotations = model.annotate(&tables, &options)?;
         for annotation in &annotations {
             match args.output {
@@ -619,7 +622,7 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
 
 fn cmd_bench(args: BenchArgs) -> Result<()> {
     let model = load_model(&args.model)?;
-    let tables = read_inputs(&args.inputs)?;
+    let tables = read_inputs(&args.inputs, false)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
     for use_specialists in [false, true] {
         let options = AnnotateOptions {

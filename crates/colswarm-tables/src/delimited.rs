@@ -4,6 +4,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::cell::Cell;
 use crate::error::{Result, TableError};
 use crate::options::{ReadOptions, ReadReport};
@@ -42,6 +45,10 @@ pub struct CsvOptions {
     pub ragged_rows: RaggedRows,
     /// Limits and lossy mode.
     pub read: ReadOptions,
+    /// Keep a uniform random sample of at most this many data rows (reservoir sampling, seeded
+    /// by the table id, rows kept in table order) instead of every row (default `None`): memory
+    /// then stays bounded for tables of any length. The report counts the rows left out.
+    pub sample_rows: Option<usize>,
 }
 
 impl Default for CsvOptions {
@@ -51,6 +58,7 @@ impl Default for CsvOptions {
             has_header: true,
             ragged_rows: RaggedRows::Error,
             read: ReadOptions::default(),
+            sample_rows: None,
         }
     }
 }
@@ -134,12 +142,10 @@ pub fn read_csv_from_reader(
         has_header_row = true;
     }
 
-    let mut n_rows = 0usize;
+    let mut rows = RowSample::new(options.sample_rows, id);
+    let mut widest = width.unwrap_or(0);
     while let Some(line) = records.next_record(&mut record)? {
         let expected = *width.get_or_insert(record.len());
-        if columns.len() < expected {
-            columns.resize_with(expected, Column::default);
-        }
         if record.len() != expected {
             if options.ragged_rows == RaggedRows::Error {
                 return Err(TableError::RaggedRow {
@@ -150,23 +156,26 @@ pub fn read_csv_from_reader(
                 });
             }
             padded_rows += 1;
-            while columns.len() < record.len() {
-                let mut column = Column::new(has_header_row.then(String::new), Vec::new());
-                column.cells.resize(n_rows, Cell::null());
-                columns.push(column);
-            }
         }
-        n_rows += 1;
-        if n_rows > options.read.max_rows {
+        if rows.seen() >= options.read.max_rows {
             return Err(TableError::TooManyRows {
                 path: path.into(),
                 line,
-                found: n_rows,
+                found: rows.seen() + 1,
                 limit: options.read.max_rows,
             });
         }
-        let filled = record.len();
-        for (column, text) in columns.iter_mut().zip(record.drain(..)) {
+        widest = widest.max(record.len());
+        rows.push(std::mem::take(&mut record));
+    }
+    // Columns that only ragged rows reach get an empty header when the table has a header row.
+    while columns.len() < widest {
+        columns.push(Column::new(has_header_row.then(String::new), Vec::new()));
+    }
+    let sampled_out = rows.seen() - rows.len();
+    for row in rows.into_rows() {
+        let filled = row.len();
+        for (column, text) in columns.iter_mut().zip(row) {
             column.cells.push(Cell::new(text));
         }
         for column in columns.iter_mut().skip(filled) {
@@ -178,14 +187,106 @@ pub fn read_csv_from_reader(
     }
     let mut report = records.report();
     report.padded_rows += padded_rows;
+    report.sampled_out_rows += sampled_out;
     let mut table = Table::new(id, columns);
     table.context.has_header_row = has_header_row;
     Ok((table, report))
 }
 
+/// The data rows kept while reading: all of them, or a uniform reservoir sample.
+struct RowSample {
+    limit: Option<usize>,
+    rows: Vec<(usize, Vec<String>)>,
+    seen: usize,
+    rng: ChaCha8Rng,
+}
+
+impl RowSample {
+    fn new(limit: Option<usize>, id: &str) -> Self {
+        // FNV-1a of the id: the same file samples the same rows on every run.
+        let seed = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        RowSample {
+            limit,
+            rows: Vec::new(),
+            seen: 0,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    fn seen(&self) -> usize {
+        self.seen
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Algorithm R: row `i` replaces a random kept row with probability `limit / (i + 1)`.
+    fn push(&mut self, row: Vec<String>) {
+        let index = self.seen;
+        self.seen += 1;
+        match self.limit {
+            Some(limit) if self.rows.len() >= limit => {
+                let slot = self.rng.random_range(0..=index);
+                if slot < limit {
+                    self.rows[slot] = (index, row);
+                }
+            }
+            _ => self.rows.push((index, row)),
+        }
+    }
+
+    /// The kept rows in table order.
+    fn into_rows(mut self) -> impl Iterator<Item = Vec<String>> {
+        self.rows.sort_unstable_by_key(|(index, _)| *index);
+        self.rows.into_iter().map(|(_, row)| row)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampled_reading_keeps_a_bounded_ordered_deterministic_sample() {
+        let mut data = String::from("n,sq\n");
+        for i in 0..5000 {
+            data.push_str(&format!("{i},{}\n", i * i));
+        }
+        let options = CsvOptions {
+            sample_rows: Some(40),
+            ..CsvOptions::default()
+        };
+        let (table, report) = read(&data, &options).unwrap();
+        assert_eq!(table.n_rows(), 40);
+        assert_eq!(report.sampled_out_rows, 4960);
+        let kept: Vec<usize> = table.columns[0]
+            .cells
+            .iter()
+            .map(|c| c.text().parse().unwrap())
+            .collect();
+        assert!(
+            kept.windows(2).all(|w| w[0] < w[1]),
+            "rows stay in table order"
+        );
+        assert!(
+            kept.iter().any(|&i| i >= 2500),
+            "the sample reaches the second half"
+        );
+        for (row, &i) in kept.iter().enumerate() {
+            assert_eq!(
+                table.cell(row, 1).map(Cell::text),
+                Some((i * i).to_string().as_str())
+            );
+        }
+        let (again, _) = read(&data, &options).unwrap();
+        assert_eq!(again.columns[0].cells, table.columns[0].cells);
+        // Fewer rows than the sample size: every row, nothing left out.
+        let (small, report) = read("a\n1\n2\n", &options).unwrap();
+        assert_eq!((small.n_rows(), report.sampled_out_rows), (2, 0));
+    }
 
     fn read(data: &str, options: &CsvOptions) -> Result<(Table, ReadReport)> {
         read_csv_from_reader(data.as_bytes(), Path::new("t.csv"), "t", options)

@@ -60,6 +60,8 @@ pub struct ReadReport {
     pub truncated_cells: usize,
     /// Rows shorter or longer than the widest row, padded with null cells.
     pub padded_rows: usize,
+    /// Rows read but left out of a row sample (`CsvOptions::sample_rows`).
+    pub sampled_out_rows: usize,
 }
 
 impl ReadReport {
@@ -68,6 +70,7 @@ impl ReadReport {
         self.replaced_bytes += other.replaced_bytes;
         self.truncated_cells += other.truncated_cells;
         self.padded_rows += other.padded_rows;
+        self.sampled_out_rows += other.sampled_out_rows;
     }
 
     /// True when nothing was changed.
@@ -88,6 +91,7 @@ mod tests {
             replaced_bytes: 2,
             truncated_cells: 1,
             padded_rows: 3,
+            sampled_out_rows: 4,
         });
         report.merge(ReadReport {
             replaced_bytes: 1,

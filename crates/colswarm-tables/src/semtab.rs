@@ -64,6 +64,7 @@ pub fn load_semtab(layout: &SemTabLayout, options: &ReadOptions) -> Result<SemTa
         has_header: true,
         ragged_rows: RaggedRows::Pad,
         read: *options,
+        sample_rows: None,
     };
     let mut dataset = SemTabDataset::default();
     for path in &paths {

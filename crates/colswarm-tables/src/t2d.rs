@@ -82,6 +82,7 @@ pub fn load_t2d(root: impl AsRef<Path>, options: &ReadOptions) -> Result<T2dData
         has_header: true,
         ragged_rows: RaggedRows::Pad,
         read: *options,
+        sample_rows: None,
     };
     let mut dataset = T2dDataset::default();
     let mut property_names = Vec::new();

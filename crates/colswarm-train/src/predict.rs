@@ -482,12 +482,13 @@ impl Outputs {
                         cpa.iter().map(move |&i| {
                             let ns = &model.space.cpa[i];
                             let probs = namespace_probs(ns, logits);
-                            let best = top_k(ns, &probs, k);
+                            // A namespace is never empty, so the best relation exists.
+                            let best = top_k(ns, &probs, 1).remove(0);
                             RelationAnnotation {
                                 namespace: ns.name.clone(),
                                 subject_column: subject,
-                                relation: best[0].clone(),
-                                top_k: best,
+                                relation: best,
+                                top_k: top_k(ns, &probs, k),
                             }
                         })
                     })
