@@ -16,6 +16,31 @@
 //! | [`tables`] | `colswarm-tables` | tables, dataset readers, serialization, byte tokenizer |
 //! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator |
 //! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, critical steps, policy objective |
+//! | [`train`] | `colswarm-train` | supervised and PARL training, evaluation, prediction |
+//!
+//! To annotate tables with a trained model, use [`Annotator`]:
+//!
+//! ```
+//! use colswarm::Annotator;
+//! use colswarm::tables::Table;
+//!
+//! let annotator = Annotator::builder("models/colswarm-small").build()?;
+//! let table = Table::from_rows(
+//!     "films",
+//!     Some(vec!["title".into(), "year".into(), "director".into()]),
+//!     vec![
+//!         vec!["Rushmore".into(), "1998".into(), "Wes Anderson".into()],
+//!         vec!["Heat".into(), "1995".into(), "Michael Mann".into()],
+//!     ],
+//! );
+//! let annotation = annotator.annotate(&table)?;
+//! assert_eq!(annotation.columns.len(), 3);
+//! for column in &annotation.columns {
+//!     let best = &column.types[0].labels[0];
+//!     println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
+//! }
+//! # Ok::<(), colswarm::train::TrainError>(())
+//! ```
 //!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
@@ -35,3 +60,8 @@ pub use colswarm_parl as parl;
 pub use colswarm_rwkv as rwkv;
 pub use colswarm_swarm as swarm;
 pub use colswarm_tables as tables;
+pub use colswarm_train as train;
+
+mod annotator;
+
+pub use annotator::{Annotator, AnnotatorBuilder};

@@ -462,15 +462,17 @@ impl Outputs {
                     .map(|&i| {
                         let ns = &model.space.cta[i];
                         let probs = namespace_probs(ns, logits);
+                        let mut labels: Vec<Scored> = decode(ns.kind, &probs)
+                            .into_iter()
+                            .map(|j| Scored {
+                                label: ns.labels[j].clone(),
+                                confidence: probs[j],
+                            })
+                            .collect();
+                        labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
                         TypeAnnotation {
                             namespace: ns.name.clone(),
-                            labels: decode(ns.kind, &probs)
-                                .into_iter()
-                                .map(|j| Scored {
-                                    label: ns.labels[j].clone(),
-                                    confidence: probs[j],
-                                })
-                                .collect(),
+                            labels,
                             top_k: top_k(ns, &probs, k),
                         }
                     })
