@@ -30,7 +30,7 @@ use colswarm_parl::{
     StageSteps, TableLabels, TableSteps, bernoulli_log_probs, group_advantages, policy_loss,
     r_perf, score_batch,
 };
-use colswarm_swarm::{OrchestratorConfig, Swarm, TableRead};
+use colswarm_swarm::{FrozenSpecialist, OrchestratorConfig, Swarm, TableRead};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -327,7 +327,14 @@ pub fn train_router(
     }
     // `Model::load` gives a model without autodiff; reload the trainable part with it.
     let (loaded, _) = Swarm::load(&config.model, &device)?;
-    let mut swarm = Swarm::new(renumber(loaded.orchestrator), loaded.specialists)?;
+    // In-memory specialists (no source path), so every model this run saves carries its own
+    // copies and stays self-contained wherever it is moved.
+    let specialists = loaded
+        .specialists
+        .iter()
+        .map(|s| FrozenSpecialist::from_model(s.name(), s.model().clone(), s.config().clone()))
+        .collect();
+    let mut swarm = Swarm::new(renumber(loaded.orchestrator), specialists)?;
     let mut optim: ModuleOptimizer = AdamConfig::new().init();
     let mut state = RunState {
         epoch: 0,

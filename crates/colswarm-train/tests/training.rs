@@ -219,4 +219,13 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
     assert_eq!(steps[0]["lambda_parallel"], 0.3);
     assert!(log.iter().any(|v| v["event"] == "dev"));
     colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
+    // The saved model carries its specialists: every file it names lies inside it.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(summary.model_dir.join("swarm.json")).unwrap())
+            .unwrap();
+    for specialist in manifest["specialists"].as_array().unwrap() {
+        let path = specialist["checkpoint"]["path"].as_str().unwrap();
+        assert!(path.starts_with("specialists/"), "{path}");
+        assert!(summary.model_dir.join(path).is_file());
+    }
 }
