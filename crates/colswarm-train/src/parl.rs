@@ -40,7 +40,7 @@ use crate::error::TrainError;
 use crate::examples::{Columns, Example, encode, to_batch};
 use crate::labels::{LabelSpace, Task};
 use crate::param_ids::renumber;
-use crate::predict::{Model, SerializeSettings, decode, namespace_probs};
+use crate::predict::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
 use crate::progress::Progress;
 use crate::run_dir::{RunDir, RunState};
 use crate::supervised::{Log, dev_reports, epoch_order, save_model, supervised_loss};
@@ -220,19 +220,6 @@ fn predicted_labels(
     labels
 }
 
-fn host_rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
-    let [_, n] = tensor.dims();
-    let values = tensor
-        .into_data()
-        .convert::<f32>()
-        .try_to_vec::<f32>()
-        .unwrap_or_default();
-    if n == 0 {
-        return Vec::new();
-    }
-    values.chunks(n).map(<[f32]>::to_vec).collect()
-}
-
 fn load_train_examples(
     specs: &[DataSpec],
     space: &LabelSpace,
@@ -308,25 +295,15 @@ pub fn train_router(
     colswarm_rwkv::checkpoint::write_atomically(&config_path, &json)?;
 
     let device = burn::tensor::Device::flex().autodiff();
-    let start_model = Model::load(&config.model, &device)?;
-    let space = start_model.space.clone();
-    let serialize = start_model.serialize;
-    let manifest_bytes = std::fs::read(config.model.join(colswarm_swarm::manifest::MANIFEST_FILE))
-        .map_err(|e| TrainError::io(&config.model, e))?;
-    let manifest: colswarm_swarm::manifest::SwarmManifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| TrainError::Run {
-            path: config.model.clone(),
-            reason: e.to_string(),
-        })?;
+    let (loaded, manifest) = Swarm::load(&config.model, &device)?;
+    let (space, serialize) = load_model_extras(&config.model, &manifest)?;
     let orchestrator_config: OrchestratorConfig = manifest.config.clone();
-    if start_model.swarm.specialists.is_empty() {
+    if loaded.specialists.is_empty() {
         return Err(TrainError::Config(format!(
             "{} has no specialist: there is nothing to route",
             config.model.display()
         )));
     }
-    // `Model::load` gives a model without autodiff; reload the trainable part with it.
-    let (loaded, _) = Swarm::load(&config.model, &device)?;
     // In-memory specialists (no source path), so every model this run saves carries its own
     // copies and stays self-contained wherever it is moved.
     let specialists = loaded
@@ -336,17 +313,7 @@ pub fn train_router(
         .collect();
     let mut swarm = Swarm::new(renumber(loaded.orchestrator), specialists)?;
     let mut optim: ModuleOptimizer = AdamConfig::new().init();
-    let mut state = RunState {
-        epoch: 0,
-        batch: 0,
-        step: 0,
-        best_score: None,
-        best_epoch: None,
-        epochs_without_improvement: 0,
-        finished: false,
-        optimizer_sha256: String::new(),
-        epoch_loss: (0.0, 0),
-    };
+    let mut state = RunState::default();
     if let Some(checkpoint) = run.latest()? {
         let (resumed, _) = Swarm::load(&checkpoint.model_dir(), &device)?;
         swarm = Swarm::new(renumber(resumed.orchestrator), swarm.specialists)?;
@@ -519,9 +486,9 @@ fn parl_step(
             stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
             supervised.push(losses.total);
         }
-        let cta_rows = host_rows(out.cta_logits.clone());
+        let cta_rows = rows_of(out.cta_logits.clone());
         let mut row = 0;
-        let entropy = host_rows(decision.entropy.clone().reshape([b, 1]));
+        let entropy = rows_of(decision.entropy.clone().reshape([b, 1]));
         for (t, example) in examples.iter().enumerate() {
             let rows = &cta_rows[row..row + example.queries.len()];
             let cpa_rows = if example.cpa.is_empty() {
@@ -532,7 +499,7 @@ fn parl_step(
                     .iter()
                     .map(|(s, o, _)| (row + s, row + o))
                     .collect();
-                host_rows(orchestrator.cpa_logits(&out.columns, &pairs).detach())
+                rows_of(orchestrator.cpa_logits(&out.columns, &pairs).detach())
             };
             row += example.queries.len();
             let predicted = predicted_labels(space, example, rows, &cpa_rows);
@@ -556,7 +523,7 @@ fn parl_step(
                 stats.activation_rate[i] += f64::from(u8::from(*on));
             }
             stats.gate_entropy += f64::from(entropy[t][0]);
-            let probs = host_rows(decision.probs.clone().slice([t..t + 1, 0..n_specialists]));
+            let probs = rows_of(decision.probs.clone().slice([t..t + 1, 0..n_specialists]));
             let mean_gate =
                 probs[0].iter().map(|&g| f64::from(g)).sum::<f64>() / n_specialists as f64;
             outcomes[t * k + rollout] = Some(RolloutOutcome {

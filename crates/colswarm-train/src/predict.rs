@@ -9,6 +9,7 @@ use std::path::Path;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::manifest::SwarmManifest;
 use colswarm_swarm::{LabelKind, Routing, Swarm, SwarmOutput};
 use colswarm_tables::{SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
@@ -191,34 +192,44 @@ pub fn save_model_extras(
     Ok(())
 }
 
+/// Reads the label space and serialization settings of a model directory and checks the
+/// label space against the manifest's label lists.
+pub fn load_model_extras(
+    dir: &Path,
+    manifest: &SwarmManifest,
+) -> Result<(LabelSpace, SerializeSettings), TrainError> {
+    let space = LabelSpace::load(&dir.join(LABELS_FILE))?;
+    for task in [Task::Cta, Task::Cpa] {
+        let flat = space.flat(task);
+        let stored = match task {
+            Task::Cta => &manifest.cta_labels,
+            Task::Cpa => &manifest.cpa_labels,
+        };
+        if &flat != stored {
+            return Err(TrainError::Run {
+                path: dir.join(LABELS_FILE),
+                reason: format!(
+                    "its {task} labels ({}) differ from the manifest's ({})",
+                    flat.len(),
+                    stored.len()
+                ),
+            });
+        }
+    }
+    let path = dir.join(SERIALIZE_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
+    let serialize = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: format!("invalid serialization settings: {e}"),
+    })?;
+    Ok((space, serialize))
+}
+
 impl Model {
     /// Loads a model directory (checksums verified) onto `device`.
     pub fn load(dir: &Path, device: &Device) -> Result<Self, TrainError> {
         let (swarm, manifest) = Swarm::load(dir, device)?;
-        let space = LabelSpace::load(&dir.join(LABELS_FILE))?;
-        for task in [Task::Cta, Task::Cpa] {
-            let flat = space.flat(task);
-            let stored = match task {
-                Task::Cta => &manifest.cta_labels,
-                Task::Cpa => &manifest.cpa_labels,
-            };
-            if &flat != stored {
-                return Err(TrainError::Run {
-                    path: dir.join(LABELS_FILE),
-                    reason: format!(
-                        "its {task} labels ({}) differ from the manifest's ({})",
-                        flat.len(),
-                        stored.len()
-                    ),
-                });
-            }
-        }
-        let path = dir.join(SERIALIZE_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
-        let serialize = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("invalid serialization settings: {e}"),
-        })?;
+        let (space, serialize) = load_model_extras(dir, &manifest)?;
         let swarm = Swarm::new(swarm.orchestrator.valid(), swarm.specialists)?;
         Ok(Model {
             swarm,
@@ -375,7 +386,8 @@ impl std::fmt::Debug for Outputs {
     }
 }
 
-fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+/// A `[rows, n]` tensor as host rows.
+pub(crate) fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     let [_, n] = tensor.dims();
     let values = tensor
         .into_data()

@@ -27,8 +27,9 @@ pub struct RunDir {
     root: PathBuf,
 }
 
-/// Counters and scores a run needs to continue exactly where it stopped.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Counters and scores a run needs to continue exactly where it stopped (all zero/empty at the
+/// start of a run).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// Epoch to run next (0-based).
     pub epoch: usize,

@@ -642,17 +642,7 @@ pub fn train(
     let device = Device::flex().autodiff();
     let (mut swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
     let mut optim = optimizer(config);
-    let mut state = RunState {
-        epoch: 0,
-        batch: 0,
-        step: 0,
-        best_score: None,
-        best_epoch: None,
-        epochs_without_improvement: 0,
-        finished: false,
-        optimizer_sha256: String::new(),
-        epoch_loss: (0.0, 0),
-    };
+    let mut state = RunState::default();
     if let Some(checkpoint) = run.latest()? {
         let (loaded, _) = Swarm::load(&checkpoint.model_dir(), &device)?;
         swarm = Swarm::new(renumber(loaded.orchestrator), swarm.specialists)?;
