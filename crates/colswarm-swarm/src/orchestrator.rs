@@ -354,7 +354,11 @@ impl Swarm {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("specialist thread panicked"))
+                // A specialist thread only panics on a bug: re-raise it here, unchanged.
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
                 .collect()
         });
         let mut states = SpecialistStates {

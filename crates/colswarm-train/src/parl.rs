@@ -43,7 +43,9 @@ use crate::param_ids::renumber;
 use crate::predict::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
 use crate::progress::Progress;
 use crate::run_dir::{RunDir, RunState};
-use crate::supervised::{Log, dev_reports, epoch_order, save_model, supervised_loss};
+use crate::supervised::{
+    Log, dev_reports, epoch_order, save_checkpoint, save_model, supervised_loss,
+};
 
 /// Which λ schedule the stage uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -274,25 +276,7 @@ pub fn train_router(
         ));
     }
     let run = RunDir::open(out)?;
-    let config_path = run.config_path();
-    if config_path.exists() {
-        let bytes = std::fs::read(&config_path).map_err(|e| TrainError::io(&config_path, e))?;
-        let stored: ParlConfig = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
-            path: config_path.clone(),
-            reason: format!("invalid run configuration: {e}"),
-        })?;
-        if &stored != config {
-            return Err(TrainError::Run {
-                path: config_path,
-                reason: "this directory holds a run with a different configuration".into(),
-            });
-        }
-    }
-    let json = serde_json::to_vec_pretty(config).map_err(|e| TrainError::Run {
-        path: config_path.clone(),
-        reason: e.to_string(),
-    })?;
-    colswarm_rwkv::checkpoint::write_atomically(&config_path, &json)?;
+    run.bind_config(config, |stored| stored == config)?;
 
     let device = burn::tensor::Device::flex().autodiff();
     let (loaded, manifest) = Swarm::load(&config.model, &device)?;
@@ -342,25 +326,10 @@ pub fn train_router(
     let n_specialists = swarm.specialists.len();
     let mut progress = Progress::new("parl", config.steps, progress_lines);
     let mut last_rate = None;
-    let save_checkpoint =
-        |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| -> Result<(), TrainError> {
-            let temp = run.temp_dir("checkpoint")?;
-            save_model(
-                swarm,
-                &orchestrator_config,
-                &space,
-                &serialize,
-                &temp.join("model"),
-            )?;
-            optim
-                .save(temp.join("optimizer.bpk"))
-                .map_err(|e| TrainError::Run {
-                    path: temp.join("optimizer.bpk"),
-                    reason: format!("could not write the optimizer state: {e:?}"),
-                })?;
-            run.commit_checkpoint(&temp, state.clone(), config.keep_last)?;
-            Ok(())
-        };
+    let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
+        let model = (swarm, &orchestrator_config, &space, &serialize);
+        save_checkpoint(&run, model, optim, state, config.keep_last)
+    };
     while state.step < config.steps {
         let started = Instant::now();
         let epoch = state.step / batches;
@@ -586,12 +555,8 @@ fn parl_step(
     .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
     stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
     let mut loss = policy;
-    if !supervised.is_empty() {
-        let count = supervised.len() as f64;
-        let sum = supervised
-            .into_iter()
-            .reduce(|a, b| a + b)
-            .expect("non-empty");
+    let count = supervised.len() as f64;
+    if let Some(sum) = supervised.into_iter().reduce(|a, b| a + b) {
         loss = loss + sum * (config.supervised_weight / count);
     }
     stats.loss = f64::from(loss.clone().into_scalar::<f32>());

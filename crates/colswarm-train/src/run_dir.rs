@@ -113,6 +113,38 @@ impl RunDir {
         self.root.join("best")
     }
 
+    /// Binds the run to `config`: a directory that already holds a run accepts only a
+    /// configuration `resumable` judges compatible with the stored one; `run.json` is then
+    /// (re)written atomically.
+    pub fn bind_config<C: Serialize + serde::de::DeserializeOwned>(
+        &self,
+        config: &C,
+        resumable: impl Fn(&C) -> bool,
+    ) -> Result<(), TrainError> {
+        let path = self.config_path();
+        if path.exists() {
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            let stored: C = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+                path: path.clone(),
+                reason: format!("invalid run configuration: {e}"),
+            })?;
+            if !resumable(&stored) {
+                return Err(TrainError::Run {
+                    path,
+                    reason: "this directory holds a run with a different configuration; \
+                             use another output directory"
+                        .into(),
+                });
+            }
+        }
+        let json = serde_json::to_vec_pretty(config).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&path, &json)?;
+        Ok(())
+    }
+
     /// A fresh temporary directory inside the run (same file system, so renames are atomic).
     pub fn temp_dir(&self, name: &str) -> Result<PathBuf, TrainError> {
         let dir = self.root.join(format!(".tmp-{name}"));

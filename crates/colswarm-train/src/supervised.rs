@@ -536,6 +536,30 @@ pub fn dev_reports(
         .collect()
 }
 
+/// Writes a checkpoint (model directory + optimizer state + counters) into `run`, atomically.
+pub fn save_checkpoint(
+    run: &RunDir,
+    (swarm, orchestrator, space, serialize): (
+        &Swarm,
+        &OrchestratorConfig,
+        &LabelSpace,
+        &SerializeSettings,
+    ),
+    optim: &ModuleOptimizer,
+    state: &RunState,
+    keep_last: usize,
+) -> Result<(), TrainError> {
+    let temp = run.temp_dir("checkpoint")?;
+    save_model(swarm, orchestrator, space, serialize, &temp.join("model"))?;
+    let path = temp.join("optimizer.bpk");
+    optim.save(&path).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: format!("could not write the optimizer state: {e:?}"),
+    })?;
+    run.commit_checkpoint(&temp, state.clone(), keep_last)?;
+    Ok(())
+}
+
 /// Appends JSON lines to the run's log.
 pub struct Log {
     path: PathBuf,
@@ -616,27 +640,7 @@ pub fn train(
 ) -> Result<TrainSummary, TrainError> {
     config.validate()?;
     let run = RunDir::open(out)?;
-    let config_path = run.config_path();
-    if config_path.exists() {
-        let bytes = std::fs::read(&config_path).map_err(|e| TrainError::io(&config_path, e))?;
-        let stored: TrainConfig = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
-            path: config_path.clone(),
-            reason: format!("invalid run configuration: {e}"),
-        })?;
-        if !config.resumable_from(&stored) {
-            return Err(TrainError::Run {
-                path: config_path,
-                reason: "this directory holds a run with a different configuration; \
-                         use another output directory"
-                    .into(),
-            });
-        }
-    }
-    let json = serde_json::to_vec_pretty(config).map_err(|e| TrainError::Run {
-        path: config_path.clone(),
-        reason: e.to_string(),
-    })?;
-    colswarm_rwkv::checkpoint::write_atomically(&config_path, &json)?;
+    run.bind_config(config, |stored| config.resumable_from(stored))?;
 
     let data = load_run_data(config)?;
     let device = Device::flex().autodiff();
@@ -670,25 +674,10 @@ pub fn train(
     let log = Log::open(&run.log_path(), state.step)?;
     let n = data.train.len();
     let batches = n.div_ceil(config.batch_size);
-    let save_checkpoint =
-        |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| -> Result<(), TrainError> {
-            let temp = run.temp_dir("checkpoint")?;
-            save_model(
-                swarm,
-                &orchestrator_config,
-                &data.space,
-                &config.serialize,
-                &temp.join("model"),
-            )?;
-            optim
-                .save(temp.join("optimizer.bpk"))
-                .map_err(|e| TrainError::Run {
-                    path: temp.join("optimizer.bpk"),
-                    reason: format!("could not write the optimizer state: {e:?}"),
-                })?;
-            run.commit_checkpoint(&temp, state.clone(), config.keep_last)?;
-            Ok(())
-        };
+    let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
+        let model = (swarm, &orchestrator_config, &data.space, &config.serialize);
+        save_checkpoint(&run, model, optim, state, config.keep_last)
+    };
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
