@@ -103,6 +103,11 @@ struct TrainArgs {
     /// Skip a batch whose loss is NaN/inf (logged) instead of stopping.
     #[arg(long)]
     skip_non_finite: bool,
+    /// Data-parallel replicas of the model: each batch is split among them and their gradients
+    /// summed (docs/TRAINING.md). On the CPU they share its cores, so this mostly tests the code
+    /// path. A resumed run may use another count (same weights up to float rounding).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    replicas: u64,
     /// No progress lines.
     #[arg(long)]
     quiet: bool,
@@ -350,6 +355,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         &TrainOptions {
             progress: !args.quiet,
             stop_after_steps: None,
+            devices: vec![Device::flex(); args.replicas as usize],
         },
     )?;
     println!("{}", serde_json::to_string_pretty(&summary)?);

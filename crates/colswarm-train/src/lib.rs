@@ -5,6 +5,7 @@
 //! - [`examples`]: tables → tokens and head targets;
 //! - [`supervised`]: the supervised stage (specialists, then the primary with its heads), with
 //!   per-epoch dev evaluation, early stopping, atomic checkpoints and exact resume;
+//! - [`data_parallel`]: one batch's gradients computed on replicas over several devices;
 //! - [`parl`]: the PARL stage that trains the router with frozen specialists;
 //! - [`predict`] and [`eval`]: annotations and F1 reports from a model directory;
 //! - [`baseline`]: majority and character n-gram baselines scored the same way.
@@ -12,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+pub mod data_parallel;
 pub mod dataset;
 pub mod error;
 pub mod eval;

@@ -13,6 +13,10 @@
 //!   parameters get deterministic ids ([`crate::param_ids`]) so Adam's state is restored too.
 //! - **Non-finite losses** stop the run with an error naming the step (the last checkpoint is
 //!   untouched), or skip the batch and log it.
+//! - **Data parallelism** ([`TrainOptions::devices`]): each batch is split into contiguous shards
+//!   computed concurrently on replicas of the orchestrator ([`crate::data_parallel`]); the loss of
+//!   a shard is its part of the batch's loss ([`shard_loss`]) and its router masks are the ones
+//!   the undivided batch would draw, so the step is the one-device step up to float rounding.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,7 +24,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamConfig, ModuleOptimizer};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
@@ -28,11 +32,12 @@ use colswarm_swarm::{
     FrozenSpecialist, FusionMode, LabelKind, Orchestrator, OrchestratorConfig, Routing, Swarm,
     SwarmOutput,
 };
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::data_parallel::{Shard, data_parallel_grads, shard_ranges};
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
@@ -221,13 +226,36 @@ impl TrainConfig {
     }
 }
 
-/// Switches that do not change the result.
+/// Switches that do not change the result (`devices` changes it in the last bits only).
 #[derive(Clone, Debug, Default)]
 pub struct TrainOptions {
     /// Print progress lines.
     pub progress: bool,
     /// Stop (as if killed) after this many optimizer steps in this process, for tests.
     pub stop_after_steps: Option<usize>,
+    /// Devices to train on, one replica of the orchestrator each: every batch is split into
+    /// contiguous shards of near-equal size, one per device, computed concurrently, and their
+    /// gradients are summed on the first device, which holds the model and Adam's state
+    /// ([`crate::data_parallel`]). A device may repeat: `vec![Device::flex(); 2]` runs two
+    /// replicas on the CPU, which exercises the code path (they share the same cores, so the
+    /// gain is small). Empty: the flex CPU device alone. Autodiff is enabled on each.
+    ///
+    /// Not part of the run's configuration, so a run may be resumed on other devices: the
+    /// gradient is the same sum taken in another order, so the weights agree with a one-device
+    /// run to float rounding, not bit for bit. A bit-exact resume needs the same device list.
+    pub devices: Vec<Device>,
+}
+
+impl TrainOptions {
+    /// The devices training uses: [`TrainOptions::devices`] with autodiff, or the flex CPU
+    /// device when the list is empty. The first is the main device.
+    pub fn training_devices(&self) -> Vec<Device> {
+        if self.devices.is_empty() {
+            vec![Device::flex().autodiff()]
+        } else {
+            self.devices.iter().map(|d| d.clone().autodiff()).collect()
+        }
+    }
 }
 
 /// How a run ended.
@@ -311,6 +339,31 @@ fn namespace_loss(
     (log_softmax(picked, 1) * target).sum().neg() / rows.len() as f64
 }
 
+/// How many targets a batch holds: the denominators of its mean losses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TargetCounts {
+    /// Labelled columns (CTA targets).
+    pub cta: usize,
+    /// CPA targets.
+    pub cpa: usize,
+}
+
+impl TargetCounts {
+    /// The targets of `examples` that [`supervised_loss`] counts.
+    pub fn of(examples: &[&Example]) -> Self {
+        let mut counts = TargetCounts::default();
+        for example in examples {
+            if example.cta_namespace.is_some() {
+                counts.cta += example.cta.iter().filter(|o| !o.is_empty()).count();
+            }
+            if example.cpa_namespace.is_some() {
+                counts.cpa += example.cpa.len();
+            }
+        }
+        counts
+    }
+}
+
 /// The supervised loss of a forward pass: mean over labelled columns of their namespace's CTA
 /// loss, plus `cpa_weight` times the mean CPA loss over targets.
 pub fn supervised_loss(
@@ -319,6 +372,23 @@ pub fn supervised_loss(
     examples: &[&Example],
     out: &SwarmOutput,
     cpa_weight: f64,
+) -> Option<Losses> {
+    let counts = TargetCounts::of(examples);
+    shard_loss(orchestrator, space, examples, out, cpa_weight, counts)
+}
+
+/// The part of a batch's [`supervised_loss`] that falls on `examples`, one shard of the batch:
+/// the same per-target losses, but each mean divides by the whole batch's target count
+/// (`batch`, which must count the shard's targets too), so the losses of the shards of a batch
+/// (and their `cta` / `cpa` parts) add up to the batch's loss. `None` when the shard holds no
+/// target.
+pub fn shard_loss(
+    orchestrator: &Orchestrator,
+    space: &LabelSpace,
+    examples: &[&Example],
+    out: &SwarmOutput,
+    cpa_weight: f64,
+    batch: TargetCounts,
 ) -> Option<Losses> {
     let mut row = 0;
     // Per namespace: rows (CTA) or row pairs (CPA), and their targets.
@@ -342,8 +412,10 @@ pub fn supervised_loss(
         }
         row += example.queries.len();
     }
-    let n_cta: usize = cta.iter().map(|(r, _)| r.len()).sum();
-    let n_cpa: usize = cpa.iter().map(|(r, _)| r.len()).sum();
+    let n_cta = batch.cta;
+    let n_cpa = batch.cpa;
+    debug_assert!(n_cta >= cta.iter().map(|(r, _)| r.len()).sum::<usize>());
+    debug_assert!(n_cpa >= cpa.iter().map(|(r, _)| r.len()).sum::<usize>());
     let mut parts: Vec<(Tensor<1>, f64)> = Vec::new();
     let mut cta_total: Option<Tensor<1>> = None;
     for (ns, (rows, targets)) in space.cta.iter().zip(&cta) {
@@ -615,6 +687,93 @@ fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
 const ORDER_STREAM: u64 = 1;
 const ROUTING_STREAM: u64 = 2;
 
+/// The routing generator of a shard whose first table is table `first` of its batch:
+/// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
+/// for the tables before it, one `random::<f32>()` per table and specialist, tables in order.
+/// Every table of the shard then gets the mask it gets in the undivided batch.
+///
+/// [`SpecialistRouter::sample`]: colswarm_swarm::SpecialistRouter::sample
+pub fn shard_routing_rng(batch_rng: &ChaCha8Rng, first: usize, n_specialists: usize) -> ChaCha8Rng {
+    let mut rng = batch_rng.clone();
+    for _ in 0..first * n_specialists {
+        let _: f32 = rng.random();
+    }
+    rng
+}
+
+/// Copies of the specialists for a replica on `device` (shared, not copied, on `main`).
+fn specialists_on(
+    specialists: &[FrozenSpecialist],
+    device: &Device,
+    main: &Device,
+) -> Vec<FrozenSpecialist> {
+    if device == main {
+        return specialists.to_vec();
+    }
+    let device = device.clone().without_autodiff();
+    specialists
+        .iter()
+        .map(|s| {
+            FrozenSpecialist::from_model(
+                s.name(),
+                s.model().clone().to_device(&device),
+                s.config().clone(),
+            )
+        })
+        .collect()
+}
+
+/// What one shard of a training step hands to its replica's thread.
+struct ShardInput<'a> {
+    examples: &'a [&'a Example],
+    specialists: Vec<FrozenSpecialist>,
+    routing: ChaCha8Rng,
+}
+
+/// What one shard of a training step reports besides its loss.
+#[derive(Debug)]
+struct ShardReport {
+    /// Its loss (its part of the batch's loss).
+    loss: f64,
+    cta: Option<f64>,
+    cpa: Option<f64>,
+    /// Active (table, specialist) pairs and all pairs.
+    active: usize,
+    gates: usize,
+}
+
+/// Forward pass and loss of one shard on its replica.
+fn shard_step(
+    replica: &Orchestrator,
+    input: ShardInput<'_>,
+    space: &LabelSpace,
+    batch: TargetCounts,
+    cpa_weight: f64,
+) -> Result<(Tensor<1>, ShardReport), TrainError> {
+    let ShardInput {
+        examples,
+        specialists,
+        mut routing,
+    } = input;
+    let swarm = Swarm::new(replica.clone(), specialists)?;
+    let out = swarm.forward(&to_batch(examples), Routing::Sample(&mut routing))?;
+    let losses = shard_loss(replica, space, examples, &out, cpa_weight, batch)
+        .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
+    let report = ShardReport {
+        loss: f64::from(losses.total.clone().into_scalar::<f32>()),
+        cta: losses.cta,
+        cpa: losses.cpa,
+        active: out.router.active.iter().flatten().filter(|a| **a).count(),
+        gates: out.router.active.iter().map(Vec::len).sum(),
+    };
+    Ok((losses.total, report))
+}
+
+/// Sums the parts that are there (`None` when none is).
+fn sum_parts(parts: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    parts.flatten().reduce(|a, b| a + b)
+}
+
 /// The example order of an epoch.
 pub fn epoch_order(seed: u64, epoch: usize, n: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
@@ -643,7 +802,8 @@ pub fn train(
     run.bind_config(config, |stored| config.resumable_from(stored))?;
 
     let data = load_run_data(config)?;
-    let device = Device::flex().autodiff();
+    let devices = options.training_devices();
+    let device = devices[0].clone();
     let (mut swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
     let mut optim = optimizer(config);
     let mut state = RunState::default();
@@ -670,6 +830,14 @@ pub fn train(
                 state.batch
             );
         }
+    }
+    // Specialists never change: each replica's device gets its copies once.
+    let replica_specialists: Vec<Vec<FrozenSpecialist>> = devices
+        .iter()
+        .map(|d| specialists_on(&swarm.specialists, d, &device))
+        .collect();
+    if options.progress && devices.len() > 1 {
+        eprintln!("data-parallel: {} replicas on {devices:?}", devices.len());
     }
     let log = Log::open(&run.log_path(), state.step)?;
     let n = data.train.len();
@@ -702,17 +870,28 @@ pub fn train(
                 .iter()
                 .map(|&i| &data.train[i])
                 .collect();
-            let mut rng = rng_for(config.seed, ROUTING_STREAM, state.step as u64);
-            let out = swarm.forward(&to_batch(&picked), Routing::Sample(&mut rng))?;
-            let losses = supervised_loss(
-                &swarm.orchestrator,
-                &data.space,
-                &picked,
-                &out,
-                config.cpa_weight,
-            )
-            .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
-            let value = f64::from(losses.total.clone().into_scalar::<f32>());
+            // One shard per device (fewer when the batch is smaller), each with its part of the
+            // batch's loss and the router draws the undivided batch would give its tables.
+            let rng = rng_for(config.seed, ROUTING_STREAM, state.step as u64);
+            let counts = TargetCounts::of(&picked);
+            let shards = shard_ranges(picked.len(), devices.len())
+                .into_iter()
+                .zip(devices.iter().zip(&replica_specialists))
+                .map(|(range, (device, specialists))| Shard {
+                    device: device.clone(),
+                    input: ShardInput {
+                        routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
+                        examples: &picked[range],
+                        specialists: specialists.clone(),
+                    },
+                })
+                .collect();
+            let parallel =
+                data_parallel_grads(&swarm.orchestrator, &device, shards, |replica, input| {
+                    shard_step(replica, input, &data.space, counts, config.cpa_weight)
+                })?;
+            let reports = &parallel.outputs;
+            let value: f64 = reports.iter().map(|r| r.loss).sum();
             if !value.is_finite() {
                 match config.on_non_finite {
                     NonFinitePolicy::Stop => {
@@ -735,20 +914,26 @@ pub fn train(
                     }
                 }
             }
-            let grads = GradientsParams::from_grads(losses.total.backward(), &swarm.orchestrator);
-            swarm.orchestrator =
-                optim.step(config.learning_rate, swarm.orchestrator.clone(), grads);
+            let (cta_loss, cpa_loss) = (
+                sum_parts(reports.iter().map(|r| r.cta)),
+                sum_parts(reports.iter().map(|r| r.cpa)),
+            );
+            let active: usize = reports.iter().map(|r| r.active).sum();
+            let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
+            swarm.orchestrator = optim.step(
+                config.learning_rate,
+                swarm.orchestrator.clone(),
+                parallel.grads,
+            );
             state.epoch_loss.0 += value;
             state.epoch_loss.1 += 1;
             state.batch += 1;
             state.step += 1;
             steps_here += 1;
-            let active: usize = out.router.active.iter().flatten().filter(|a| **a).count();
-            let gates = out.router.active.iter().map(Vec::len).sum::<usize>().max(1);
             if state.step.is_multiple_of(config.log_every.max(1)) {
                 log.write(&serde_json::json!({
                     "event": "step", "epoch": state.epoch, "step": state.step, "loss": value,
-                    "cta_loss": losses.cta, "cpa_loss": losses.cpa,
+                    "cta_loss": cta_loss, "cpa_loss": cpa_loss,
                     "activation_rate": active as f64 / gates as f64,
                     "tokens": picked.iter().map(|e| e.n_tokens()).sum::<usize>(),
                 }))?;
@@ -806,7 +991,7 @@ pub fn train(
         log.write(&serde_json::json!({
             "event": "epoch", "epoch": state.epoch, "step": state.step,
             "train_loss": train_loss,
-            "seconds": epoch_start.elapsed().as_secs_f64(),
+            "seconds": epoch_start.elapsed().as_secs_f64(), "replicas": devices.len(),
             "dev_score": score, "best": improved,
             "dev": reports.iter().map(|r| serde_json::json!({
                 "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
@@ -844,4 +1029,39 @@ pub fn train(
         finished: true,
         model_dir: run.best_dir(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Distribution;
+    use colswarm_swarm::SpecialistRouterConfig;
+
+    /// The masks a router samples for a batch, and those it samples for the batch's shards with
+    /// [`shard_routing_rng`], are the same: a data-parallel step routes every table as the
+    /// one-device step does.
+    #[test]
+    fn shards_draw_the_masks_of_the_undivided_batch() {
+        let device = Device::flex();
+        let (tables, specialists, d) = (7, 3, 8);
+        // Zero gate weights: every gate is 0.5, the masks are as random as they get.
+        let router = SpecialistRouterConfig::new(d, specialists).init(&device);
+        let pooled = Tensor::<2>::random([tables, d], Distribution::Default, &device);
+        let batch_rng = rng_for(3, ROUTING_STREAM, 11);
+        let whole = router.sample(pooled.clone(), &mut batch_rng.clone()).active;
+        let sharded = |skip: bool| -> Vec<Vec<bool>> {
+            shard_ranges(tables, 3)
+                .into_iter()
+                .flat_map(|range| {
+                    let first = if skip { range.start } else { 0 };
+                    let mut rng = shard_routing_rng(&batch_rng, first, specialists);
+                    let rows = pooled.clone().narrow(0, range.start, range.len());
+                    router.sample(rows, &mut rng).active
+                })
+                .collect()
+        };
+        assert_eq!(sharded(true), whole);
+        // Every shard starting from the batch's generator repeats the first tables' draws.
+        assert_ne!(sharded(false), whole);
+    }
 }
