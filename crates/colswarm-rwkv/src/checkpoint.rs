@@ -25,6 +25,8 @@ use crate::config::RwkvConfig;
 use crate::error::RwkvError;
 use crate::model::Rwkv;
 
+pub mod fuzzing;
+
 /// Value of the `colswarm.format` metadata entry.
 pub const FORMAT: &str = "colswarm-safetensors-v1";
 /// Metadata key of the RWKV config.
@@ -196,19 +198,13 @@ impl CheckpointFile {
     /// Reads `path` and verifies its structure and checksum.
     pub fn open(path: &Path) -> Result<Self, RwkvError> {
         let bytes = std::fs::read(path).map_err(io_error(path))?;
-        let corrupted = |reason: String| RwkvError::Corrupted {
-            path: path.to_path_buf(),
-            reason,
-        };
-        // `read_metadata` checks that the header's offsets fit in the bytes actually present.
-        let (_, header) =
-            SafeTensors::read_metadata(&bytes).map_err(|e| corrupted(e.to_string()))?;
-        let metadata = header.metadata().clone().unwrap_or_default();
-        let file = Self {
-            path: path.to_path_buf(),
-            bytes,
-            metadata,
-        };
+        Self::from_bytes(path, bytes)
+    }
+
+    /// Verifies the structure and checksum of a checkpoint already in memory; `path` only names
+    /// it in errors.
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Self, RwkvError> {
+        let file = Self::parse(path, bytes)?;
         match file.metadata.get(FORMAT_KEY) {
             Some(format) if format == FORMAT => {}
             other => {
@@ -221,6 +217,24 @@ impl CheckpointFile {
         }
         file.verify_checksum()?;
         Ok(file)
+    }
+
+    /// Parses the header (structure only: no format or checksum check).
+    fn parse(path: &Path, bytes: Vec<u8>) -> Result<Self, RwkvError> {
+        let corrupted = |reason: String| RwkvError::Corrupted {
+            path: path.to_path_buf(),
+            reason,
+        };
+        check_claimed_bytes(&bytes).map_err(corrupted)?;
+        // `read_metadata` checks that the header's offsets fit in the bytes actually present.
+        let (_, header) =
+            SafeTensors::read_metadata(&bytes).map_err(|e| corrupted(e.to_string()))?;
+        let metadata = header.metadata().clone().unwrap_or_default();
+        Ok(Self {
+            path: path.to_path_buf(),
+            bytes,
+            metadata,
+        })
     }
 
     fn tensors(&self) -> Result<SafeTensors<'_>, RwkvError> {
@@ -298,6 +312,46 @@ impl CheckpointFile {
         }
         Ok(module)
     }
+}
+
+/// Refuses a header whose tensors claim bytes past the end of the file, naming the first such
+/// tensor. `safetensors` refuses them too, but only after adding the claimed end to the header
+/// size unchecked: offsets summing to nearly 2⁶⁴ overflow there (a panic wherever overflow checks
+/// are on), so they are checked here first. Headers that do not parse are left to `safetensors`
+/// to report.
+fn check_claimed_bytes(bytes: &[u8]) -> Result<(), String> {
+    let Some(header_len) = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+    else {
+        return Ok(());
+    };
+    let Some(header) = 8usize
+        .checked_add(header_len)
+        .and_then(|end| bytes.get(8..end))
+    else {
+        return Ok(());
+    };
+    let Ok(entries) = serde_json::from_slice::<BTreeMap<String, serde_json::Value>>(header) else {
+        return Ok(());
+    };
+    let data_len = (bytes.len() - 8 - header_len) as u64;
+    for (name, entry) in &entries {
+        let end = entry
+            .get("data_offsets")
+            .and_then(|offsets| offsets.get(1))
+            .and_then(serde_json::Value::as_u64);
+        if let Some(end) = end
+            && end > data_len
+        {
+            return Err(format!(
+                "tensor `{name}` claims bytes up to offset {end} but the file holds only {data_len} bytes of tensor data"
+            ));
+        }
+    }
+    Ok(())
 }
 
 struct Loader<'a, 'b> {
@@ -401,13 +455,20 @@ pub fn save_checkpoint(model: &Rwkv, config: &RwkvConfig, path: &Path) -> Result
 
 /// Loads an RWKV model and its config from `path` onto `device`.
 pub fn load_checkpoint(path: &Path, device: &Device) -> Result<(Rwkv, RwkvConfig), RwkvError> {
-    let file = CheckpointFile::open(path)?;
-    let config = read_config(&file)?;
+    load_checkpoint_file(&CheckpointFile::open(path)?, device)
+}
+
+/// Loads an RWKV model and its config from an opened checkpoint onto `device`.
+pub fn load_checkpoint_file(
+    file: &CheckpointFile,
+    device: &Device,
+) -> Result<(Rwkv, RwkvConfig), RwkvError> {
+    let config = read_config(file)?;
     // Refuse configs that claim more weights than the file holds before allocating them.
     let stored_bytes = file.bytes.len();
     if config.num_params().saturating_mul(4) > stored_bytes {
         return Err(RwkvError::Metadata {
-            path: path.to_path_buf(),
+            path: file.path.clone(),
             key: RWKV_CONFIG_KEY.into(),
             reason: format!(
                 "the config describes {} parameters but the file holds only {stored_bytes} bytes",

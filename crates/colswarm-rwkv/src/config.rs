@@ -38,20 +38,44 @@ pub struct RwkvConfig {
     pub gate_rank: Option<usize>,
 }
 
-/// `max(32, round(c·√d / 32)·32)` with Python's half-to-even rounding.
+/// `max(32, round(c·√d / 32)·32)` with Python's half-to-even rounding (saturating).
 fn official_rank(d_model: usize, factor: f64) -> usize {
     let units = factor * (d_model as f64).sqrt() / 32.0;
-    (units.round_ties_even() as usize * 32).max(32)
+    (units.round_ties_even() as usize)
+        .saturating_mul(32)
+        .max(32)
+}
+
+/// The saturating product of `factors`.
+fn product(factors: &[usize]) -> usize {
+    factors.iter().fold(1, |a: usize, b| a.saturating_mul(*b))
+}
+
+/// The saturating sum of `terms`.
+fn sum(terms: &[usize]) -> usize {
+    terms.iter().fold(0, |a: usize, b| a.saturating_add(*b))
 }
 
 impl RwkvConfig {
+    /// The cheapest model of this width: heads of size 2, a channel mix 2 wide and every LoRA
+    /// rank 1. For tests and fuzzing, where a model is built per input.
+    pub fn minimal(vocab_size: usize, d_model: usize, n_layers: usize) -> Self {
+        Self::new(vocab_size, d_model, n_layers)
+            .with_head_size(2)
+            .with_d_ffn(Some(2))
+            .with_decay_rank(Some(1))
+            .with_icl_rank(Some(1))
+            .with_value_rank(Some(1))
+            .with_gate_rank(Some(1))
+    }
+
     /// Number of heads.
     pub fn n_heads(&self) -> usize {
         self.d_model / self.head_size
     }
     /// Channel-mix hidden width.
     pub fn ffn_width(&self) -> usize {
-        self.d_ffn.unwrap_or(4 * self.d_model)
+        self.d_ffn.unwrap_or(self.d_model.saturating_mul(4))
     }
     /// LoRA rank of the decay projection.
     pub fn decay_lora_rank(&self) -> usize {
@@ -116,20 +140,34 @@ impl RwkvConfig {
         Rwkv::new(self, seed, device)
     }
 
-    /// Number of trainable parameters of a model with this configuration.
+    /// Number of trainable parameters of a model with this configuration. Saturates at
+    /// `usize::MAX`: a config read from a file may describe more parameters than `usize` counts,
+    /// and must then compare as huge (the loader refuses it), not wrap to a small number.
     pub fn num_params(&self) -> usize {
         let d = self.d_model;
-        let lora = 2 * d * (self.decay_lora_rank() + self.icl_lora_rank() + self.gate_lora_rank());
-        let per_layer = 4 * d * d                       // r, k, v, o
-            + 2 * d * self.ffn_width()                  // channel mix
-            + lora
-            + 6 * d + 2 * d + 2 * d + d                 // lerps, w0 a0, k_k k_a, ffn lerp
-            + d                                         // r_k
-            + 2 * d + 4 * d; // ln_x, ln1, ln2
-        let value_residual = (self.n_layers - 1) * (2 * d * self.value_lora_rank() + d);
-        self.vocab_size * d + 2 * d /* ln0 */ + 2 * d /* ln_out */
-            + self.n_layers * per_layer
-            + value_residual
+        let ranks = sum(&[
+            self.decay_lora_rank(),
+            self.icl_lora_rank(),
+            self.gate_lora_rank(),
+        ]);
+        let per_layer = sum(&[
+            product(&[4, d, d]),                // r, k, v, o
+            product(&[2, d, self.ffn_width()]), // channel mix
+            product(&[2, d, ranks]),            // decay, in-context rate and gate LoRAs
+            product(&[11, d]),                  // lerps, w0 a0, k_k k_a, ffn lerp
+            d,                                  // r_k
+            product(&[6, d]),                   // ln_x, ln1, ln2
+        ]);
+        let value_residual = product(&[
+            self.n_layers.saturating_sub(1),
+            sum(&[product(&[2, d, self.value_lora_rank()]), d]),
+        ]);
+        sum(&[
+            product(&[self.vocab_size, d]),
+            product(&[4, d]), // ln0, ln_out
+            product(&[self.n_layers, per_layer]),
+            value_residual,
+        ])
     }
 }
 
@@ -168,6 +206,14 @@ mod tests {
     fn validate_rejects_width_not_multiple_of_head_size() {
         let err = RwkvConfig::new(256, 100, 1).validate().unwrap_err();
         assert!(err.to_string().contains("multiple of head_size"), "{err}");
+    }
+
+    #[test]
+    fn num_params_saturates_instead_of_wrapping() {
+        let huge = RwkvConfig::new(4, 1 << 40, 3).with_head_size(1 << 20);
+        assert_eq!(huge.num_params(), usize::MAX);
+        let huge = RwkvConfig::new(4, usize::MAX / 2, 1).with_head_size(1);
+        assert_eq!(huge.num_params(), usize::MAX);
     }
 
     #[test]

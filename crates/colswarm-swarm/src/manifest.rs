@@ -23,9 +23,13 @@ use colswarm_rwkv::save_checkpoint;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::alignment::StateShape;
 use crate::error::SwarmError;
+use crate::fusion::{FusionMode, StateFusionConfig};
 use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
+
+pub mod fuzzing;
 
 /// The manifest's `format` value.
 pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v1";
@@ -107,9 +111,20 @@ fn resolve(dir: &Path, file: &FileRef) -> PathBuf {
     }
 }
 
-/// Checks a file against its recorded checksum.
+/// Checks a file against its recorded checksum. Only regular files are read: a manifest naming
+/// a device or a pipe (`/dev/zero`) must not make loading hang.
 fn verify(dir: &Path, file: &FileRef, what: &str) -> Result<PathBuf, SwarmError> {
     let path = resolve(dir, file);
+    let io = |source| SwarmError::Io {
+        path: path.clone(),
+        source,
+    };
+    if !std::fs::metadata(&path).map_err(io)?.is_file() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}: not a regular file"),
+        )));
+    }
     let computed = sha256_file(&path)?;
     if computed != file.sha256 {
         return Err(SwarmError::ChecksumMismatch {
@@ -227,6 +242,15 @@ impl Swarm {
                 reason: format!("format `{}` is not `{MANIFEST_FORMAT}`", manifest.format),
             });
         }
+        // The config comes from the file: one that cannot be built is an error, not a panic.
+        manifest
+            .config
+            .primary
+            .validate()
+            .map_err(|e| SwarmError::Manifest {
+                path: manifest_path.clone(),
+                reason: format!("primary: {e}"),
+            })?;
         let mut specialists = Vec::with_capacity(manifest.specialists.len());
         for s in &manifest.specialists {
             let path = verify(&dir, &s.checkpoint, &format!("specialist \"{}\"", s.name))?;
@@ -236,28 +260,137 @@ impl Swarm {
             .iter()
             .map(FrozenSpecialist::state_shape)
             .collect();
-        let mut orchestrator = manifest.config.init(&shapes, 0, device);
-        let open = |file: &FileRef, what: &str| -> Result<CheckpointFile, SwarmError> {
-            Ok(CheckpointFile::open(&verify(&dir, file, what)?)?)
+        // Every file is verified, and the weights the config describes are checked against the
+        // bytes each file holds, before the orchestrator is allocated: a manifest claiming a
+        // 10⁹-wide head must be refused, not allocated.
+        let params = ComponentParams::of(&manifest.config, &shapes);
+        let checked = |file: &FileRef, what: &str, params: usize| {
+            let path = verify(&dir, file, what)?;
+            let bytes = std::fs::metadata(&path)
+                .map_err(|source| SwarmError::Io {
+                    path: path.clone(),
+                    source,
+                })?
+                .len();
+            if params as u128 * 4 > u128::from(bytes) {
+                return Err(SwarmError::Manifest {
+                    path: manifest_path.clone(),
+                    reason: format!(
+                        "the config describes {params} parameters for the {what} but {} holds only {bytes} bytes",
+                        path.display()
+                    ),
+                });
+            }
+            Ok(path)
         };
-        orchestrator.primary =
-            open(&manifest.primary, "primary")?.load_into(orchestrator.primary, device)?;
-        orchestrator.router =
-            open(&manifest.router, "router")?.load_into(orchestrator.router, device)?;
-        orchestrator.fusion =
-            open(&manifest.fusion, "fusion")?.load_into(orchestrator.fusion, device)?;
-        orchestrator.cta =
-            open(&manifest.cta_head, "CTA head")?.load_into(orchestrator.cta, device)?;
-        orchestrator.cpa =
-            open(&manifest.cpa_head, "CPA head")?.load_into(orchestrator.cpa, device)?;
-        let alignments = std::mem::take(&mut orchestrator.alignments);
-        for (alignment, s) in alignments.into_iter().zip(&manifest.specialists) {
-            let file = open(&s.alignment, &format!("alignment of \"{}\"", s.name))?;
+        let primary = checked(&manifest.primary, "primary", params.primary)?;
+        let router = checked(&manifest.router, "router", params.router)?;
+        let fusion = checked(&manifest.fusion, "fusion", params.fusion)?;
+        let cta = checked(&manifest.cta_head, "CTA head", params.cta)?;
+        let cpa = checked(&manifest.cpa_head, "CPA head", params.cpa)?;
+        let alignments = manifest
+            .specialists
+            .iter()
+            .zip(&params.alignments)
+            .map(|(s, params)| {
+                checked(
+                    &s.alignment,
+                    &format!("alignment of \"{}\"", s.name),
+                    *params,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let mut orchestrator = manifest.config.init(&shapes, 0, device);
+        let open = |path: &Path| CheckpointFile::open(path);
+        orchestrator.primary = open(&primary)?.load_into(orchestrator.primary, device)?;
+        orchestrator.router = open(&router)?.load_into(orchestrator.router, device)?;
+        orchestrator.fusion = open(&fusion)?.load_into(orchestrator.fusion, device)?;
+        orchestrator.cta = open(&cta)?.load_into(orchestrator.cta, device)?;
+        orchestrator.cpa = open(&cpa)?.load_into(orchestrator.cpa, device)?;
+        let initial = std::mem::take(&mut orchestrator.alignments);
+        for (alignment, path) in initial.into_iter().zip(&alignments) {
             orchestrator
                 .alignments
-                .push(file.load_into(alignment, device)?);
+                .push(open(path)?.load_into(alignment, device)?);
         }
         Ok((Swarm::new(orchestrator, specialists)?, manifest))
+    }
+}
+
+/// The number of parameters of each trainable component an [`OrchestratorConfig`] builds for
+/// specialists of the given state shapes, computed without building anything (saturating at
+/// `usize::MAX`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ComponentParams {
+    primary: usize,
+    router: usize,
+    fusion: usize,
+    cta: usize,
+    cpa: usize,
+    alignments: Vec<usize>,
+}
+
+/// The saturating product of `factors`.
+fn product(factors: &[usize]) -> usize {
+    factors.iter().fold(1, |a: usize, b| a.saturating_mul(*b))
+}
+
+/// The saturating sum of `terms`.
+fn sum(terms: &[usize]) -> usize {
+    terms.iter().fold(0, |a: usize, b| a.saturating_add(*b))
+}
+
+impl ComponentParams {
+    /// `config.primary` must be valid (its head size is not zero).
+    fn of(config: &OrchestratorConfig, shapes: &[StateShape]) -> Self {
+        let p = &config.primary;
+        let (d, l, h, n, s) = (
+            p.d_model,
+            p.n_layers,
+            p.n_heads(),
+            p.head_size,
+            shapes.len(),
+        );
+        let hidden = config.d_head_hidden;
+        // A two-layer head: `d_in × hidden` and `hidden × labels`, with biases.
+        let head = |d_in: usize, labels: usize| {
+            let labels = labels.max(1);
+            sum(&[
+                product(&[d_in, hidden]),
+                hidden,
+                product(&[hidden, labels]),
+                labels,
+            ])
+        };
+        let rank = StateFusionConfig::new(config.fusion, l, h, n, s).rank;
+        let agent_bias = product(&[l, s.saturating_add(1), h]);
+        let fusion = match config.fusion {
+            FusionMode::WeightedSum => sum(&[agent_bias, product(&[2, l, h, n])]),
+            FusionMode::Gated => agent_bias,
+            FusionMode::ConcatProject => product(&[2, l, s, h, n, rank]),
+        };
+        let alignments = shapes
+            .iter()
+            .map(|shape| {
+                if shape.heads == h && shape.head_size == n {
+                    0
+                } else {
+                    sum(&[
+                        product(&[2, l, h, n, shape.head_size]),
+                        product(&[l, h, shape.heads]),
+                    ])
+                }
+            })
+            .collect();
+        ComponentParams {
+            primary: p.num_params(),
+            router: sum(&[product(&[d, s]), s]),
+            fusion,
+            cta: head(d, config.cta_labels),
+            cpa: head(product(&[3, d]), config.cpa_labels),
+            alignments,
+        }
     }
 }
 
@@ -267,4 +400,76 @@ fn relative_to(path: &Path, dir: &Path) -> String {
     path.strip_prefix(&dir)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Module;
+    use colswarm_rwkv::RwkvConfig;
+
+    use super::*;
+    use crate::heads::LabelKind;
+
+    #[test]
+    fn component_params_count_the_built_modules() {
+        let device = Device::flex();
+        let primary = RwkvConfig::new(10, 8, 2)
+            .with_head_size(4)
+            .with_d_ffn(Some(8))
+            .with_decay_rank(Some(2))
+            .with_icl_rank(Some(2))
+            .with_value_rank(Some(2))
+            .with_gate_rank(Some(2));
+        // One specialist of the primary's shapes (identity alignment), one with other heads.
+        let shapes = [
+            StateShape {
+                layers: 1,
+                heads: 2,
+                head_size: 4,
+            },
+            StateShape {
+                layers: 3,
+                heads: 3,
+                head_size: 2,
+            },
+        ];
+        for fusion in [
+            FusionMode::WeightedSum,
+            FusionMode::Gated,
+            FusionMode::ConcatProject,
+        ] {
+            for (cta, cpa) in [(5, 0), (1, 3)] {
+                let config =
+                    OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
+                        .with_fusion(fusion)
+                        .with_d_head_hidden(6);
+                let built = config.init(&shapes, 0, &device);
+                let counted = ComponentParams::of(&config, &shapes);
+                let alignments: Vec<usize> =
+                    built.alignments.iter().map(Module::num_params).collect();
+                assert_eq!(
+                    counted,
+                    ComponentParams {
+                        primary: built.primary.num_params(),
+                        router: built.router.num_params(),
+                        fusion: built.fusion.num_params(),
+                        cta: built.cta.num_params(),
+                        cpa: built.cpa.num_params(),
+                        alignments,
+                    },
+                    "{fusion:?}, {cta} CTA and {cpa} CPA labels"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn huge_configs_saturate_instead_of_wrapping() {
+        let primary = RwkvConfig::new(4, 1 << 40, 1).with_head_size(1 << 20);
+        let config = OrchestratorConfig::new(primary, 1 << 40, LabelKind::SingleLabel, 0)
+            .with_d_head_hidden(1 << 40);
+        let counted = ComponentParams::of(&config, &[]);
+        assert_eq!(counted.primary, usize::MAX);
+        assert_eq!(counted.cta, usize::MAX);
+    }
 }

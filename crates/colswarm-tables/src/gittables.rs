@@ -1,13 +1,16 @@
 //! GitTables parquet files (one table per file) with the `gittables` JSON entry of the file's
 //! key-value metadata (license, source CSV URL, and per-column annotations by four annotators).
 
+use std::cell::Cell as Flag;
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
 use arrow_array::Array;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::file::metadata::ParquetMetaData;
 use serde_json::Value;
 
 use crate::cell::Cell;
@@ -15,6 +18,8 @@ use crate::error::{Result, TableError};
 use crate::options::ReadOptions;
 use crate::records::trim_partial_char;
 use crate::table::{Column, Table};
+
+mod thrift;
 
 /// Which GitTables annotation becomes the columns' CTA labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,8 +95,22 @@ pub fn read_gittables_parquet(
         message,
     };
     let file = File::open(path).map_err(|e| TableError::io(path, e))?;
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(e.to_string()))?;
+    // The whole file is read once for the checks below (GitTables files are small); the parquet
+    // crate then reads it again through `file`.
+    let bytes = std::fs::read(path).map_err(|e| TableError::io(path, e))?;
+    let file_len = bytes.len() as u64;
+    check_footer(&bytes).map_err(parquet_error)?;
+    // Column types come from the parquet schema itself. The Arrow schema some writers embed (the
+    // `ARROW:schema` key-value entry, an IPC flatbuffer) is not read: arrow-ipc panics on
+    // malformed ones instead of returning an error (found by fuzzing: a field of type NONE).
+    let reader_options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder = guarded(path, || {
+        ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options)
+            .map_err(|e| e.to_string())
+    })?;
+    check_column_chunks(builder.metadata(), file_len).map_err(parquet_error)?;
+    check_page_headers(builder.metadata(), &bytes).map_err(parquet_error)?;
+    drop(bytes);
     let metadata_text = builder
         .metadata()
         .file_metadata()
@@ -119,11 +138,12 @@ pub fn read_gittables_parquet(
         .iter()
         .map(|f| Column::new(Some(f.name().clone()), Vec::new()))
         .collect();
-    let reader = builder.build().map_err(|e| parquet_error(e.to_string()))?;
+    let mut reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
     let format = FormatOptions::default();
     let mut n_rows = 0usize;
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_error(e.to_string()))?;
+    while let Some(batch) = guarded(path, || {
+        reader.next().transpose().map_err(|e| e.to_string())
+    })? {
         n_rows += batch.num_rows();
         if n_rows > options.max_rows {
             return Err(TableError::TooManyRows {
@@ -134,17 +154,19 @@ pub fn read_gittables_parquet(
             });
         }
         for (index, (array, column)) in batch.columns().iter().zip(&mut columns).enumerate() {
-            let formatter = ArrayFormatter::try_new(array.as_ref(), &format)
-                .map_err(|e| parquet_error(e.to_string()))?;
-            for row in 0..array.len() {
-                if array.is_null(row) {
-                    column.cells.push(Cell::null());
-                    continue;
-                }
-                let text = formatter.value(row).to_string();
-                column
-                    .cells
-                    .push(bounded_cell(text, path, n_rows, index, options)?);
+            let texts = guarded(path, || {
+                let formatter =
+                    ArrayFormatter::try_new(array.as_ref(), &format).map_err(|e| e.to_string())?;
+                Ok((0..array.len())
+                    .map(|row| (!array.is_null(row)).then(|| formatter.value(row).to_string()))
+                    .collect::<Vec<_>>())
+            })?;
+            for text in texts {
+                let cell = match text {
+                    Some(text) => bounded_cell(text, path, n_rows, index, options)?,
+                    None => Cell::null(),
+                };
+                column.cells.push(cell);
             }
         }
     }
@@ -165,6 +187,146 @@ pub fn read_gittables_parquet(
     let mut table = Table::new(id, columns);
     table.context.has_header_row = true;
     Ok((table, metadata))
+}
+
+thread_local! {
+    /// True while this thread runs parquet or arrow code under [`guarded`].
+    static GUARDED: Flag<bool> = const { Flag::new(false) };
+}
+
+/// True while the current thread runs the parquet decoder or arrow's formatting under the
+/// GitTables reader's guard, where a panic is caught and becomes [`TableError::Parquet`]. A panic
+/// hook that aborts (as fuzzers install) can let such panics unwind instead.
+pub fn in_guarded_decoder() -> bool {
+    GUARDED.with(Flag::get)
+}
+
+/// Runs parquet or arrow code on untrusted bytes: its error, or a panic (the parquet crate still
+/// panics on some corrupt pages, found by fuzzing), becomes [`TableError::Parquet`] naming the
+/// file.
+fn guarded<T>(path: &Path, f: impl FnOnce() -> std::result::Result<T, String>) -> Result<T> {
+    let was_guarded = GUARDED.with(|g| g.replace(true));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(was_guarded));
+    let message = match result {
+        Ok(Ok(value)) => return Ok(value),
+        Ok(Err(message)) => message,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            format!("corrupt file (the parquet decoder panicked: {what})")
+        }
+    };
+    Err(TableError::Parquet {
+        path: path.into(),
+        message,
+    })
+}
+
+/// Walks the footer's thrift before the parquet crate parses it (see [`thrift`]), and refuses a
+/// schema element claiming more children than the schema has elements (the parquet crate
+/// allocates that many first: 11 GB for one 610-byte file found by fuzzing). A file too short
+/// or without the `PAR1` magic is left to the parquet crate to refuse.
+fn check_footer(bytes: &[u8]) -> std::result::Result<(), String> {
+    let Some(tail) = bytes.len().checked_sub(8).map(|at| &bytes[at..]) else {
+        return Ok(());
+    };
+    if &tail[4..] != b"PAR1" {
+        return Ok(());
+    }
+    let footer_len = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+    let Some(start) = (bytes.len() - 8).checked_sub(footer_len) else {
+        return Ok(());
+    };
+    match thrift::walk_footer(&bytes[start..bytes.len() - 8]) {
+        (
+            _,
+            Some(thrift::Schema {
+                elements,
+                bad_children: Some(children),
+            }),
+        ) => Err(format!(
+            "a schema element claims {children} children in a schema of {elements} elements"
+        )),
+        (Err(thrift::Stop::TooManyValues { values, bytes }), _) => Err(format!(
+            "the footer claims {values}+ thrift values in its first {bytes} bytes"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Walks every page header of every column chunk (see [`thrift`]) before the parquet crate
+/// reads them: from the chunk's first byte, header after header, each followed by its
+/// `compressed_page_size` bytes of page, to the chunk's end. The ranges were checked by
+/// [`check_column_chunks`]. A header the walk cannot read is left to the parquet crate to refuse
+/// (the walk reads to the end of the file, as the parquet crate does).
+fn check_page_headers(metadata: &ParquetMetaData, bytes: &[u8]) -> std::result::Result<(), String> {
+    for (g, row_group) in metadata.row_groups().iter().enumerate() {
+        for (c, chunk) in row_group.columns().iter().enumerate() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or_else(|| chunk.data_page_offset());
+            let (Ok(mut at), Ok(len)) = (
+                usize::try_from(start),
+                usize::try_from(chunk.compressed_size()),
+            ) else {
+                continue;
+            };
+            let end = at.saturating_add(len).min(bytes.len());
+            while at < end {
+                let walked = match thrift::walk_struct(&bytes[at..]) {
+                    Ok(walked) => walked,
+                    Err(thrift::Stop::TooManyValues { values, bytes }) => {
+                        return Err(format!(
+                            "row group {g}, column {c}: the page header at byte {at} claims {values}+ thrift values in its first {bytes} bytes"
+                        ));
+                    }
+                    Err(thrift::Stop::Malformed) => break,
+                };
+                let Some(page_len) = walked.field_3.and_then(|n| usize::try_from(n).ok()) else {
+                    break;
+                };
+                at = at.saturating_add(walked.len).saturating_add(page_len);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses row groups with a negative row count and column chunks whose byte range is negative
+/// or runs past the end of the file, before any page is read: the parquet crate asserts (panics)
+/// on negative ranges (found by fuzzing) and would try to read ranges the file does not hold.
+fn check_column_chunks(
+    metadata: &ParquetMetaData,
+    file_len: u64,
+) -> std::result::Result<(), String> {
+    for (g, row_group) in metadata.row_groups().iter().enumerate() {
+        if row_group.num_rows() < 0 {
+            return Err(format!(
+                "row group {g} claims {} rows",
+                row_group.num_rows()
+            ));
+        }
+        for (c, chunk) in row_group.columns().iter().enumerate() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or_else(|| chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let end = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(len).ok())
+                .and_then(|(start, len)| start.checked_add(len));
+            if end.is_none_or(|end| end > file_len) {
+                return Err(format!(
+                    "row group {g}, column {c}: bytes {start}..{start}+{len} are not inside the file ({file_len} bytes)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn bounded_cell(

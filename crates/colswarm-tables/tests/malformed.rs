@@ -262,6 +262,90 @@ fn parquet_files() {
     ));
 }
 
+/// Found by the `parquet` fuzz target: a GitTables-like file whose embedded Arrow schema (the
+/// `ARROW:schema` entry) holds a field of type NONE. arrow-ipc panicked on it; the reader now
+/// takes the column types from the parquet schema and never reads that entry.
+#[cfg(feature = "parquet")]
+#[test]
+fn a_corrupt_embedded_arrow_schema_is_ignored() {
+    let path = corpus("fuzz_crash_bad_arrow_schema.parquet");
+    let (table, metadata) =
+        colswarm_tables::read_gittables_parquet(&path, None, &ReadOptions::default()).unwrap();
+    assert_eq!(metadata.table_id.as_deref(), Some("seed"));
+    assert_eq!(table.columns[0].header.as_deref(), Some("name"));
+}
+
+/// Found by the `parquet` fuzz target: a column chunk whose byte range in the footer is
+/// negative. The parquet crate asserted (a panic) when it came to read the chunk; the reader now
+/// checks every chunk's range against the file first.
+#[cfg(feature = "parquet")]
+#[test]
+fn a_column_chunk_outside_the_file_is_refused() {
+    let path = corpus("fuzz_crash_negative_chunk_range.parquet");
+    let error = named(
+        colswarm_tables::read_gittables_parquet(&path, None, &ReadOptions::default()),
+        &path,
+    );
+    assert!(
+        matches!(&error, TableError::Parquet { message, .. } if message.contains("not inside the file")),
+        "{error}"
+    );
+}
+
+/// Found by the `parquet` fuzz target: a data page whose definition levels run past their
+/// buffer. The parquet crate panics while decoding it (`offset + len out of bounds` in
+/// arrow-buffer); the reader catches panics of the decoder and returns an error.
+#[cfg(feature = "parquet")]
+#[test]
+fn a_panic_of_the_parquet_decoder_is_an_error() {
+    let path = corpus("fuzz_crash_bad_definition_levels.parquet");
+    let error = named(
+        colswarm_tables::read_gittables_parquet(&path, None, &ReadOptions::default()),
+        &path,
+    );
+    assert!(
+        matches!(&error, TableError::Parquet { message, .. } if message.contains("decoder panicked")),
+        "{error}"
+    );
+}
+
+/// Found by the `parquet` fuzz target (a hang: 15 s per read under the fuzzer, hours for
+/// nested variants): a page header holding a list that claims 2³¹ booleans in a few bytes, which
+/// parquet 59's thrift skipper loops over without reading. The reader walks every page header
+/// first and refuses it.
+#[cfg(feature = "parquet")]
+#[test]
+fn a_page_header_claiming_billions_of_values_is_refused() {
+    let path = corpus("fuzz_hang_boolean_list_page_header.parquet");
+    let started = std::time::Instant::now();
+    let error = named(
+        colswarm_tables::read_gittables_parquet(&path, None, &ReadOptions::default()),
+        &path,
+    );
+    assert!(
+        matches!(&error, TableError::Parquet { message, .. } if message.contains("thrift values")),
+        "{error}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+/// Found by the `parquet` fuzz target (out of memory: an 11 GB allocation): a 610-byte file
+/// whose schema element claims about 2³⁰ children; parquet 59 reserves room for them before
+/// checking. The reader checks the schema first.
+#[cfg(feature = "parquet")]
+#[test]
+fn a_schema_element_claiming_more_children_than_the_schema_holds_is_refused() {
+    let path = corpus("fuzz_oom_schema_children.parquet");
+    let error = named(
+        colswarm_tables::read_gittables_parquet(&path, None, &ReadOptions::default()),
+        &path,
+    );
+    assert!(
+        matches!(&error, TableError::Parquet { message, .. } if message.contains("children")),
+        "{error}"
+    );
+}
+
 #[test]
 fn missing_file_is_an_io_error() {
     let path = corpus("does_not_exist.csv");

@@ -1,0 +1,8 @@
+//! Fuzz target: see colswarm_tables::fuzzing::fuzz_semtab.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    colswarm_tables::fuzzing::fuzz_semtab(data);
+});
