@@ -73,6 +73,10 @@ struct TrainArgs {
     head_size: usize,
     #[arg(long, default_value_t = 128)]
     head_hidden: usize,
+    /// Represent a column by its query state only, without the mean of the primary's hidden
+    /// states over the column's span of the table (how models before 0.2 were built).
+    #[arg(long)]
+    no_span_pooling: bool,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -328,6 +332,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
             .collect::<Result<_, _>>()?,
         fusion: args.fusion.into(),
         d_head_hidden: args.head_hidden,
+        span_pooling: !args.no_span_pooling,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,

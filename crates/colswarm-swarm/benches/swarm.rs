@@ -31,6 +31,9 @@ fn table_batch(tables: usize, bytes: usize) -> TableBatch {
             })
             .collect(),
         queries: (0..tables).map(|_| vec![vec![1, 2, 3]; 4]).collect(),
+        spans: (0..tables)
+            .map(|_| (0..4).map(|c| c * bytes / 4..(c + 1) * bytes / 4).collect())
+            .collect(),
     }
 }
 

@@ -25,8 +25,8 @@ pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 pub use orchestrator::{
-    Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput, TableBatch,
-    TableRead,
+    ColumnPooling, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,
+    TableBatch, TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;

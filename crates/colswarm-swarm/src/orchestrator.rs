@@ -1,5 +1,6 @@
 //! The whole forward pass: primary read → router → specialists → align → fuse → queries → heads.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use burn::config::Config;
@@ -39,6 +40,19 @@ pub struct OrchestratorConfig {
     /// Hidden width of the heads.
     #[config(default = 256)]
     pub d_head_hidden: usize,
+    /// What is added to a column's query state to represent it; `None` (models saved before
+    /// the option existed: their manifests lack the field) adds nothing.
+    #[config(default = "None")]
+    pub column_pooling: Option<ColumnPooling>,
+}
+
+/// What a column's representation pools besides its query state.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum ColumnPooling {
+    /// The mean of the primary's hidden states over the column's own span of the table read
+    /// (its `<col>` marker, header and sampled cells): the column's content, read in the
+    /// context of the table, reaches the heads directly instead of through the query.
+    SpanMean,
 }
 
 /// The trainable modules of a swarm. Specialists are *not* part of it (see [`Swarm`]), so an
@@ -57,6 +71,9 @@ pub struct Orchestrator {
     pub cta: ColumnHead,
     /// CPA head (pairwise).
     pub cpa: ColumnHead,
+    /// See [`OrchestratorConfig::column_pooling`].
+    #[module(skip)]
+    column_pooling: Option<ColumnPooling>,
 }
 
 /// A primary with its frozen specialists.
@@ -75,6 +92,9 @@ pub struct TableBatch {
     pub tables: Vec<Vec<u32>>,
     /// Per table, one query token sequence per column.
     pub queries: Vec<Vec<Vec<u32>>>,
+    /// Per table, where each queried column lies in its table sequence (parallel to
+    /// `queries`; an empty range when the column has no tokens there).
+    pub spans: Vec<Vec<Range<usize>>>,
 }
 
 impl TableBatch {
@@ -90,7 +110,34 @@ impl TableBatch {
                 self.queries.len()
             )));
         }
-        for (t, (table, queries)) in self.tables.iter().zip(&self.queries).enumerate() {
+        if self.spans.len() != self.tables.len() {
+            return Err(SwarmError::Input(format!(
+                "{} tables but {} span lists",
+                self.tables.len(),
+                self.spans.len()
+            )));
+        }
+        for (t, ((table, queries), spans)) in self
+            .tables
+            .iter()
+            .zip(&self.queries)
+            .zip(&self.spans)
+            .enumerate()
+        {
+            if spans.len() != queries.len() {
+                return Err(SwarmError::Input(format!(
+                    "table {t}: {} queries but {} column spans",
+                    queries.len(),
+                    spans.len()
+                )));
+            }
+            if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
+                return Err(SwarmError::Input(format!(
+                    "table {t}, column {c}: span {:?} past the table's {} tokens",
+                    spans[c],
+                    table.len()
+                )));
+            }
             if table.is_empty() {
                 return Err(SwarmError::Input(format!(
                     "table {t} serializes to no token"
@@ -123,6 +170,9 @@ pub struct TableRead {
     pub state: RwkvState,
     /// Masked mean of the hidden states over each table's tokens, `[batch, d_model]`.
     pub pooled: Tensor<2>,
+    /// With [`ColumnPooling::SpanMean`]: the mean of the hidden states over each queried column's span,
+    /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
+    pub column_pooled: Option<Tensor<2>>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
     /// Wall-clock seconds of the read.
@@ -201,6 +251,7 @@ impl OrchestratorConfig {
                 .with_d_hidden(self.d_head_hidden)
                 .with_pairwise(true)
                 .init(seed.wrapping_add(2), device),
+            column_pooling: self.column_pooling,
         }
     }
 }
@@ -219,12 +270,17 @@ impl Orchestrator {
             .flat_map(|&len| (0..time).map(move |t| if t < len { 1.0 / len as f32 } else { 0.0 }))
             .collect();
         let weights = Tensor::<3>::from_data(TensorData::new(valid, [rows, time, 1]), &device);
+        let column_pooled = match self.column_pooling {
+            Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden.clone(), &batch.spans)),
+            None => None,
+        };
         let pooled = (out.hidden * weights)
             .sum_dim(1)
             .reshape([rows, self.primary.d_model()]);
         TableRead {
             state: out.state,
             pooled,
+            column_pooled,
             lengths,
             seconds: start.elapsed().as_secs_f64(),
         }
@@ -303,6 +359,20 @@ impl Orchestrator {
             .reshape([m, 1, 1])
             .expand([m, 1, d]);
         out.hidden.gather(1, index).reshape([m, d])
+    }
+
+    /// The column representations the heads read: [`Self::answer`] from the (fused) state,
+    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read.
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
+    pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
+        let answered = self.answer(state, batch);
+        match &read.column_pooled {
+            Some(pooled) => answered + pooled.clone(),
+            None => answered,
+        }
     }
 
     /// CPA logits for `(subject row, column row)` pairs of [`SwarmOutput::columns`].
@@ -407,7 +477,7 @@ impl Swarm {
         let specialists = self.run_specialists(batch, &decision.active);
         let start = Instant::now();
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
-        let columns = self.orchestrator.answer(&fused, batch);
+        let columns = self.orchestrator.columns(&fused, batch, read);
         let answer_secs = start.elapsed().as_secs_f64();
         let query_tokens = batch
             .queries
@@ -440,6 +510,35 @@ impl Swarm {
             steps,
         }
     }
+}
+
+/// The mean of `hidden` over each span, one row per (table, span) in table order: a
+/// `[spans, batch·time]` averaging matrix times the flattened hidden states, so the gradient
+/// reaches every token of the span. An empty span gives zeros.
+///
+/// # Shapes
+///
+/// - `hidden`: `[batch, time, d_model]`
+/// - returns `[total spans, d_model]`
+fn span_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tensor<2> {
+    let [batch, time, d] = hidden.dims();
+    let rows: usize = spans.iter().map(Vec::len).sum();
+    let mut weights = vec![0.0f32; rows * batch * time];
+    let mut row = 0;
+    for (table, table_spans) in spans.iter().enumerate() {
+        for span in table_spans {
+            let span = span.start.min(time)..span.end.min(time);
+            if !span.is_empty() {
+                let weight = 1.0 / span.len() as f32;
+                let offset = row * batch * time + table * time;
+                weights[offset + span.start..offset + span.end].fill(weight);
+            }
+            row += 1;
+        }
+    }
+    let device = hidden.device();
+    let weights = Tensor::<2>::from_data(TensorData::new(weights, [rows, batch * time]), &device);
+    weights.matmul(hidden.reshape([batch * time, d]))
 }
 
 fn max(values: &[usize]) -> usize {

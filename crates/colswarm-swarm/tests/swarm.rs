@@ -7,8 +7,8 @@ use colswarm_rwkv::checkpoint::named_tensors;
 use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::{
-    FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing, Swarm, SwarmError,
-    TableBatch,
+    ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing, Swarm,
+    SwarmError, TableBatch,
 };
 use rand_chacha::ChaCha8Rng;
 
@@ -58,6 +58,7 @@ fn batch() -> TableBatch {
             vec![vec![1, 2, 3], vec![4, 5]],
             vec![vec![6, 7, 8, 9], vec![10], vec![11, 12]],
         ],
+        spans: vec![vec![0..10, 10..23], vec![0..5, 5..13, 13..21]],
     }
 }
 
@@ -315,4 +316,71 @@ fn empty_inputs_are_clear_errors() {
     bad.queries[1][2].clear();
     let err = s.forward(&bad, fixed(vec![vec![false]; 2])).unwrap_err();
     assert!(err.to_string().contains("table 1, column 2"), "{err}");
+}
+
+#[test]
+fn span_pooling_adds_the_mean_hidden_state_of_each_columns_span() {
+    let device = Device::flex();
+    let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
+    let shapes: Vec<_> = specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    let pooled_config =
+        config(FusionMode::WeightedSum).with_column_pooling(Some(ColumnPooling::SpanMean));
+    let orchestrator = perturb(pooled_config.init(&shapes, 3, &device), 4, 0.3);
+    let s = Swarm::new(orchestrator, specialists).unwrap();
+    let batch = batch();
+    let out = s.forward(&batch, fixed(vec![vec![false]; 2])).unwrap();
+    let read = s.orchestrator.read_tables(&batch);
+    let answered = values(s.orchestrator.answer(&read.state, &batch));
+    let columns = values(out.columns);
+
+    // Independently: read each table alone (no padding) and average its span by hand.
+    let d = 16;
+    let mut row = 0;
+    for (table, spans) in batch.tables.iter().zip(&batch.spans) {
+        let tokens: Vec<i64> = table.iter().map(|&t| i64::from(t)).collect();
+        let tokens = Tensor::<2, burn::tensor::Int>::from_data(
+            TensorData::new(tokens, [1, table.len()]),
+            &device,
+        );
+        let hidden = s.orchestrator.primary.forward(tokens, None, None).hidden;
+        let hidden = hidden.into_data().try_to_vec::<f32>().unwrap();
+        for span in spans {
+            for k in 0..d {
+                let mean = span.clone().map(|t| hidden[t * d + k]).sum::<f32>() / span.len() as f32;
+                let expected = answered[row * d + k] + mean;
+                let got = columns[row * d + k];
+                assert!(
+                    (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
+                    "column row {row}, channel {k}: {got} vs {expected}"
+                );
+            }
+            row += 1;
+        }
+    }
+    assert_eq!(row * d, columns.len());
+}
+
+#[test]
+fn spans_must_match_the_queries_and_lie_in_the_table() {
+    let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
+    let s = swarm(FusionMode::WeightedSum, &Device::flex(), specialists);
+    let mut missing = batch();
+    missing.spans[1].pop();
+    let error = s
+        .forward(&missing, fixed(vec![vec![false]; 2]))
+        .unwrap_err();
+    assert!(
+        matches!(error, SwarmError::Input(ref m) if m.contains("column spans")),
+        "{error}"
+    );
+    let mut past = batch();
+    past.spans[0][1] = 10..99;
+    let error = s.forward(&past, fixed(vec![vec![false]; 2])).unwrap_err();
+    assert!(
+        matches!(error, SwarmError::Input(ref m) if m.contains("past the table")),
+        "{error}"
+    );
 }

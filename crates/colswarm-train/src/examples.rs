@@ -17,6 +17,8 @@ pub struct Example {
     pub columns: Vec<usize>,
     /// One query per entry of `columns`.
     pub queries: Vec<Vec<u32>>,
+    /// Where each queried column lies in `tokens`.
+    pub spans: Vec<std::ops::Range<usize>>,
     /// Per query: CTA head outputs that are true (empty: not labelled, no CTA loss).
     pub cta: Vec<Vec<usize>>,
     /// Index of the CTA namespace in the label space.
@@ -89,6 +91,10 @@ pub fn encode(
             .iter()
             .map(|&c| serialized.column_queries[c].clone())
             .collect(),
+        spans: columns
+            .iter()
+            .map(|&c| serialized.column_spans[c].clone())
+            .collect(),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
             .into_iter()
@@ -117,6 +123,7 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
     TableBatch {
         tables: examples.iter().map(|e| e.tokens.clone()).collect(),
         queries: examples.iter().map(|e| e.queries.clone()).collect(),
+        spans: examples.iter().map(|e| e.spans.clone()).collect(),
     }
 }
 

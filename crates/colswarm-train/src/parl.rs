@@ -443,7 +443,7 @@ fn parl_step(
     for rollout in 0..k {
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
-        let columns = orchestrator.answer(&fused, &batch);
+        let columns = orchestrator.columns(&fused, &batch, &read);
         let cta_logits = orchestrator.cta.forward(columns.clone());
         let out = colswarm_swarm::SwarmOutput {
             columns,

@@ -29,8 +29,8 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
-    FrozenSpecialist, FusionMode, LabelKind, Orchestrator, OrchestratorConfig, Routing, Swarm,
-    SwarmOutput,
+    ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, Orchestrator, OrchestratorConfig,
+    Routing, Swarm, SwarmOutput,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -122,6 +122,11 @@ pub struct TrainConfig {
     pub fusion: FusionMode,
     /// Hidden width of the heads.
     pub d_head_hidden: usize,
+    /// Column representation = query state + span mean of the table read
+    /// ([`ColumnPooling::SpanMean`]). Absent (false) in run directories written before
+    /// the option existed, so they resume unchanged.
+    #[serde(default)]
+    pub span_pooling: bool,
     /// Serialization budgets.
     pub serialize: SerializeSettings,
     /// Most epochs.
@@ -161,6 +166,7 @@ impl Default for TrainConfig {
             specialists: Vec::new(),
             fusion: FusionMode::WeightedSum,
             d_head_hidden: 128,
+            span_pooling: true,
             serialize: SerializeSettings::default(),
             epochs: 10,
             batch_size: 8,
@@ -562,6 +568,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     )
     .with_fusion(config.fusion)
     .with_d_head_hidden(config.d_head_hidden)
+    .with_column_pooling(config.span_pooling.then_some(ColumnPooling::SpanMean))
 }
 
 /// Saves a model directory (swarm + label space + serialization settings).
@@ -1040,6 +1047,21 @@ mod tests {
     /// The masks a router samples for a batch, and those it samples for the batch's shards with
     /// [`shard_routing_rng`], are the same: a data-parallel step routes every table as the
     /// one-device step does.
+    #[test]
+    fn run_configs_written_before_span_pooling_resume_without_it() {
+        let mut old = serde_json::to_value(TrainConfig::default()).unwrap();
+        old.as_object_mut().unwrap().remove("span_pooling");
+        let read: TrainConfig = serde_json::from_value(old).unwrap();
+        assert!(!read.span_pooling);
+        assert!(TrainConfig::default().span_pooling);
+        let space = LabelSpace::default();
+        assert_eq!(orchestrator_config(&read, &space).column_pooling, None);
+        assert_eq!(
+            orchestrator_config(&TrainConfig::default(), &space).column_pooling,
+            Some(ColumnPooling::SpanMean)
+        );
+    }
+
     #[test]
     fn shards_draw_the_masks_of_the_undivided_batch() {
         let device = Device::flex();
