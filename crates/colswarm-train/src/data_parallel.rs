@@ -27,7 +27,7 @@
 
 use std::ops::Range;
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 
@@ -47,6 +47,34 @@ pub struct ParallelGrads<O> {
     pub grads: GradientsParams,
     /// What each shard's loss function returned beside its loss, in shard order.
     pub outputs: Vec<O>,
+}
+
+/// How many of `module`'s parameters have a gradient holding a NaN or an infinity. A finite
+/// loss can still give one (a square root at 0, an overflow in the backward pass), and one such
+/// step would poison the weights and Adam's moments.
+pub fn non_finite_gradients<M: Module>(module: &M, grads: &GradientsParams) -> usize {
+    struct Count<'a> {
+        grads: &'a GradientsParams,
+        non_finite: usize,
+    }
+    impl ModuleVisitor for Count<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(grad) = self.grads.get::<D>(param.id) {
+                // NaN and ±inf survive a sum of absolute values; finite values stay finite
+                // unless they overflow it, which is as bad a gradient.
+                let total = grad.abs().sum().into_scalar::<f32>();
+                if !total.is_finite() {
+                    self.non_finite += 1;
+                }
+            }
+        }
+    }
+    let mut count = Count {
+        grads,
+        non_finite: 0,
+    };
+    module.visit(&mut count);
+    count.non_finite
 }
 
 /// Splits `n` rows into at most `parts` contiguous shards of near-equal size.
@@ -262,6 +290,22 @@ mod tests {
         let (error, sizes) = compare(8, 2);
         assert_eq!(sizes, [4, 4]);
         assert!(error < 1e-5, "relative error {error}");
+    }
+
+    #[test]
+    fn an_infinite_gradient_of_a_finite_loss_is_counted() {
+        let device = Device::flex().autodiff();
+        let model = Mlp::new(&device);
+        let x = Tensor::<2>::random([4, 6], Distribution::Default, &device);
+        let y = Tensor::<2>::random([4, 3], Distribution::Default, &device);
+        let grads = GradientsParams::from_grads(model.loss(x.clone(), y).backward(), &model);
+        assert_eq!(non_finite_gradients(&model, &grads), 0);
+
+        // sqrt(0) is 0, its derivative is infinite: the loss stays finite, one gradient does not.
+        let loss = model.a.weight.val().mul_scalar(0.0).sqrt().sum();
+        assert!(loss.clone().into_scalar::<f32>().is_finite());
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        assert_eq!(non_finite_gradients(&model, &grads), 1);
     }
 
     #[test]

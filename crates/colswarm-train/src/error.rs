@@ -53,6 +53,18 @@ pub enum TrainError {
         /// The loss value.
         loss: f64,
     },
+    /// Gradients with NaN or infinite values (the loss was finite).
+    #[error(
+        "non-finite gradients in {tensors} parameter tensor(s) at epoch {epoch}, step {step}; the last good checkpoint is kept"
+    )]
+    NonFiniteGradients {
+        /// Epoch (0-based).
+        epoch: usize,
+        /// Global optimizer step.
+        step: usize,
+        /// Parameter tensors whose gradient is not finite.
+        tensors: usize,
+    },
 }
 
 impl TrainError {

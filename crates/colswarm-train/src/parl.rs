@@ -35,6 +35,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::data_parallel::non_finite_gradients;
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::examples::{Columns, Example, encode, to_batch};
@@ -347,6 +348,14 @@ pub fn train_router(
             &swarm, &space, &picked, config, &reward, &advantage, p, &mut rng,
         )?;
         let grads = GradientsParams::from_grads(loss.backward(), &swarm.orchestrator);
+        let bad_gradients = non_finite_gradients(&swarm.orchestrator, &grads);
+        if bad_gradients > 0 {
+            return Err(TrainError::NonFiniteGradients {
+                epoch,
+                step: state.step,
+                tensors: bad_gradients,
+            });
+        }
         swarm.orchestrator = optim.step(config.learning_rate, swarm.orchestrator.clone(), grads);
         state.step += 1;
         state.batch = state.step;

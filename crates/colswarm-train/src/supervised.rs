@@ -37,7 +37,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::data_parallel::{Shard, data_parallel_grads, shard_ranges};
+use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, shard_ranges};
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
@@ -899,8 +899,21 @@ pub fn train(
                 })?;
             let reports = &parallel.outputs;
             let value: f64 = reports.iter().map(|r| r.loss).sum();
-            if !value.is_finite() {
+            // Only a finite loss gets its gradients checked (a non-finite one is reported as is).
+            let bad_gradients = if value.is_finite() {
+                non_finite_gradients(&swarm.orchestrator, &parallel.grads)
+            } else {
+                0
+            };
+            if !value.is_finite() || bad_gradients > 0 {
                 match config.on_non_finite {
+                    NonFinitePolicy::Stop if bad_gradients > 0 => {
+                        return Err(TrainError::NonFiniteGradients {
+                            epoch: state.epoch,
+                            step: state.step,
+                            tensors: bad_gradients,
+                        });
+                    }
                     NonFinitePolicy::Stop => {
                         return Err(TrainError::NonFinite {
                             epoch: state.epoch,
@@ -912,6 +925,7 @@ pub fn train(
                         log.write(&serde_json::json!({
                             "event": "skip", "epoch": state.epoch, "step": state.step,
                             "batch": state.batch, "loss": value.to_string(),
+                            "non_finite_gradients": bad_gradients,
                             "tables": picked.iter().map(|e| e.table_id.as_str()).collect::<Vec<_>>(),
                         }))?;
                         state.batch += 1;
