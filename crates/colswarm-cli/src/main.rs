@@ -161,6 +161,11 @@ struct TrainRouterArgs {
     /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
     #[arg(long, default_value = "aegir")]
     schedule: String,
+    /// Critical-step budget per table rollout, in tokens: an activated specialist whose read
+    /// ends past it has not finished, which lowers r_finish (default: no budget, every
+    /// activated specialist finishes).
+    #[arg(long)]
+    step_budget: Option<u64>,
     /// Evaluate on the dev sets every N steps.
     #[arg(long, default_value_t = 50)]
     eval_every: usize,
@@ -368,7 +373,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
 }
 
 fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
-    let config = ParlConfig {
+    let mut config = ParlConfig {
         model: args.model,
         train: specs(&args.train)?,
         dev: specs(&args.dev)?,
@@ -381,6 +386,7 @@ fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
         seed: args.seed,
         ..ParlConfig::default()
     };
+    config.reward.step_budget = args.step_budget;
     let summary = train_router(&config, &args.out, !args.quiet)?;
     println!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
