@@ -346,35 +346,34 @@ mod tests {
 
     #[test]
     fn schema_children_are_checked_against_the_schema() {
-        // Field 2: a list of two structs whose field 5 (num_children) is 1, then 2^30.
-        let bytes = [
-            0x29, 0x2c, 0x55, 0x02, 0x00, 0x55, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00, 0x00,
+        // Field 2: a list of two structs whose field 5 (num_children) is 1, then a bad claim.
+        let cases: [(&[u8], i64); 2] = [
+            // An i32 field: 2^30.
+            (
+                &[
+                    0x29, 0x2c, 0x55, 0x02, 0x00, 0x55, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00, 0x00,
+                ],
+                1 << 30,
+            ),
+            // The fuzzer's 11 GB file: field 5 declared i64 (type 6), zigzag 10,066,329,598,
+            // which the parquet crate reads as the i32 1,476,395,006.
+            (
+                &[
+                    0x29, 0x2c, 0x55, 0x02, 0x00, 0x56, 0xfc, 0xff, 0xff, 0xff, 0x4a, 0x00, 0x00,
+                ],
+                1_476_395_006,
+            ),
         ];
-        let walked = walk_struct(&bytes).unwrap();
-        assert_eq!(
-            walked.schema,
-            Some(Schema {
-                elements: 2,
-                bad_children: Some(1 << 30)
-            })
-        );
-    }
-
-    #[test]
-    fn num_children_typed_i64_is_read_and_truncated_like_the_parquet_crate_does() {
-        // The fuzzer's 11 GB file: field 5 declared i64 (type 6), zigzag 10,066,329,598, which
-        // the parquet crate reads as the i32 1,476,395,006.
-        let bytes = [
-            0x29, 0x2c, 0x55, 0x02, 0x00, 0x56, 0xfc, 0xff, 0xff, 0xff, 0x4a, 0x00, 0x00,
-        ];
-        let walked = walk_struct(&bytes).unwrap();
-        assert_eq!(
-            walked.schema,
-            Some(Schema {
-                elements: 2,
-                bad_children: Some(1_476_395_006)
-            })
-        );
+        for (bytes, claim) in cases {
+            let walked = walk_struct(bytes).unwrap();
+            assert_eq!(
+                walked.schema,
+                Some(Schema {
+                    elements: 2,
+                    bad_children: Some(claim)
+                })
+            );
+        }
     }
 
     #[test]
