@@ -12,7 +12,7 @@
 //! - The WKV state of one head is a value × key matrix (`y = S · r`), batched as
 //!   `[batch, heads, head_size, head_size]`; see [`LayerState`].
 //! - Decay is carried in log form `log w = −e^{−0.5}·σ(z)`, so `w ∈ (0.545, 1)`
-//!   (the convention of [`colswarm_kernels::wkv7`]).
+//!   (the convention of [`colswarm_kernels::wkv7`](mod@colswarm_kernels::wkv7)).
 //! - Linear weights are stored `[d_input, d_output]` (burn's layout: `y = x · W`), the transpose
 //!   of PyTorch's `nn.Linear`.
 //!
