@@ -176,15 +176,21 @@ mod tests {
         for (a, b) in from_threads.iter().zip(&expected) {
             assert_eq!(a.table, b.table);
             assert_eq!(a.columns.len(), b.columns.len());
-            for (x, y) in a.columns.iter().zip(&b.columns) {
-                // Batching changes padding, not results: same labels, confidences within 1e-4.
-                assert_eq!(x.types[0].labels[0].label, y.types[0].labels[0].label);
-                let (p, q) = (
-                    x.types[0].labels[0].confidence,
-                    y.types[0].labels[0].confidence,
-                );
-                assert!((p - q).abs() < 1e-4, "{p} vs {q}");
-            }
+            assert_same_top_labels(a, b);
+        }
+    }
+
+    /// Batching changes padding, not results: the same top label per column, its confidence
+    /// within 1e-4.
+    fn assert_same_top_labels(a: &TableAnnotation, b: &TableAnnotation) {
+        assert_eq!(a.columns.len(), b.columns.len());
+        for (x, y) in a.columns.iter().zip(&b.columns) {
+            assert_eq!(x.types[0].labels[0].label, y.types[0].labels[0].label);
+            let (p, q) = (
+                x.types[0].labels[0].confidence,
+                y.types[0].labels[0].confidence,
+            );
+            assert!((p - q).abs() < 1e-4, "{p} vs {q}");
         }
     }
 
@@ -214,14 +220,7 @@ mod tests {
         let ids: Vec<&str> = got.iter().map(|a| a.table.as_str()).collect();
         assert_eq!(ids, ["t0", "t1", "t2", "t3", "t4"]);
         for (a, b) in got.iter().zip(&expected) {
-            for (x, y) in a.columns.iter().zip(&b.columns) {
-                assert_eq!(x.types[0].labels[0].label, y.types[0].labels[0].label);
-                let (p, q) = (
-                    x.types[0].labels[0].confidence,
-                    y.types[0].labels[0].confidence,
-                );
-                assert!((p - q).abs() < 1e-4, "{p} vs {q}");
-            }
+            assert_same_top_labels(a, b);
         }
     }
 

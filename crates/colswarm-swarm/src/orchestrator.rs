@@ -263,20 +263,17 @@ impl Orchestrator {
         let device = self.device();
         let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
         let (tokens, lengths) = pad(&tables, &device);
-        let [rows, time] = tokens.dims();
         let out = self.primary.forward(tokens, Some(&lengths), None);
-        let valid: Vec<f32> = lengths
+        // The table's mean and each column's mean are the same average over a token range.
+        let whole_tables: Vec<Vec<Range<usize>>> = lengths
             .iter()
-            .flat_map(|&len| (0..time).map(move |t| if t < len { 1.0 / len as f32 } else { 0.0 }))
+            .map(|&len| std::iter::once(0..len).collect())
             .collect();
-        let weights = Tensor::<3>::from_data(TensorData::new(valid, [rows, time, 1]), &device);
+        let pooled = span_means(out.hidden.clone(), &whole_tables);
         let column_pooled = match self.column_pooling {
-            Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden.clone(), &batch.spans)),
+            Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden, &batch.spans)),
             None => None,
         };
-        let pooled = (out.hidden * weights)
-            .sum_dim(1)
-            .reshape([rows, self.primary.d_model()]);
         TableRead {
             state: out.state,
             pooled,

@@ -1,9 +1,9 @@
 //! GitTables parquet files (one table per file) with the `gittables` JSON entry of the file's
 //! key-value metadata (license, source CSV URL, and per-column annotations by four annotators).
 
+use bytes::Bytes;
 use std::cell::Cell as Flag;
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
@@ -94,10 +94,9 @@ pub fn read_gittables_parquet(
         path: path.into(),
         message,
     };
-    let file = File::open(path).map_err(|e| TableError::io(path, e))?;
-    // The whole file is read once for the checks below (GitTables files are small); the parquet
-    // crate then reads it again through `file`.
-    let bytes = std::fs::read(path).map_err(|e| TableError::io(path, e))?;
+    // Read whole, once (GitTables files are small): the checks below walk the bytes, and the
+    // parquet crate decodes from the same buffer.
+    let bytes = Bytes::from(std::fs::read(path).map_err(|e| TableError::io(path, e))?);
     let file_len = bytes.len() as u64;
     check_footer(&bytes).map_err(parquet_error)?;
     // Column types come from the parquet schema itself. The Arrow schema some writers embed (the
@@ -105,12 +104,11 @@ pub fn read_gittables_parquet(
     // malformed ones instead of returning an error (found by fuzzing: a field of type NONE).
     let reader_options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
     let builder = guarded(path, || {
-        ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options)
+        ParquetRecordBatchReaderBuilder::try_new_with_options(bytes.clone(), reader_options)
             .map_err(|e| e.to_string())
     })?;
     check_column_chunks(builder.metadata(), file_len).map_err(parquet_error)?;
     check_page_headers(builder.metadata(), &bytes).map_err(parquet_error)?;
-    drop(bytes);
     let metadata_text = builder
         .metadata()
         .file_metadata()

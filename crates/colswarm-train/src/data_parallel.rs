@@ -21,7 +21,8 @@
 //! This works on every backend, several replicas on one device included (which is how it is
 //! tested on the CPU). burn 0.22.1 also has a native all-reduce
 //! (`burn::tensor::distributed::DistributedContext` with `Tensor::set_distributed`), but only its
-//! CubeCL backends implement it (NCCL on CUDA); on the flex CPU backend it is `unimplemented!()`.
+//! CubeCL backends implement it (NCCL on CUDA), and burn's flex CPU backend panics on it, so
+//! colswarm never calls it: the summation above runs on every backend.
 //!
 //! [`ParamId`]: burn::module::ParamId
 
@@ -53,28 +54,33 @@ pub struct ParallelGrads<O> {
 /// loss can still give one (a square root at 0, an overflow in the backward pass), and one such
 /// step would poison the weights and Adam's moments.
 pub fn non_finite_gradients<M: Module>(module: &M, grads: &GradientsParams) -> usize {
-    struct Count<'a> {
+    /// `Σ|g|` of every gradient, left on the device: NaN and ±inf survive it, and finite values
+    /// stay finite unless they overflow it, which is as bad a gradient.
+    struct Totals<'a> {
         grads: &'a GradientsParams,
-        non_finite: usize,
+        totals: Vec<Tensor<1>>,
     }
-    impl ModuleVisitor for Count<'_> {
+    impl ModuleVisitor for Totals<'_> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             if let Some(grad) = self.grads.get::<D>(param.id) {
-                // NaN and ±inf survive a sum of absolute values; finite values stay finite
-                // unless they overflow it, which is as bad a gradient.
-                let total = grad.abs().sum().into_scalar::<f32>();
-                if !total.is_finite() {
-                    self.non_finite += 1;
-                }
+                self.totals.push(grad.abs().sum());
             }
         }
     }
-    let mut count = Count {
+    let mut visitor = Totals {
         grads,
-        non_finite: 0,
+        totals: Vec::new(),
     };
-    module.visit(&mut count);
-    count.non_finite
+    module.visit(&mut visitor);
+    if visitor.totals.is_empty() {
+        return 0;
+    }
+    // One read back to the host per step, not one per parameter.
+    Tensor::cat(visitor.totals, 0)
+        .into_data()
+        .iter::<f32>()
+        .filter(|total| !total.is_finite())
+        .count()
 }
 
 /// Splits `n` rows into at most `parts` contiguous shards of near-equal size.
