@@ -77,6 +77,15 @@ struct TrainArgs {
     /// states over the column's span of the table (how models before 0.2 were built).
     #[arg(long)]
     no_span_pooling: bool,
+    /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
+    /// header and first 20 cells, embedded and added to the column's representation); 0 turns
+    /// it off. Each bucket costs d_model floats.
+    #[arg(long, default_value_t = 1 << 14)]
+    ngram_buckets: u32,
+    /// Start from this model directory's weights (same label space and architecture; an
+    /// n-gram embedding it lacks starts at zero) instead of random ones.
+    #[arg(long)]
+    init_from: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -338,6 +347,8 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         fusion: args.fusion.into(),
         d_head_hidden: args.head_hidden,
         span_pooling: !args.no_span_pooling,
+        ngram_buckets: args.ngram_buckets,
+        init_from: args.init_from,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,

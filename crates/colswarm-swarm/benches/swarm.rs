@@ -34,6 +34,7 @@ fn table_batch(tables: usize, bytes: usize) -> TableBatch {
         spans: (0..tables)
             .map(|_| (0..4).map(|c| c * bytes / 4..(c + 1) * bytes / 4).collect())
             .collect(),
+        ngrams: Vec::new(),
     }
 }
 

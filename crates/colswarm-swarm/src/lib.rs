@@ -6,8 +6,9 @@
 //! read the same table concurrently, each only on the rows that activated it
 //! ([`Swarm::run_specialists`]) → their states are aligned ([`AlignmentProjection`]) and fused
 //! into the primary's ([`StateFusion`]; exactly the primary's state when none is active) → the
-//! primary answers one query per column from the fused state ([`Orchestrator::answer`]) → heads
-//! ([`ColumnHead`]).
+//! primary answers one query per column from the fused state ([`Orchestrator::answer`]), to which
+//! the column's span of the table read and its n-gram embedding ([`NgramEmbedding`]) are added
+//! → heads ([`ColumnHead`]).
 #![warn(missing_docs)]
 
 pub mod alignment;
@@ -15,6 +16,7 @@ mod error;
 pub mod fusion;
 pub mod heads;
 pub mod manifest;
+pub mod ngram_embedding;
 pub mod orchestrator;
 pub mod router;
 pub mod specialist;
@@ -24,6 +26,7 @@ pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
+pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 pub use orchestrator::{
     ColumnPooling, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,
     TableBatch, TableRead,

@@ -5,6 +5,7 @@
 //!   swarm.json                 the manifest: configs, labels, files with their SHA-256
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
 //!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
+//!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
 //! ```
@@ -79,6 +80,9 @@ pub struct SwarmManifest {
     pub cta_head: FileRef,
     /// The CPA head.
     pub cpa_head: FileRef,
+    /// The column n-gram embedding (present exactly when the config reads n-grams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
 }
@@ -205,6 +209,11 @@ impl Swarm {
             fusion: save_component(&o.fusion, dir, "fusion.safetensors")?,
             cta_head: save_component(&o.cta, dir, "cta_head.safetensors")?,
             cpa_head: save_component(&o.cpa, dir, "cpa_head.safetensors")?,
+            column_ngrams: o
+                .ngrams
+                .as_ref()
+                .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
+                .transpose()?,
             specialists,
         };
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
@@ -288,6 +297,24 @@ impl Swarm {
         let fusion = checked(&manifest.fusion, "fusion", params.fusion)?;
         let cta = checked(&manifest.cta_head, "CTA head", params.cta)?;
         let cpa = checked(&manifest.cpa_head, "CPA head", params.cpa)?;
+        let ngrams = match (&manifest.column_ngrams, params.ngrams) {
+            (Some(file), Some(params)) => Some(checked(file, "column n-gram embedding", params)?),
+            (None, None) => None,
+            (file, _) => {
+                return Err(SwarmError::Manifest {
+                    path: manifest_path,
+                    reason: format!(
+                        "the config {} column n-grams but the manifest {} an n-gram embedding file",
+                        if params.ngrams.is_some() {
+                            "reads"
+                        } else {
+                            "reads no"
+                        },
+                        if file.is_some() { "names" } else { "names no" }
+                    ),
+                });
+            }
+        };
         let alignments = manifest
             .specialists
             .iter()
@@ -308,6 +335,9 @@ impl Swarm {
         orchestrator.fusion = open(&fusion)?.load_into(orchestrator.fusion, device)?;
         orchestrator.cta = open(&cta)?.load_into(orchestrator.cta, device)?;
         orchestrator.cpa = open(&cpa)?.load_into(orchestrator.cpa, device)?;
+        if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
+            orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
+        }
         let initial = std::mem::take(&mut orchestrator.alignments);
         for (alignment, path) in initial.into_iter().zip(&alignments) {
             orchestrator
@@ -328,6 +358,7 @@ struct ComponentParams {
     fusion: usize,
     cta: usize,
     cpa: usize,
+    ngrams: Option<usize>,
     alignments: Vec<usize>,
 }
 
@@ -389,6 +420,9 @@ impl ComponentParams {
             fusion,
             cta: head(d, config.cta_labels),
             cpa: head(product(&[3, d]), config.cpa_labels),
+            ngrams: config
+                .column_ngrams
+                .map(|n| product(&[n.buckets as usize, d])),
             alignments,
         }
     }
@@ -409,6 +443,7 @@ mod tests {
 
     use super::*;
     use crate::heads::LabelKind;
+    use crate::ngram_embedding::ColumnNgramsConfig;
 
     #[test]
     fn component_params_count_the_built_modules() {
@@ -438,11 +473,14 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa) in [(5, 0), (1, 3)] {
+            for (cta, cpa, ngrams) in [(5, 0, None), (1, 3, Some(7))] {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
-                        .with_d_head_hidden(6);
+                        .with_d_head_hidden(6)
+                        .with_column_ngrams(
+                            ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
+                        );
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
@@ -455,6 +493,7 @@ mod tests {
                         fusion: built.fusion.num_params(),
                         cta: built.cta.num_params(),
                         cpa: built.cpa.num_params(),
+                        ngrams: built.ngrams.as_ref().map(Module::num_params),
                         alignments,
                     },
                     "{fusion:?}, {cta} CTA and {cpa} CPA labels"

@@ -13,6 +13,7 @@ use crate::alignment::{AlignmentProjection, StateShape};
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusion, StateFusionConfig};
 use crate::heads::{ColumnHead, ColumnHeadConfig, LabelKind};
+use crate::ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
 use crate::steps::{CriticalSteps, Stage};
@@ -44,6 +45,10 @@ pub struct OrchestratorConfig {
     /// the option existed: their manifests lack the field) adds nothing.
     #[config(default = "None")]
     pub column_pooling: Option<ColumnPooling>,
+    /// Hashed character n-gram features of each column, embedded and added to its
+    /// representation; `None` (models saved before the option existed) reads none.
+    #[config(default = "None")]
+    pub column_ngrams: Option<ColumnNgramsConfig>,
 }
 
 /// What a column's representation pools besides its query state.
@@ -71,9 +76,14 @@ pub struct Orchestrator {
     pub cta: ColumnHead,
     /// CPA head (pairwise).
     pub cpa: ColumnHead,
+    /// See [`OrchestratorConfig::column_ngrams`].
+    pub ngrams: Option<NgramEmbedding>,
     /// See [`OrchestratorConfig::column_pooling`].
     #[module(skip)]
     column_pooling: Option<ColumnPooling>,
+    /// How the batch's n-gram bags must be hashed (see [`Orchestrator::column_ngrams`]).
+    #[module(skip)]
+    column_ngrams: Option<ColumnNgramsConfig>,
 }
 
 /// A primary with its frozen specialists.
@@ -95,6 +105,9 @@ pub struct TableBatch {
     /// Per table, where each queried column lies in its table sequence (parallel to
     /// `queries`; an empty range when the column has no tokens there).
     pub spans: Vec<Vec<Range<usize>>>,
+    /// Per table, each queried column's hashed n-gram features, `(bucket, weight)` (parallel
+    /// to `queries`); empty when the model reads none ([`OrchestratorConfig::column_ngrams`]).
+    pub ngrams: Vec<Vec<Vec<(u32, f32)>>>,
 }
 
 impl TableBatch {
@@ -117,6 +130,13 @@ impl TableBatch {
                 self.spans.len()
             )));
         }
+        if !self.ngrams.is_empty() && self.ngrams.len() != self.tables.len() {
+            return Err(SwarmError::Input(format!(
+                "{} tables but {} n-gram lists",
+                self.tables.len(),
+                self.ngrams.len()
+            )));
+        }
         for (t, ((table, queries), spans)) in self
             .tables
             .iter()
@@ -129,6 +149,13 @@ impl TableBatch {
                     "table {t}: {} queries but {} column spans",
                     queries.len(),
                     spans.len()
+                )));
+            }
+            if let Some(ngrams) = self.ngrams.get(t).filter(|n| n.len() != queries.len()) {
+                return Err(SwarmError::Input(format!(
+                    "table {t}: {} queries but {} n-gram bags",
+                    queries.len(),
+                    ngrams.len()
                 )));
             }
             if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
@@ -173,6 +200,9 @@ pub struct TableRead {
     /// With [`ColumnPooling::SpanMean`]: the mean of the hidden states over each queried column's span,
     /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
     pub column_pooled: Option<Tensor<2>>,
+    /// With [`OrchestratorConfig::column_ngrams`]: each queried column's n-gram embedding,
+    /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
+    pub column_ngrams: Option<Tensor<2>>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
     /// Wall-clock seconds of the read.
@@ -251,15 +281,38 @@ impl OrchestratorConfig {
                 .with_d_hidden(self.d_head_hidden)
                 .with_pairwise(true)
                 .init(seed.wrapping_add(2), device),
+            ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
             column_pooling: self.column_pooling,
+            column_ngrams: self.column_ngrams,
         }
     }
 }
 
 impl Orchestrator {
-    /// Stage 1: the primary reads every table.
-    pub fn read_tables(&self, batch: &TableBatch) -> TableRead {
+    /// Stage 1: the primary reads every table; the columns' n-gram bags are embedded alongside
+    /// (they do not depend on routing). Fails when the model reads n-grams and the batch
+    /// carries none, or a bag names a bucket past the embedding.
+    pub fn read_tables(&self, batch: &TableBatch) -> Result<TableRead, SwarmError> {
         let start = Instant::now();
+        let column_ngrams = match &self.ngrams {
+            Some(embedding) => {
+                if batch.ngrams.len() != batch.tables.len() {
+                    return Err(SwarmError::Input(format!(
+                        "the model reads column n-grams ({} buckets) but the batch carries n-gram bags for {} of its {} tables",
+                        embedding.buckets(),
+                        batch.ngrams.len(),
+                        batch.tables.len()
+                    )));
+                }
+                let bags: Vec<&[(u32, f32)]> = batch
+                    .ngrams
+                    .iter()
+                    .flat_map(|table| table.iter().map(Vec::as_slice))
+                    .collect();
+                Some(embedding.forward(&bags)?)
+            }
+            None => None,
+        };
         let device = self.device();
         let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
         let (tokens, lengths) = pad(&tables, &device);
@@ -274,13 +327,36 @@ impl Orchestrator {
             Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden, &batch.spans)),
             None => None,
         };
-        TableRead {
+        Ok(TableRead {
             state: out.state,
             pooled,
             column_pooled,
+            column_ngrams,
             lengths,
             seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The same model reading the given n-gram features: an embedding already of that
+    /// configuration is kept, any other starts at zero (so the model's outputs do not change
+    /// until training moves it); `None` drops it.
+    pub fn with_column_ngrams(
+        mut self,
+        config: Option<ColumnNgramsConfig>,
+        device: &Device,
+    ) -> Self {
+        if config != self.column_ngrams {
+            let d_model = self.primary.emb.weight.dims()[1];
+            self.ngrams = config.map(|c| c.init(d_model, device));
+            self.column_ngrams = config;
         }
+        self
+    }
+
+    /// The n-gram features this model reads, if any: whoever builds a [`TableBatch`] for it
+    /// must hash each column's n-grams this way into [`TableBatch::ngrams`].
+    pub fn column_ngrams(&self) -> Option<&ColumnNgramsConfig> {
+        self.column_ngrams.as_ref()
     }
 
     /// The device the orchestrator's parameters live on.
@@ -359,17 +435,21 @@ impl Orchestrator {
     }
 
     /// The column representations the heads read: [`Self::answer`] from the (fused) state,
-    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read.
+    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read and the
+    /// columns' n-gram embeddings ([`OrchestratorConfig::column_ngrams`]).
     ///
     /// # Shapes
     ///
     /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
     pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
-        let answered = self.answer(state, batch);
-        match &read.column_pooled {
-            Some(pooled) => answered + pooled.clone(),
-            None => answered,
+        let mut columns = self.answer(state, batch);
+        if let Some(pooled) = &read.column_pooled {
+            columns = columns + pooled.clone();
         }
+        if let Some(ngrams) = &read.column_ngrams {
+            columns = columns + ngrams.clone();
+        }
+        columns
     }
 
     /// CPA logits for `(subject row, column row)` pairs of [`SwarmOutput::columns`].
@@ -454,7 +534,7 @@ impl Swarm {
         routing: Routing<'_, R>,
     ) -> Result<SwarmOutput, SwarmError> {
         batch.validate()?;
-        let read = self.orchestrator.read_tables(batch);
+        let read = self.orchestrator.read_tables(batch)?;
         Ok(self.forward_from(batch, &read, routing))
     }
 

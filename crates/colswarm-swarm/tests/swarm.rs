@@ -7,8 +7,8 @@ use colswarm_rwkv::checkpoint::named_tensors;
 use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::{
-    ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing, Swarm,
-    SwarmError, TableBatch,
+    ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig,
+    Routing, Swarm, SwarmError, TableBatch,
 };
 use rand_chacha::ChaCha8Rng;
 
@@ -34,11 +34,20 @@ fn config(mode: FusionMode) -> OrchestratorConfig {
 }
 
 fn swarm(mode: FusionMode, device: &Device, specialists: Vec<FrozenSpecialist>) -> Swarm {
+    swarm_of(config(mode), device, specialists)
+}
+
+/// A swarm of `config` with every weight moved off its initial value.
+fn swarm_of(
+    config: OrchestratorConfig,
+    device: &Device,
+    specialists: Vec<FrozenSpecialist>,
+) -> Swarm {
     let shapes: Vec<_> = specialists
         .iter()
         .map(FrozenSpecialist::state_shape)
         .collect();
-    let orchestrator = perturb(config(mode).init(&shapes, 3, device), 4, 0.3);
+    let orchestrator = perturb(config.init(&shapes, 3, device), 4, 0.3);
     Swarm::new(orchestrator, specialists).unwrap()
 }
 
@@ -59,6 +68,7 @@ fn batch() -> TableBatch {
             vec![vec![6, 7, 8, 9], vec![10], vec![11, 12]],
         ],
         spans: vec![vec![0..10, 10..23], vec![0..5, 5..13, 13..21]],
+        ngrams: Vec::new(),
     }
 }
 
@@ -111,7 +121,7 @@ fn all_inactive_is_exactly_the_primary_alone() {
     let out = s
         .forward(&batch(), fixed(vec![vec![false, false]; 2]))
         .unwrap();
-    let read = s.orchestrator.read_tables(&batch());
+    let read = s.orchestrator.read_tables(&batch()).unwrap();
     let alone = s.orchestrator.answer(&read.state, &batch());
     assert_eq!(values(out.columns), values(alone));
     assert_eq!(out.steps.critical_tokens(), out.steps.serial_tokens());
@@ -322,17 +332,12 @@ fn empty_inputs_are_clear_errors() {
 fn span_pooling_adds_the_mean_hidden_state_of_each_columns_span() {
     let device = Device::flex();
     let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
-    let shapes: Vec<_> = specialists
-        .iter()
-        .map(FrozenSpecialist::state_shape)
-        .collect();
     let pooled_config =
         config(FusionMode::WeightedSum).with_column_pooling(Some(ColumnPooling::SpanMean));
-    let orchestrator = perturb(pooled_config.init(&shapes, 3, &device), 4, 0.3);
-    let s = Swarm::new(orchestrator, specialists).unwrap();
+    let s = swarm_of(pooled_config, &device, specialists);
     let batch = batch();
     let out = s.forward(&batch, fixed(vec![vec![false]; 2])).unwrap();
-    let read = s.orchestrator.read_tables(&batch);
+    let read = s.orchestrator.read_tables(&batch).unwrap();
     let answered = values(s.orchestrator.answer(&read.state, &batch));
     let columns = values(out.columns);
 
@@ -383,4 +388,114 @@ fn spans_must_match_the_queries_and_lie_in_the_table() {
         matches!(error, SwarmError::Input(ref m) if m.contains("past the table")),
         "{error}"
     );
+}
+
+/// `batch()` with n-gram bags: column `c` of table `t` holds buckets `t + c` and `7 c + 1`.
+fn batch_with_ngrams(buckets: u32) -> TableBatch {
+    let mut batch = batch();
+    batch.ngrams = batch
+        .queries
+        .iter()
+        .enumerate()
+        .map(|(t, queries)| {
+            (0..queries.len() as u32)
+                .map(|c| vec![(t as u32 + c, 0.6), ((7 * c + 1) % buckets, 0.8)])
+                .collect()
+        })
+        .collect();
+    batch
+}
+
+#[test]
+fn column_ngrams_add_their_embedding_and_round_trip() {
+    let device = Device::flex();
+    let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
+    let buckets = 32;
+    let ngram_config = config(FusionMode::WeightedSum)
+        .with_column_ngrams(Some(ColumnNgramsConfig::new().with_buckets(buckets)));
+    // `perturb` moves every weight, the zero-initialised embedding included.
+    let s = swarm_of(ngram_config.clone(), &device, specialists);
+    let with_bags = batch_with_ngrams(buckets);
+    let columns = values(
+        s.forward(&with_bags, fixed(vec![vec![true]; 2]))
+            .unwrap()
+            .columns,
+    );
+
+    // Independently: the same weights without the embedding, plus the weighted rows by hand.
+    let embedding = values(s.orchestrator.ngrams.as_ref().unwrap().weight.val());
+    let without = Swarm::new(
+        s.orchestrator.clone().with_column_ngrams(None, &device),
+        s.specialists.clone(),
+    )
+    .unwrap();
+    let base = values(
+        without
+            .forward(&with_bags, fixed(vec![vec![true]; 2]))
+            .unwrap()
+            .columns,
+    );
+    let d = 16;
+    let bags: Vec<&Vec<(u32, f32)>> = with_bags.ngrams.iter().flatten().collect();
+    assert_eq!(bags.len() * d, columns.len());
+    for (row, bag) in bags.iter().enumerate() {
+        for k in 0..d {
+            let added: f32 = bag
+                .iter()
+                .map(|&(b, w)| w * embedding[b as usize * d + k])
+                .sum();
+            let expected = base[row * d + k] + added;
+            let got = columns[row * d + k];
+            assert!(
+                (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
+                "column row {row}, channel {k}: {got} vs {expected}"
+            );
+        }
+    }
+
+    // A batch without bags, or with a bucket past the embedding, is refused.
+    let error = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("n-gram bags for 0 of its 2 tables"),
+        "{error}"
+    );
+    let mut past = batch_with_ngrams(buckets);
+    past.ngrams[1][2][0].0 = buckets;
+    let error = s.forward(&past, fixed(vec![vec![true]; 2])).unwrap_err();
+    assert!(
+        error.to_string().contains("past the model's 32 buckets"),
+        "{error}"
+    );
+
+    // The embedding is saved as its own component and loaded back.
+    let dir = std::env::temp_dir().join(format!("colswarm-swarm-ngrams-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    let manifest = s.save(&dir, &ngram_config, &labels, &[]).unwrap();
+    assert_eq!(
+        manifest.column_ngrams.as_ref().map(|f| f.path.as_str()),
+        Some("column_ngrams.safetensors")
+    );
+    let (back, _) = Swarm::load(&dir, &device).unwrap();
+    let again = back
+        .forward(&with_bags, fixed(vec![vec![true]; 2]))
+        .unwrap();
+    assert_eq!(values(again.columns), columns);
+
+    // A manifest whose config reads n-grams but names no embedding file is refused.
+    let path = dir.join("swarm.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("column_ngrams");
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let error = Swarm::load(&dir, &device).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("reads column n-grams but the manifest names no"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

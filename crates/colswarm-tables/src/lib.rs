@@ -16,6 +16,9 @@
 //! - **Serialization**: [`serialize_table`] turns a table into one table segment and one query
 //!   segment per column ([`SerializedTable`]) for a causal recurrent model that reads the table
 //!   once and takes each column's representation at the end of its query.
+//! - **Column n-grams**: [`NgramConfig::column_features`], hashed character n-grams of a
+//!   column's header and first cells, L2-normalised (the n-gram baseline's and the swarm's
+//!   column features).
 //! - **Tokenizer**: bytes are ids `0..=255`; structure tokens follow ([`tokenizer`]);
 //!   [`VOCAB_SIZE`] is the embedding size.
 //!
@@ -43,6 +46,7 @@ pub mod fuzzing;
 #[cfg(feature = "parquet")]
 pub mod gittables;
 pub mod label_set;
+pub mod ngrams;
 pub mod options;
 pub mod python_literal;
 mod records;
@@ -63,6 +67,7 @@ pub use error::{Result, TableError};
 #[cfg(feature = "parquet")]
 pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
 pub use label_set::{LabelHierarchy, LabelSet};
+pub use ngrams::{NgramConfig, SparseFeatures};
 pub use options::{ReadOptions, ReadReport};
 pub use sato_cv::{SatoCvDataset, SatoCvOptions, read_sato_cv, read_sato_cv_folds};
 pub use semtab::{SemTabDataset, SemTabLayout, load_semtab};

@@ -18,7 +18,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use colswarm_swarm::LabelKind;
-use colswarm_tables::{Column, Table};
+use colswarm_tables::{Column, NgramConfig, SparseFeatures, Table};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -114,7 +114,7 @@ enum Model {
     /// Label indices predicted for every target.
     Constant(Vec<usize>),
     /// Hashed n-grams into a linear layer.
-    Linear(Featurizer, Linear),
+    Linear(NgramConfig, Linear),
 }
 
 impl fmt::Debug for Baseline {
@@ -165,7 +165,7 @@ impl Baseline {
         let ids = match &self.model {
             Model::Constant(answer) => answer.clone(),
             Model::Linear(featurizer, linear) => {
-                let features = featurizer.features(column, subject_header);
+                let features = featurizer.column_features(column, subject_header);
                 linear.predict(&features, self.label_kind)
             }
         };
@@ -253,17 +253,17 @@ pub fn train_baseline(
                 Model::Constant(majority(&golds, namespace.labels.len(), namespace.kind))
             }
             BaselineKind::CharNgram => {
-                let featurizer = Featurizer::new(config);
-                let data: Vec<(Sparse, Vec<usize>)> = examples
+                let featurizer = featurizer(config);
+                let data: Vec<(SparseFeatures, Vec<usize>)> = examples
                     .into_iter()
                     .map(|(table, target, gold)| {
                         let subject = target.subject.and_then(|s| header(table, s));
                         let features =
-                            featurizer.features(table.columns.get(target.column), subject);
+                            featurizer.column_features(table.columns.get(target.column), subject);
                         (features, gold)
                     })
                     .collect();
-                let linear = Linear::train(config, featurizer.buckets, namespace, &data);
+                let linear = Linear::train(config, featurizer.buckets as usize, namespace, &data);
                 Model::Linear(featurizer, linear)
             }
         }
@@ -298,147 +298,15 @@ fn majority(golds: &[&[usize]], n_labels: usize, kind: LabelKind) -> Vec<usize> 
     }
 }
 
-/// Salts keep n-grams of different sources apart in the hash space.
-const CELL_SALT: u8 = 0;
-const HEADER_SALT: u8 = 1;
-const SUBJECT_HEADER_SALT: u8 = 2;
-/// Weight of the header block relative to the cell block (each is L2-normalised first, so the
-/// header keeps its share however many cells there are).
-const HEADER_WEIGHT: f32 = 1.0;
-/// Weight of the subject column's header (CPA).
-const SUBJECT_HEADER_WEIGHT: f32 = 0.5;
-/// Bytes of a cell that give n-grams: long free text adds cost, little signal.
-const MAX_CELL_BYTES: usize = 128;
-/// Marks the start and the end of a text, so that n-grams can tell prefixes and suffixes.
-const START: u8 = 0x02;
-const END: u8 = 0x03;
-
-/// A sparse feature vector: (bucket, value) pairs, sorted by bucket, buckets unique.
-type Sparse = Vec<(usize, f32)>;
-
-/// Columns → L2-normalised sparse vectors of hashed byte n-gram counts.
-#[derive(Clone, Debug)]
-struct Featurizer {
-    buckets: usize,
-    min_n: usize,
-    max_n: usize,
-    max_cells: usize,
-}
-
-impl Featurizer {
-    fn new(config: &BaselineConfig) -> Self {
-        let min_n = config.ngram.0.max(1);
-        Featurizer {
-            buckets: config.buckets.max(1),
-            min_n,
-            max_n: config.ngram.1.max(min_n),
-            max_cells: config.max_cells,
-        }
+/// The baseline's featurizer: [`NgramConfig`] from a [`BaselineConfig`].
+fn featurizer(config: &BaselineConfig) -> NgramConfig {
+    let min_n = config.ngram.0.max(1);
+    NgramConfig {
+        buckets: u32::try_from(config.buckets.max(1)).unwrap_or(u32::MAX),
+        min_n,
+        max_n: config.ngram.1.max(min_n),
+        max_cells: config.max_cells,
     }
-
-    /// Features of a column (none when it is missing) and, for CPA, of its subject column's
-    /// header.
-    fn features(&self, column: Option<&Column>, subject_header: Option<&str>) -> Sparse {
-        let mut blocks: Vec<(Sparse, f32)> = Vec::new();
-        if let Some(column) = column {
-            let mut cells = Vec::new();
-            for cell in column
-                .cells
-                .iter()
-                .filter(|c| !c.is_null())
-                .take(self.max_cells)
-            {
-                self.add_ngrams(&mut cells, CELL_SALT, cell.text());
-            }
-            blocks.push((counts(cells), 1.0));
-            if let Some(header) = &column.header {
-                let mut grams = Vec::new();
-                self.add_ngrams(&mut grams, HEADER_SALT, header);
-                blocks.push((counts(grams), HEADER_WEIGHT));
-            }
-        }
-        if let Some(header) = subject_header {
-            let mut grams = Vec::new();
-            self.add_ngrams(&mut grams, SUBJECT_HEADER_SALT, header);
-            blocks.push((counts(grams), SUBJECT_HEADER_WEIGHT));
-        }
-        let mut weighted: Sparse = Vec::new();
-        for (block, weight) in blocks {
-            let norm = l2(&block);
-            if norm > 0.0 {
-                weighted.extend(block.into_iter().map(|(b, v)| (b, weight * v / norm)));
-            }
-        }
-        // A stable sort keeps block order among equal buckets: the same sums on every run.
-        weighted.sort_by_key(|&(bucket, _)| bucket);
-        let mut features: Sparse = Vec::with_capacity(weighted.len());
-        for (bucket, v) in weighted {
-            match features.last_mut() {
-                Some((last, sum)) if *last == bucket => *sum += v,
-                _ => features.push((bucket, v)),
-            }
-        }
-        let norm = l2(&features);
-        if norm > 0.0 {
-            for (_, v) in &mut features {
-                *v /= norm;
-            }
-        }
-        features
-    }
-
-    /// Appends the buckets of the n-grams of the lower-cased `text`, framed by boundary markers.
-    fn add_ngrams(&self, out: &mut Vec<usize>, salt: u8, text: &str) {
-        let lower = text.trim().to_lowercase();
-        if lower.is_empty() {
-            return;
-        }
-        let body = &lower.as_bytes()[..lower.len().min(MAX_CELL_BYTES)];
-        let mut bytes = Vec::with_capacity(body.len() + 2);
-        bytes.push(START);
-        bytes.extend_from_slice(body);
-        bytes.push(END);
-        for start in 0..bytes.len() {
-            // FNV-1a, extended one byte at a time so each start yields all its lengths at once.
-            let mut hash = fnv_step(FNV_OFFSET, salt);
-            for (n, &b) in bytes[start..].iter().take(self.max_n).enumerate() {
-                hash = fnv_step(hash, b);
-                if n + 1 >= self.min_n {
-                    out.push((mix(hash) % self.buckets as u64) as usize);
-                }
-            }
-        }
-    }
-}
-
-/// Bucket list → (bucket, count), sorted by bucket.
-fn counts(mut buckets: Vec<usize>) -> Sparse {
-    buckets.sort_unstable();
-    let mut out: Sparse = Vec::new();
-    for bucket in buckets {
-        match out.last_mut() {
-            Some((last, count)) if *last == bucket => *count += 1.0,
-            _ => out.push((bucket, 1.0)),
-        }
-    }
-    out
-}
-
-fn l2(features: &[(usize, f32)]) -> f32 {
-    features.iter().map(|(_, v)| v * v).sum::<f32>().sqrt()
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-fn fnv_step(hash: u64, byte: u8) -> u64 {
-    (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-}
-
-/// SplitMix64's finalizer: FNV's low bits are weak, and the bucket is taken modulo a power of 2.
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major.
@@ -453,7 +321,7 @@ impl Linear {
         config: &BaselineConfig,
         buckets: usize,
         namespace: &Namespace,
-        data: &[(Sparse, Vec<usize>)],
+        data: &[(SparseFeatures, Vec<usize>)],
     ) -> Self {
         let n_labels = namespace.labels.len();
         let mut model = Linear {
@@ -499,6 +367,7 @@ impl Linear {
                     *b -= lr * g;
                 }
                 for &(bucket, x) in features {
+                    let bucket = bucket as usize;
                     let row = &mut model.weights[bucket * n_labels..(bucket + 1) * n_labels];
                     for (w, g) in row.iter_mut().zip(&grad) {
                         *w -= lr * x * g;
@@ -509,9 +378,10 @@ impl Linear {
         model
     }
 
-    fn scores(&self, features: &[(usize, f32)]) -> Vec<f32> {
+    fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
         let mut scores = self.bias.clone();
         for &(bucket, x) in features {
+            let bucket = bucket as usize;
             let row = &self.weights[bucket * self.n_labels..(bucket + 1) * self.n_labels];
             for (s, w) in scores.iter_mut().zip(row) {
                 *s += x * w;
@@ -522,7 +392,7 @@ impl Linear {
 
     /// Single-label: the arg-max. Multi-label: every label with probability above 0.5, else the
     /// arg-max (every target has at least one label).
-    fn predict(&self, features: &[(usize, f32)], kind: LabelKind) -> Vec<usize> {
+    fn predict(&self, features: &[(u32, f32)], kind: LabelKind) -> Vec<usize> {
         let scores = self.scores(features);
         let mut best = None;
         for (i, &s) in scores.iter().enumerate() {
@@ -825,23 +695,5 @@ mod tests {
         for table in &held_out {
             assert_eq!(a.predict_cta(table, 0), b.predict_cta(table, 0));
         }
-    }
-
-    #[test]
-    fn features_are_unit_length_and_salted_by_source() {
-        let featurizer = Featurizer::new(&ngram_config(0));
-        let cells = column(None, &["Paris".into()], &[]);
-        let header = column(Some("Paris"), &[], &[]);
-        let f_cells = featurizer.features(Some(&cells), None);
-        let f_header = featurizer.features(Some(&header), None);
-        let norm = |f: &[(usize, f32)]| f.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
-        assert!((norm(&f_cells) - 1.0).abs() < 1e-5);
-        // "\x02paris\x03": 6 bigrams + 5 trigrams + 4 four-grams, all distinct.
-        assert!(f_cells.len() >= 14, "{}", f_cells.len());
-        assert_ne!(
-            f_cells, f_header,
-            "same text in header and cells, other features"
-        );
-        assert!(featurizer.features(None, None).is_empty());
     }
 }

@@ -9,7 +9,7 @@ use colswarm_tables::Table;
 
 use crate::dataset::DatasetFormat;
 use crate::error::TrainError;
-use crate::examples::{Columns, Example, encode};
+use crate::examples::{Columns, Example};
 use crate::labels::{Namespace, Task};
 use crate::metrics::{F1Report, Scored, f1_report};
 use crate::predict::{Model, Outputs, decode, namespace_probs};
@@ -107,7 +107,6 @@ pub fn evaluate(
     options: &EvalOptions,
 ) -> Result<EvalReport, TrainError> {
     let namespace = pick_namespace(model, options.task, format, options.namespace.as_deref())?;
-    let serialize = model.serialize.config();
     let mut scored = Vec::new();
     let (mut seconds, mut active, mut gates) = (0.0, 0usize, 0usize);
     let tables: Vec<&Table> = tables
@@ -119,10 +118,7 @@ pub fn evaluate(
         .collect();
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
-        let examples: Vec<Example> = chunk
-            .iter()
-            .map(|t| encode(t, &serialize, &model.space, None, None, Columns::Targets))
-            .collect();
+        let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
         let subjects: Vec<usize> = chunk
             .iter()

@@ -1,7 +1,7 @@
 //! Labelled tables → token ids and head targets.
 
-use colswarm_swarm::TableBatch;
-use colswarm_tables::{SerializeConfig, Table, serialize_table};
+use colswarm_swarm::{ColumnNgramsConfig, Orchestrator, TableBatch};
+use colswarm_tables::{NgramConfig, SerializeConfig, SparseFeatures, Table, serialize_table};
 
 use crate::labels::{LabelSpace, Task};
 
@@ -19,6 +19,8 @@ pub struct Example {
     pub queries: Vec<Vec<u32>>,
     /// Where each queried column lies in `tokens`.
     pub spans: Vec<std::ops::Range<usize>>,
+    /// Per query: the column's hashed n-gram features (empty when the model reads none).
+    pub ngrams: Vec<SparseFeatures>,
     /// Per query: CTA head outputs that are true (empty: not labelled, no CTA loss).
     pub cta: Vec<Vec<usize>>,
     /// Index of the CTA namespace in the label space.
@@ -27,6 +29,21 @@ pub struct Example {
     pub cpa: Vec<(usize, usize, Vec<usize>)>,
     /// Index of the CPA namespace in the label space.
     pub cpa_namespace: Option<usize>,
+}
+
+/// The featurizer of the n-gram features `orchestrator` reads, if it reads any.
+pub fn featurizer(orchestrator: &Orchestrator) -> Option<NgramConfig> {
+    orchestrator.column_ngrams().map(ngram_config)
+}
+
+/// The featurizer a [`ColumnNgramsConfig`] describes.
+pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
+    NgramConfig {
+        buckets: config.buckets,
+        min_n: config.min_n,
+        max_n: config.max_n,
+        max_cells: config.max_cells,
+    }
 }
 
 /// Which columns [`encode`] queries.
@@ -40,12 +57,14 @@ pub enum Columns {
     Targets,
 }
 
-/// Serializes `table` and maps its labels to head outputs of the given namespaces. Labels the
-/// namespace does not know are left out of the targets (evaluation counts them as misses from
-/// the table itself, see [`crate::eval`]).
+/// Serializes `table` (and, when the model reads them, hashes each queried column's n-grams)
+/// and maps its labels to head outputs of the given namespaces. Labels the namespace does not
+/// know are left out of the targets (evaluation counts them as misses from the table itself,
+/// see [`crate::eval`]).
 pub fn encode(
     table: &Table,
     serialize: &SerializeConfig,
+    ngrams: Option<&NgramConfig>,
     space: &LabelSpace,
     cta_namespace: Option<usize>,
     cpa_namespace: Option<usize>,
@@ -95,6 +114,12 @@ pub fn encode(
             .iter()
             .map(|&c| serialized.column_spans[c].clone())
             .collect(),
+        ngrams: ngrams.map_or_else(Vec::new, |config| {
+            columns
+                .iter()
+                .map(|&c| config.column_features(table.columns.get(c), None))
+                .collect()
+        }),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
             .into_iter()
@@ -124,6 +149,11 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
         tables: examples.iter().map(|e| e.tokens.clone()).collect(),
         queries: examples.iter().map(|e| e.queries.clone()).collect(),
         spans: examples.iter().map(|e| e.spans.clone()).collect(),
+        ngrams: if examples.iter().all(|e| e.ngrams.is_empty()) {
+            Vec::new()
+        } else {
+            examples.iter().map(|e| e.ngrams.clone()).collect()
+        },
     }
 }
 
@@ -168,6 +198,7 @@ mod tests {
         let e = encode(
             &table(),
             &config,
+            None,
             &space,
             Some(1),
             Some(0),
@@ -177,9 +208,40 @@ mod tests {
         assert_eq!(e.cta, [vec![], vec![1], vec![]]);
         assert_eq!(e.cpa, [(0, 2, vec![0])]);
         assert_eq!(e.queries.len(), 3);
-        let all = encode(&table(), &config, &space, Some(1), None, Columns::All);
+        let all = encode(&table(), &config, None, &space, Some(1), None, Columns::All);
         assert_eq!(all.columns, [0, 1, 2, 3]);
         assert!(all.cpa.is_empty());
-        assert_eq!(to_batch(&[&e, &all]).column_rows().len(), 7);
+        let batch = to_batch(&[&e, &all]);
+        assert_eq!(batch.column_rows().len(), 7);
+        assert!(
+            batch.ngrams.is_empty(),
+            "no n-grams asked for, none carried"
+        );
+    }
+
+    #[test]
+    fn ngrams_follow_the_queried_columns() {
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::MultiLabel;
+        space.push(Task::Cta, "n", DatasetFormat::T2d, kind, vec!["k".into()]);
+        let ngrams = NgramConfig::default();
+        let table = table();
+        let e = encode(
+            &table,
+            &SerializeConfig::default(),
+            Some(&ngrams),
+            &space,
+            Some(0),
+            None,
+            Columns::Targets,
+        );
+        assert_eq!(e.columns, [0, 1, 3]);
+        let expected: Vec<_> = [0, 1, 3]
+            .iter()
+            .map(|&c| ngrams.column_features(Some(&table.columns[c]), None))
+            .collect();
+        assert_eq!(e.ngrams, expected);
+        assert_ne!(e.ngrams[0], e.ngrams[1], "columns `name` and `x` differ");
+        assert_eq!(to_batch(&[&e]).ngrams, std::slice::from_ref(&e.ngrams));
     }
 }

@@ -31,6 +31,7 @@ use colswarm_parl::{
     r_perf, score_batch,
 };
 use colswarm_swarm::{FrozenSpecialist, OrchestratorConfig, Swarm, TableRead};
+use colswarm_tables::NgramConfig;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -38,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::data_parallel::non_finite_gradients;
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
-use crate::examples::{Columns, Example, encode, to_batch};
+use crate::examples::{Columns, Example, encode, featurizer, to_batch};
 use crate::labels::{LabelSpace, Task};
 use crate::param_ids::renumber;
 use crate::predict::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
@@ -227,6 +228,7 @@ fn load_train_examples(
     specs: &[DataSpec],
     space: &LabelSpace,
     serialize: &SerializeSettings,
+    ngrams: Option<&NgramConfig>,
 ) -> Result<Vec<Example>, TrainError> {
     let config = serialize.config();
     let mut examples = Vec::new();
@@ -248,7 +250,7 @@ fn load_train_examples(
         examples.extend(
             data.tables
                 .iter()
-                .map(|t| encode(t, &config, space, cta, cpa, Columns::Targets))
+                .map(|t| encode(t, &config, ngrams, space, cta, cpa, Columns::Targets))
                 .filter(Example::has_targets),
         );
     }
@@ -310,7 +312,8 @@ pub fn train_router(
             })?;
         state = checkpoint.state;
     }
-    let train = load_train_examples(&config.train, &space, &serialize)?;
+    let ngrams = featurizer(&swarm.orchestrator);
+    let train = load_train_examples(&config.train, &space, &serialize, ngrams.as_ref())?;
     let dev: Vec<(DataSpec, LoadedData)> = config
         .dev
         .iter()
@@ -433,7 +436,7 @@ fn parl_step(
     batch.validate()?;
     let n_specialists = swarm.specialists.len();
     // Shared by every rollout: the primary's read and every specialist's (aligned) read.
-    let read: TableRead = orchestrator.read_tables(&batch);
+    let read: TableRead = orchestrator.read_tables(&batch)?;
     let all_on = vec![vec![true; n_specialists]; examples.len()];
     let specialist_states = swarm.run_specialists(&batch, &all_on);
     let k = config.rollouts;

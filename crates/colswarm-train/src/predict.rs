@@ -4,6 +4,7 @@
 //! space) and `serialize.json` (how tables were serialized in training, so annotation sees the
 //! same layout).
 
+use std::borrow::Borrow;
 use std::path::Path;
 
 use burn::module::Module;
@@ -16,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;
-use crate::examples::{Columns, Example, encode, to_batch};
+use crate::examples::{Columns, Example, encode, featurizer, to_batch};
 use crate::labels::{LABELS_FILE, LabelSpace, Namespace, Task};
 
 /// File name of the serialization settings inside a model directory.
@@ -249,7 +250,6 @@ impl Model {
         tables: &[Table],
         options: &AnnotateOptions,
     ) -> Result<Vec<TableAnnotation>, TrainError> {
-        let serialize = self.serialize.config();
         let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, TrainError> {
             let list = self.space.list(task);
             if wanted.is_empty() {
@@ -274,10 +274,7 @@ impl Model {
         let cpa = pick(Task::Cpa, &options.cpa_namespaces)?;
         let mut annotations = Vec::with_capacity(tables.len());
         for chunk in tables.chunks(options.batch_size.max(1)) {
-            let examples: Vec<Example> = chunk
-                .iter()
-                .map(|t| encode(t, &serialize, &self.space, None, None, Columns::All))
-                .collect();
+            let examples = self.encode(chunk, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
             let out = self.forward(&refs, options.use_specialists)?;
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
@@ -287,6 +284,28 @@ impl Model {
             }
         }
         Ok(annotations)
+    }
+
+    /// Tables as this model reads them: its serialization and, when it reads them, its column
+    /// n-grams (targets are left unmapped: no namespace is chosen).
+    pub fn encode<T: Borrow<Table>>(&self, tables: &[T], which: Columns) -> Vec<Example> {
+        let serialize = self.serialize.config();
+        let ngrams = featurizer(&self.swarm.orchestrator);
+        let space = &self.space;
+        tables
+            .iter()
+            .map(|t| {
+                encode(
+                    t.borrow(),
+                    &serialize,
+                    ngrams.as_ref(),
+                    space,
+                    None,
+                    None,
+                    which,
+                )
+            })
+            .collect()
     }
 
     /// One forward pass at inference (threshold routing, or no specialist at all).

@@ -29,8 +29,8 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
-    ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, Orchestrator, OrchestratorConfig,
-    Routing, Swarm, SwarmOutput,
+    ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, Orchestrator,
+    OrchestratorConfig, Routing, Swarm, SwarmOutput,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -41,7 +41,7 @@ use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, sha
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
-use crate::examples::{Columns, Example, encode, to_batch};
+use crate::examples::{Columns, Example, encode, ngram_config, to_batch};
 use crate::labels::{LabelSpace, Task};
 use crate::param_ids::renumber;
 use crate::predict::{Model, SerializeSettings, save_model_extras};
@@ -127,6 +127,14 @@ pub struct TrainConfig {
     /// the option existed, so they resume unchanged.
     #[serde(default)]
     pub span_pooling: bool,
+    /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
+    /// n-grams. Absent (0) in run directories written before the option existed.
+    #[serde(default)]
+    pub ngram_buckets: u32,
+    /// Start from this model directory's weights instead of random ones (same primary, heads
+    /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
+    #[serde(default)]
+    pub init_from: Option<PathBuf>,
     /// Serialization budgets.
     pub serialize: SerializeSettings,
     /// Most epochs.
@@ -167,6 +175,8 @@ impl Default for TrainConfig {
             fusion: FusionMode::WeightedSum,
             d_head_hidden: 128,
             span_pooling: true,
+            ngram_buckets: 1 << 14,
+            init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
             batch_size: 8,
@@ -502,6 +512,10 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         ));
     }
     let serialize = config.serialize.config();
+    let ngrams = orchestrator_config(config, &space)
+        .column_ngrams
+        .as_ref()
+        .map(ngram_config);
     let mut examples = Vec::new();
     for (spec, data) in &train {
         let position = |task: Task| {
@@ -514,7 +528,10 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         examples.extend(
             data.tables
                 .iter()
-                .map(|t| encode(t, &serialize, &space, cta, cpa, Columns::Targets))
+                .map(|t| {
+                    let ngrams = ngrams.as_ref();
+                    encode(t, &serialize, ngrams, &space, cta, cpa, Columns::Targets)
+                })
                 .filter(Example::has_targets),
         );
     }
@@ -546,11 +563,48 @@ fn fresh_swarm(
         .map(FrozenSpecialist::state_shape)
         .collect();
     let orchestrator_config = orchestrator_config(config, space);
-    let orchestrator = orchestrator_config.init(&shapes, config.seed, device);
+    let orchestrator = match &config.init_from {
+        Some(dir) => initial_weights(dir, &orchestrator_config, space, device)?,
+        None => orchestrator_config.init(&shapes, config.seed, device),
+    };
     Ok((
         Swarm::new(renumber(orchestrator), specialists)?,
         orchestrator_config,
     ))
+}
+
+/// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
+/// must have the run's label space and, n-grams aside, its configuration; an n-gram embedding
+/// the model lacks starts at zero, so the run starts from the model's own predictions.
+fn initial_weights(
+    dir: &Path,
+    target: &OrchestratorConfig,
+    space: &LabelSpace,
+    device: &Device,
+) -> Result<Orchestrator, TrainError> {
+    let (swarm, manifest) = Swarm::load(dir, device)?;
+    let refuse = |what: String| {
+        Err(TrainError::Config(format!(
+            "cannot start from {}: {what}",
+            dir.display()
+        )))
+    };
+    if manifest.cta_labels != space.flat(Task::Cta) || manifest.cpa_labels != space.flat(Task::Cpa)
+    {
+        return refuse("its labels are not this run's (other training sets?)".into());
+    }
+    let mut config = manifest.config.clone();
+    config.column_ngrams = target.column_ngrams;
+    if &config != target {
+        return refuse(format!(
+            "its configuration differs from this run's beyond column n-grams:\n  model: {}\n  run:   {}",
+            serde_json::to_string(&manifest.config).unwrap_or_default(),
+            serde_json::to_string(target).unwrap_or_default()
+        ));
+    }
+    Ok(swarm
+        .orchestrator
+        .with_column_ngrams(target.column_ngrams, device))
 }
 
 /// The orchestrator configuration of a run.
@@ -569,6 +623,10 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     .with_fusion(config.fusion)
     .with_d_head_hidden(config.d_head_hidden)
     .with_column_pooling(config.span_pooling.then_some(ColumnPooling::SpanMean))
+    .with_column_ngrams(
+        (config.ngram_buckets > 0)
+            .then(|| ColumnNgramsConfig::new().with_buckets(config.ngram_buckets)),
+    )
 }
 
 /// Saves a model directory (swarm + label space + serialization settings).

@@ -121,6 +121,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
         "model/cpa_head.safetensors",
         "model/fusion.safetensors",
         "model/router.safetensors",
+        "model/column_ngrams.safetensors",
     ] {
         assert_eq!(
             sha256_file(&a.join(file)).unwrap(),
@@ -132,6 +133,53 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     // The best model is a loadable model directory.
     let model = colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
     assert_eq!(model.specialist_names, ["a"]);
+}
+
+/// The loss of the first logged step of a run.
+fn first_loss(run: &Path) -> f64 {
+    let log = log_without_times(run);
+    let step = log.iter().find(|v| v["event"] == "step").unwrap();
+    step["loss"].as_f64().unwrap()
+}
+
+#[test]
+fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.epochs = 3;
+    config.ngram_buckets = 0;
+    config.learning_rate = 1e-2;
+    let first = dir.path().join("first");
+    let summary = train(&config, &first, &TrainOptions::default()).unwrap();
+
+    // The same data from the trained model (plus a zero n-gram embedding) and from scratch:
+    // the same first batch costs less from the trained model.
+    config.epochs = 1;
+    config.ngram_buckets = 64;
+    let scratch = dir.path().join("scratch");
+    train(&config, &scratch, &TrainOptions::default()).unwrap();
+    config.init_from = Some(summary.model_dir.clone());
+    let warm = dir.path().join("warm");
+    let warm_summary = train(&config, &warm, &TrainOptions::default()).unwrap();
+    assert!(
+        first_loss(&warm) < first_loss(&scratch),
+        "warm start {} vs scratch {}",
+        first_loss(&warm),
+        first_loss(&scratch)
+    );
+    let model =
+        colswarm_train::predict::Model::load(&warm_summary.model_dir, &Device::flex()).unwrap();
+    let ngrams = model.swarm.orchestrator.ngrams.as_ref().unwrap();
+    assert_eq!(ngrams.buckets(), 64);
+
+    // Another architecture is refused, naming the model.
+    config.d_model = 64;
+    let err = train(&config, &dir.path().join("other"), &TrainOptions::default()).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("cannot start from") && message.contains("differs from this run's"),
+        "{message}"
+    );
 }
 
 #[test]
