@@ -17,7 +17,7 @@ use colswarm_train::eval::{EvalOptions, default_task, evaluate};
 use colswarm_train::parl::{ParlConfig, train_router};
 use colswarm_train::predict::{AnnotateOptions, Model, SerializeSettings, TableAnnotation};
 use colswarm_train::supervised::{
-    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+    LrDecay, NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
 };
 use colswarm_train::{DataSpec, DatasetFormat, Split, Task, load_tables};
 
@@ -86,6 +86,9 @@ struct TrainArgs {
     /// n-gram embedding it lacks starts at zero) instead of random ones.
     #[arg(long)]
     init_from: Option<PathBuf>,
+    /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
+    #[arg(long)]
+    head_skip: bool,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -94,6 +97,9 @@ struct TrainArgs {
     batch_size: usize,
     #[arg(long, default_value_t = 2e-3)]
     lr: f64,
+    /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
+    #[arg(long, value_enum, default_value_t = Decay::Constant)]
+    lr_decay: Decay,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -139,6 +145,21 @@ impl From<Fusion> for FusionMode {
             Fusion::WeightedSum => FusionMode::WeightedSum,
             Fusion::Gated => FusionMode::Gated,
             Fusion::ConcatProject => FusionMode::ConcatProject,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Decay {
+    Constant,
+    Linear,
+}
+
+impl From<Decay> for LrDecay {
+    fn from(d: Decay) -> Self {
+        match d {
+            Decay::Constant => LrDecay::Constant,
+            Decay::Linear => LrDecay::Linear,
         }
     }
 }
@@ -349,6 +370,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         span_pooling: !args.no_span_pooling,
         ngram_buckets: args.ngram_buckets,
         init_from: args.init_from,
+        head_skip: args.head_skip,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,
@@ -358,6 +380,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         epochs: args.epochs,
         batch_size: args.batch_size,
         learning_rate: args.lr,
+        lr_decay: args.lr_decay.into(),
         patience: args.patience,
         keep_last: args.keep_last,
         checkpoint_every: args.checkpoint_every,

@@ -31,9 +31,14 @@ pub struct ColumnHeadConfig {
     /// `true` for a CPA head, which reads `(h_subject, h_column, h_subject ⊙ h_column)`.
     #[config(default = false)]
     pub pairwise: bool,
+    /// Add a linear map of the inputs to the logits, beside the tanh layer (see
+    /// [`ColumnHead::skip`]).
+    #[config(default = false)]
+    pub linear_skip: bool,
 }
 
-/// A two-layer classifier `tanh(x·W1 + b1)·W2 + b2` over per-column representations.
+/// A two-layer classifier `tanh(x·W1 + b1)·W2 + b2` over per-column representations, with an
+/// optional linear skip `+ x·S`.
 ///
 /// As a CTA head, `x = h_column`; as a CPA head (`pairwise`), `x = [h_s, h_c, h_s ⊙ h_c]` for the
 /// subject column `s` and another column `c`.
@@ -43,6 +48,11 @@ pub struct ColumnHead {
     pub hidden: Linear,
     /// Output layer.
     pub output: Linear,
+    /// The linear skip, `[d_in, n_labels]`, no bias; it starts at zero. All labels of all
+    /// namespaces share the `d_hidden` tanh units: the skip gives each label a direct linear
+    /// read of the inputs besides (the linear n-gram classifier's form, over the embedded
+    /// n-grams and the primary's states).
+    pub skip: Option<Linear>,
     #[module(skip)]
     kind: LabelKind,
     pairwise: bool,
@@ -60,13 +70,39 @@ impl ColumnHeadConfig {
         ColumnHead {
             hidden: params.linear(d_in, self.d_hidden, true),
             output: params.linear(self.d_hidden, self.n_labels, true),
+            skip: self
+                .linear_skip
+                .then(|| zero_linear(d_in, self.n_labels, device)),
             kind: self.kind,
             pairwise: self.pairwise,
         }
     }
 }
 
+/// A bias-free linear layer at zero.
+fn zero_linear(d_input: usize, d_output: usize, device: &Device) -> Linear {
+    Linear {
+        weight: ParamFactory::new(0, device).constant(0.0, [d_input, d_output]),
+        bias: None,
+    }
+}
+
 impl ColumnHead {
+    /// The same head with a linear skip at zero added (kept if it has one), or without it.
+    pub fn with_linear_skip(mut self, linear_skip: bool) -> Self {
+        match (linear_skip, &self.skip) {
+            (true, None) => {
+                let [d_in, _] = self.hidden.weight.dims();
+                let [_, n_labels] = self.output.weight.dims();
+                let device = self.output.weight.device();
+                self.skip = Some(zero_linear(d_in, n_labels, &device));
+            }
+            (false, Some(_)) => self.skip = None,
+            _ => {}
+        }
+        self
+    }
+
     /// Single- or multi-label.
     pub fn kind(&self) -> LabelKind {
         self.kind
@@ -78,7 +114,13 @@ impl ColumnHead {
     ///
     /// - `columns`: `[m, d_model]` → `[m, n_labels]`
     pub fn forward(&self, columns: Tensor<2>) -> Tensor<2> {
-        self.output.forward(tanh(self.hidden.forward(columns)))
+        let logits = self
+            .output
+            .forward(tanh(self.hidden.forward(columns.clone())));
+        match &self.skip {
+            Some(skip) => logits + skip.forward(columns),
+            None => logits,
+        }
     }
 
     /// Logits of (subject, column) pairs (CPA).
@@ -140,6 +182,30 @@ mod tests {
         let s = |x: f32| 1.0 / (1.0 + (-x).exp());
         let expected = -(s(0.0).ln() + (1.0 - s(2.0)).ln()) / 2.0;
         assert!((head.loss(logits, target).into_scalar::<f32>() - expected).abs() < 1e-5);
+    }
+
+    #[test]
+    fn the_skip_starts_at_zero_and_adds_a_linear_map() {
+        let device = Device::flex();
+        let plain = ColumnHeadConfig::new(3, 2, LabelKind::SingleLabel)
+            .with_d_hidden(4)
+            .init(5, &device);
+        let x = Tensor::<2>::from_data(TensorData::new(vec![0.5f32, -1.0, 2.0], [1, 3]), &device);
+        let before = plain.forward(x.clone()).into_data();
+        let mut skipped = plain.with_linear_skip(true);
+        skipped
+            .forward(x.clone())
+            .into_data()
+            .assert_eq(&before, true);
+        // S = [[1, 0], [0, 1], [1, 1]]: x·S = [0.5 + 2, -1 + 2].
+        let s = TensorData::new(vec![1f32, 0.0, 0.0, 1.0, 1.0, 1.0], [3, 2]);
+        skipped.skip.as_mut().unwrap().weight =
+            burn::module::Param::from_tensor(Tensor::from_data(s, &device));
+        let after = skipped.forward(x).into_data().try_to_vec::<f32>().unwrap();
+        let before = before.try_to_vec::<f32>().unwrap();
+        assert!((after[0] - before[0] - 2.5).abs() < 1e-5);
+        assert!((after[1] - before[1] - 1.0).abs() < 1e-5);
+        assert!(skipped.with_linear_skip(false).skip.is_none());
     }
 
     #[test]

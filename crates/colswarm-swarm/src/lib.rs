@@ -28,8 +28,8 @@ pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 pub use orchestrator::{
-    ColumnPooling, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,
-    TableBatch, TableRead,
+    ColumnPooling, HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm,
+    SwarmOutput, TableBatch, TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;

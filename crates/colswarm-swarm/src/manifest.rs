@@ -387,11 +387,17 @@ impl ComponentParams {
         // A two-layer head: `d_in × hidden` and `hidden × labels`, with biases.
         let head = |d_in: usize, labels: usize| {
             let labels = labels.max(1);
+            let skip = if config.head_skip.is_some() {
+                product(&[d_in, labels])
+            } else {
+                0
+            };
             sum(&[
                 product(&[d_in, hidden]),
                 hidden,
                 product(&[hidden, labels]),
                 labels,
+                skip,
             ])
         };
         let rank = StateFusionConfig::new(config.fusion, l, h, n, s).rank;
@@ -444,6 +450,7 @@ mod tests {
     use super::*;
     use crate::heads::LabelKind;
     use crate::ngram_embedding::ColumnNgramsConfig;
+    use crate::orchestrator::HeadSkip;
 
     #[test]
     fn component_params_count_the_built_modules() {
@@ -473,14 +480,15 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa, ngrams) in [(5, 0, None), (1, 3, Some(7))] {
+            for (cta, cpa, ngrams, skip) in [(5, 0, None, false), (1, 3, Some(7), true)] {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
                         .with_d_head_hidden(6)
                         .with_column_ngrams(
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
-                        );
+                        )
+                        .with_head_skip(skip.then_some(HeadSkip::Linear));
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =

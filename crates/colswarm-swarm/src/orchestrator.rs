@@ -49,6 +49,17 @@ pub struct OrchestratorConfig {
     /// representation; `None` (models saved before the option existed) reads none.
     #[config(default = "None")]
     pub column_ngrams: Option<ColumnNgramsConfig>,
+    /// What both heads add to their tanh layer; `None` (models saved before the option
+    /// existed) adds nothing.
+    #[config(default = "None")]
+    pub head_skip: Option<HeadSkip>,
+}
+
+/// What a head adds to its two-layer output.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum HeadSkip {
+    /// A linear map of the head's inputs ([`ColumnHead::skip`]).
+    Linear,
 }
 
 /// What a column's representation pools besides its query state.
@@ -276,10 +287,12 @@ impl OrchestratorConfig {
             .init(device),
             cta: ColumnHeadConfig::new(p.d_model, self.cta_labels.max(1), self.cta_kind)
                 .with_d_hidden(self.d_head_hidden)
+                .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(1), device),
             cpa: ColumnHeadConfig::new(p.d_model, self.cpa_labels.max(1), LabelKind::SingleLabel)
                 .with_d_hidden(self.d_head_hidden)
                 .with_pairwise(true)
+                .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(2), device),
             ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
             column_pooling: self.column_pooling,

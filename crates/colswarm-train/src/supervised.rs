@@ -29,8 +29,8 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
-    ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, Orchestrator,
-    OrchestratorConfig, Routing, Swarm, SwarmOutput,
+    ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
+    Orchestrator, OrchestratorConfig, Routing, Swarm, SwarmOutput,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -103,6 +103,17 @@ pub enum NonFinitePolicy {
     Skip,
 }
 
+/// The learning rate over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LrDecay {
+    /// The same rate at every step.
+    #[default]
+    Constant,
+    /// From the rate at the first step down to zero after the last step of the last epoch.
+    Linear,
+}
+
 /// Everything a supervised run depends on (stored as `run.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -131,6 +142,9 @@ pub struct TrainConfig {
     /// n-grams. Absent (0) in run directories written before the option existed.
     #[serde(default)]
     pub ngram_buckets: u32,
+    /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
+    #[serde(default)]
+    pub head_skip: bool,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     #[serde(default)]
@@ -141,8 +155,12 @@ pub struct TrainConfig {
     pub epochs: usize,
     /// Tables per optimizer step.
     pub batch_size: usize,
-    /// Adam's learning rate.
+    /// Adam's learning rate (the peak, with [`LrDecay::Linear`]).
     pub learning_rate: f64,
+    /// How the learning rate changes over the run. Absent (constant) in run directories
+    /// written before the option existed.
+    #[serde(default)]
+    pub lr_decay: LrDecay,
     /// Per-parameter gradient norm clip.
     pub grad_clip: Option<f32>,
     /// Epochs without dev improvement before stopping.
@@ -176,11 +194,13 @@ impl Default for TrainConfig {
             d_head_hidden: 128,
             span_pooling: true,
             ngram_buckets: 1 << 14,
+            head_skip: false,
             init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
             batch_size: 8,
             learning_rate: 2e-3,
+            lr_decay: LrDecay::Constant,
             grad_clip: Some(1.0),
             patience: 3,
             keep_last: 2,
@@ -228,6 +248,19 @@ impl TrainConfig {
             }
         }
         Ok(())
+    }
+
+    /// The learning rate of optimizer step `step` (counted from 0) of a run of
+    /// `steps_per_epoch` steps per epoch. A resumed run with more epochs decays more slowly
+    /// from the step it resumes at.
+    pub fn learning_rate_at(&self, step: usize, steps_per_epoch: usize) -> f64 {
+        match self.lr_decay {
+            LrDecay::Constant => self.learning_rate,
+            LrDecay::Linear => {
+                let total = (self.epochs * steps_per_epoch).max(1) as f64;
+                self.learning_rate * (1.0 - step as f64 / total).max(0.0)
+            }
+        }
     }
 
     /// Whether a run directory written with `other` can be resumed under `self` (only the
@@ -574,8 +607,9 @@ fn fresh_swarm(
 }
 
 /// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
-/// must have the run's label space and, n-grams aside, its configuration; an n-gram embedding
-/// the model lacks starts at zero, so the run starts from the model's own predictions.
+/// must have the run's label space and, n-grams and head skips aside, its configuration; an
+/// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
+/// model's own predictions.
 fn initial_weights(
     dir: &Path,
     target: &OrchestratorConfig,
@@ -595,16 +629,21 @@ fn initial_weights(
     }
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
+    config.head_skip = target.head_skip;
     if &config != target {
         return refuse(format!(
-            "its configuration differs from this run's beyond column n-grams:\n  model: {}\n  run:   {}",
+            "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
             serde_json::to_string(&manifest.config).unwrap_or_default(),
             serde_json::to_string(target).unwrap_or_default()
         ));
     }
-    Ok(swarm
+    let mut orchestrator = swarm
         .orchestrator
-        .with_column_ngrams(target.column_ngrams, device))
+        .with_column_ngrams(target.column_ngrams, device);
+    let skip = target.head_skip.is_some();
+    orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
+    orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
+    Ok(orchestrator)
 }
 
 /// The orchestrator configuration of a run.
@@ -627,6 +666,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
         (config.ngram_buckets > 0)
             .then(|| ColumnNgramsConfig::new().with_buckets(config.ngram_buckets)),
     )
+    .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
 }
 
 /// Saves a model directory (swarm + label space + serialization settings).
@@ -1000,7 +1040,7 @@ pub fn train(
             let active: usize = reports.iter().map(|r| r.active).sum();
             let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
             swarm.orchestrator = optim.step(
-                config.learning_rate,
+                config.learning_rate_at(state.step, batches),
                 swarm.orchestrator.clone(),
                 parallel.grads,
             );
@@ -1119,6 +1159,25 @@ mod tests {
     /// The masks a router samples for a batch, and those it samples for the batch's shards with
     /// [`shard_routing_rng`], are the same: a data-parallel step routes every table as the
     /// one-device step does.
+    #[test]
+    fn linear_decay_reaches_zero_after_the_last_step() {
+        let config = TrainConfig {
+            learning_rate: 1.0,
+            epochs: 2,
+            lr_decay: LrDecay::Linear,
+            ..TrainConfig::default()
+        };
+        assert_eq!(config.learning_rate_at(0, 5), 1.0);
+        assert_eq!(config.learning_rate_at(5, 5), 0.5);
+        assert!((config.learning_rate_at(9, 5) - 0.1).abs() < 1e-12);
+        assert_eq!(config.learning_rate_at(12, 5), 0.0, "never negative");
+        let constant = TrainConfig {
+            lr_decay: LrDecay::Constant,
+            ..config
+        };
+        assert_eq!(constant.learning_rate_at(9, 5), 1.0);
+    }
+
     #[test]
     fn run_configs_written_before_span_pooling_resume_without_it() {
         let mut old = serde_json::to_value(TrainConfig::default()).unwrap();
