@@ -598,6 +598,9 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             ("cta head", &manifest.cta_head),
             ("cpa head", &manifest.cpa_head),
         ];
+        if let Some(ngrams) = &manifest.column_ngrams {
+            files.push(("n-grams", ngrams));
+        }
         for s in &manifest.specialists {
             files.push(("specialist", &s.checkpoint));
             files.push(("alignment", &s.alignment));
@@ -640,6 +643,16 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
         println!(
             "fusion {:?}, threshold {}, budget {:?}",
             manifest.config.fusion, manifest.config.threshold, manifest.config.budget
+        );
+        let c = &manifest.config;
+        println!(
+            "column: pooling {:?}, n-grams {}, head skip {:?}",
+            c.column_pooling,
+            c.column_ngrams.map_or("none".into(), |n| format!(
+                "{} buckets of {}-{}-grams over the header and {} cells",
+                n.buckets, n.min_n, n.max_n, n.max_cells
+            )),
+            c.head_skip
         );
         let mut total = 0;
         for (what, file) in files {
