@@ -2,9 +2,10 @@
 //!
 //! - [`dataset`]: benchmark files → labelled tables (`NAME=FORMAT:PATH[#SPLIT]` specs);
 //! - [`labels`]: the model's label space, one namespace per training set;
-//! - [`examples`]: tables → tokens and head targets;
+//! - [`examples`]: tables → tokens, column n-gram bags and head targets;
 //! - [`supervised`]: the supervised stage (specialists, then the primary with its heads), with
-//!   per-epoch dev evaluation, early stopping, atomic checkpoints and exact resume;
+//!   per-epoch dev evaluation, early stopping, atomic checkpoints, exact resume, warm starts
+//!   from a model directory and an optional linear learning-rate decay;
 //! - [`data_parallel`]: one batch's gradients computed on replicas over several devices;
 //! - [`parl`]: the PARL stage that trains the router with frozen specialists;
 //! - [`predict`] and [`eval`]: annotations and F1 reports from a model directory;
