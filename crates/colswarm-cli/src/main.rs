@@ -100,6 +100,9 @@ struct TrainArgs {
     /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
     #[arg(long, value_enum, default_value_t = Decay::Constant)]
     lr_decay: Decay,
+    /// Decoupled weight decay (AdamW); 0 is plain Adam.
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -381,6 +384,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         batch_size: args.batch_size,
         learning_rate: args.lr,
         lr_decay: args.lr_decay.into(),
+        weight_decay: args.weight_decay,
         patience: args.patience,
         keep_last: args.keep_last,
         checkpoint_every: args.checkpoint_every,

@@ -24,7 +24,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::{AdamConfig, ModuleOptimizer};
+use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
@@ -163,6 +163,10 @@ pub struct TrainConfig {
     pub lr_decay: LrDecay,
     /// Per-parameter gradient norm clip.
     pub grad_clip: Option<f32>,
+    /// Decoupled weight decay (AdamW) per step, times the learning rate; 0 (and run
+    /// directories written before the option existed) is plain Adam.
+    #[serde(default)]
+    pub weight_decay: f32,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
     /// Checkpoints kept (besides `best/`).
@@ -202,6 +206,7 @@ impl Default for TrainConfig {
             learning_rate: 2e-3,
             lr_decay: LrDecay::Constant,
             grad_clip: Some(1.0),
+            weight_decay: 0.0,
             patience: 3,
             keep_last: 2,
             checkpoint_every: 0,
@@ -234,6 +239,12 @@ impl TrainConfig {
             return fail(format!(
                 "learning rate {} is not positive",
                 self.learning_rate
+            ));
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            return fail(format!(
+                "weight decay {} is not a finite number ≥ 0",
+                self.weight_decay
             ));
         }
         self.primary()
@@ -887,13 +898,18 @@ pub fn epoch_order(seed: u64, epoch: usize, n: usize) -> Vec<usize> {
 }
 
 fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
-    AdamConfig::new()
-        .with_grad_clipping(
-            config
-                .grad_clip
-                .map(burn::grad_clipping::GradientClippingConfig::Norm),
-        )
-        .init()
+    let clipping = config
+        .grad_clip
+        .map(burn::grad_clipping::GradientClippingConfig::Norm);
+    if config.weight_decay > 0.0 {
+        // Decoupled (AdamW): an L2 term added to Adam's gradient would be rescaled per weight.
+        AdamWConfig::new()
+            .with_weight_decay(config.weight_decay)
+            .with_grad_clipping(clipping)
+            .init()
+    } else {
+        AdamConfig::new().with_grad_clipping(clipping).init()
+    }
 }
 
 /// Runs (or resumes) a supervised training run in `out`.

@@ -183,6 +183,36 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 }
 
 #[test]
+fn weight_decay_shrinks_the_weights_and_must_be_finite() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.epochs = 1;
+    config.max_tables = 3;
+    config.ngram_buckets = 0;
+    let norm = |run: &Path| {
+        let model =
+            colswarm_train::predict::Model::load(&run.join("best"), &Device::flex()).unwrap();
+        let weight = model.swarm.orchestrator.cta.hidden.weight.val();
+        weight.powf_scalar(2.0).sum().into_scalar::<f32>()
+    };
+    let plain = dir.path().join("plain");
+    train(&config, &plain, &TrainOptions::default()).unwrap();
+    // lr 2e-3 × decay 50 shrinks every weight by 10% per step.
+    config.weight_decay = 50.0;
+    let decayed = dir.path().join("decayed");
+    train(&config, &decayed, &TrainOptions::default()).unwrap();
+    assert!(
+        norm(&decayed) < 0.9 * norm(&plain),
+        "{} vs {}",
+        norm(&decayed),
+        norm(&plain)
+    );
+    config.weight_decay = f32::NAN;
+    let err = train(&config, &dir.path().join("nan"), &TrainOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("weight decay NaN"), "{err}");
+}
+
+#[test]
 fn a_different_configuration_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
