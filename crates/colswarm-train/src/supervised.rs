@@ -241,6 +241,13 @@ impl TrainConfig {
                 self.learning_rate
             ));
         }
+        // 2^24 buckets of d_model 128 is 8 GiB of weights: anything larger is a typo.
+        if self.ngram_buckets > 1 << 24 {
+            return fail(format!(
+                "{} n-gram buckets: at most 2^24 = 16777216",
+                self.ngram_buckets
+            ));
+        }
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return fail(format!(
                 "weight decay {} is not a finite number ≥ 0",
@@ -1192,6 +1199,17 @@ mod tests {
             ..config
         };
         assert_eq!(constant.learning_rate_at(9, 5), 1.0);
+    }
+
+    #[test]
+    fn absurd_ngram_bucket_counts_are_refused_before_allocating() {
+        let config = TrainConfig {
+            train: vec!["t=t2d:x".parse().unwrap()],
+            ngram_buckets: u32::MAX,
+            ..TrainConfig::default()
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("4294967295 n-gram buckets"), "{err}");
     }
 
     #[test]
