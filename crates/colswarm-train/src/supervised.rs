@@ -30,7 +30,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
-    Orchestrator, OrchestratorConfig, Routing, Swarm, SwarmOutput,
+    Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -615,7 +615,7 @@ fn fresh_swarm(
         .collect();
     let orchestrator_config = orchestrator_config(config, space);
     let orchestrator = match &config.init_from {
-        Some(dir) => initial_weights(dir, &orchestrator_config, space, device)?,
+        Some(dir) => initial_weights(dir, &orchestrator_config, space, &shapes, device)?,
         None => orchestrator_config.init(&shapes, config.seed, device),
     };
     Ok((
@@ -632,6 +632,7 @@ fn initial_weights(
     dir: &Path,
     target: &OrchestratorConfig,
     space: &LabelSpace,
+    specialists: &[StateShape],
     device: &Device,
 ) -> Result<Orchestrator, TrainError> {
     let (swarm, manifest) = Swarm::load(dir, device)?;
@@ -644,6 +645,17 @@ fn initial_weights(
     if manifest.cta_labels != space.flat(Task::Cta) || manifest.cpa_labels != space.flat(Task::Cpa)
     {
         return refuse("its labels are not this run's (other training sets?)".into());
+    }
+    // Its alignments map its own specialists' states: the run's must have the same shapes.
+    let theirs: Vec<StateShape> = swarm
+        .specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    if theirs != specialists {
+        return refuse(format!(
+            "its specialists' state shapes {theirs:?} are not this run's {specialists:?}"
+        ));
     }
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;

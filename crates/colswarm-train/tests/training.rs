@@ -172,7 +172,11 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
     let ngrams = model.swarm.orchestrator.ngrams.as_ref().unwrap();
     assert_eq!(ngrams.buckets(), 64);
 
-    // Another architecture is refused, naming the model.
+    // Other specialists, or another architecture, are refused, naming the model.
+    let specialists = std::mem::take(&mut config.specialists);
+    let err = train(&config, &dir.path().join("alone"), &TrainOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("state shapes"), "{err}");
+    config.specialists = specialists;
     config.d_model = 64;
     let err = train(&config, &dir.path().join("other"), &TrainOptions::default()).unwrap_err();
     let message = err.to_string();
