@@ -297,23 +297,19 @@ impl Swarm {
         let fusion = checked(&manifest.fusion, "fusion", params.fusion)?;
         let cta = checked(&manifest.cta_head, "CTA head", params.cta)?;
         let cpa = checked(&manifest.cpa_head, "CPA head", params.cpa)?;
+        let mismatch = |reason: &str| SwarmError::Manifest {
+            path: manifest_path.clone(),
+            reason: reason.into(),
+        };
         let ngrams = match (&manifest.column_ngrams, params.ngrams) {
             (Some(file), Some(params)) => Some(checked(file, "column n-gram embedding", params)?),
             (None, None) => None,
-            (file, _) => {
-                return Err(SwarmError::Manifest {
-                    path: manifest_path,
-                    reason: format!(
-                        "the config {} column n-grams but the manifest {} an n-gram embedding file",
-                        if params.ngrams.is_some() {
-                            "reads"
-                        } else {
-                            "reads no"
-                        },
-                        if file.is_some() { "names" } else { "names no" }
-                    ),
-                });
-            }
+            (None, Some(_)) => Err(mismatch(
+                "the config reads column n-grams but the manifest names no n-gram embedding file",
+            ))?,
+            (Some(_), None) => Err(mismatch(
+                "the manifest names an n-gram embedding file but the config reads no column n-grams",
+            ))?,
         };
         let alignments = manifest
             .specialists

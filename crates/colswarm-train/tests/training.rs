@@ -9,7 +9,7 @@ use colswarm_swarm::manifest::sha256_file;
 use colswarm_train::parl::{ParlConfig, ScheduleChoice, train_router};
 use colswarm_train::predict::SerializeSettings;
 use colswarm_train::supervised::{
-    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, train,
 };
 use colswarm_train::{DataSpec, TrainError};
 
@@ -135,6 +135,11 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     assert_eq!(model.specialist_names, ["a"]);
 }
 
+/// A run with the default options (no progress lines, no stop).
+fn train_quietly(config: &TrainConfig, run: &Path) -> Result<TrainSummary, TrainError> {
+    train(config, run, &TrainOptions::default())
+}
+
 /// The loss of the first logged step of a run.
 fn first_loss(run: &Path) -> f64 {
     let log = log_without_times(run);
@@ -150,17 +155,17 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
     config.ngram_buckets = 0;
     config.learning_rate = 1e-2;
     let first = dir.path().join("first");
-    let summary = train(&config, &first, &TrainOptions::default()).unwrap();
+    let summary = train_quietly(&config, &first).unwrap();
 
     // The same data from the trained model (plus a zero n-gram embedding) and from scratch:
     // the same first batch costs less from the trained model.
     config.epochs = 1;
     config.ngram_buckets = 64;
     let scratch = dir.path().join("scratch");
-    train(&config, &scratch, &TrainOptions::default()).unwrap();
+    train_quietly(&config, &scratch).unwrap();
     config.init_from = Some(summary.model_dir.clone());
     let warm = dir.path().join("warm");
-    let warm_summary = train(&config, &warm, &TrainOptions::default()).unwrap();
+    let warm_summary = train_quietly(&config, &warm).unwrap();
     assert!(
         first_loss(&warm) < first_loss(&scratch),
         "warm start {} vs scratch {}",
@@ -174,11 +179,11 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 
     // Other specialists, or another architecture, are refused, naming the model.
     let specialists = std::mem::take(&mut config.specialists);
-    let err = train(&config, &dir.path().join("alone"), &TrainOptions::default()).unwrap_err();
+    let err = train_quietly(&config, &dir.path().join("alone")).unwrap_err();
     assert!(err.to_string().contains("state shapes"), "{err}");
     config.specialists = specialists;
     config.d_model = 64;
-    let err = train(&config, &dir.path().join("other"), &TrainOptions::default()).unwrap_err();
+    let err = train_quietly(&config, &dir.path().join("other")).unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains("cannot start from") && message.contains("differs from this run's"),
@@ -200,11 +205,11 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
         weight.powf_scalar(2.0).sum().into_scalar::<f32>()
     };
     let plain = dir.path().join("plain");
-    train(&config, &plain, &TrainOptions::default()).unwrap();
+    train_quietly(&config, &plain).unwrap();
     // lr 2e-3 × decay 50 shrinks every weight by 10% per step.
     config.weight_decay = 50.0;
     let decayed = dir.path().join("decayed");
-    train(&config, &decayed, &TrainOptions::default()).unwrap();
+    train_quietly(&config, &decayed).unwrap();
     assert!(
         norm(&decayed) < 0.9 * norm(&plain),
         "{} vs {}",
@@ -212,7 +217,7 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
         norm(&plain)
     );
     config.weight_decay = f32::NAN;
-    let err = train(&config, &dir.path().join("nan"), &TrainOptions::default()).unwrap_err();
+    let err = train_quietly(&config, &dir.path().join("nan")).unwrap_err();
     assert!(err.to_string().contains("weight decay NaN"), "{err}");
 }
 
@@ -223,9 +228,9 @@ fn a_different_configuration_is_not_resumed() {
     config.epochs = 1;
     config.max_tables = 3;
     let run = dir.path().join("run");
-    train(&config, &run, &TrainOptions::default()).unwrap();
+    train_quietly(&config, &run).unwrap();
     config.learning_rate *= 2.0;
-    let err = train(&config, &run, &TrainOptions::default()).unwrap_err();
+    let err = train_quietly(&config, &run).unwrap_err();
     assert!(err.to_string().contains("different configuration"), "{err}");
 }
 
@@ -237,7 +242,7 @@ fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
     config.learning_rate = 1e30;
     config.grad_clip = None;
     config.specialists.clear();
-    let err = train(&config, &dir.path().join("stop"), &TrainOptions::default()).unwrap_err();
+    let err = train_quietly(&config, &dir.path().join("stop")).unwrap_err();
     match err {
         TrainError::NonFinite { step, .. } => assert!(step >= 1, "step {step}"),
         other => panic!("expected a non-finite loss error, got {other}"),
@@ -245,7 +250,7 @@ fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
     config.on_non_finite = NonFinitePolicy::Skip;
     config.epochs = 1;
     let run = dir.path().join("skip");
-    let summary = train(&config, &run, &TrainOptions::default()).unwrap();
+    let summary = train_quietly(&config, &run).unwrap();
     assert!(summary.finished);
     let skips = log_without_times(&run)
         .into_iter()
@@ -264,7 +269,7 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
     ];
     config.epochs = 1;
     config.max_tables = 6;
-    let supervised = train(&config, &dir.path().join("sup"), &TrainOptions::default()).unwrap();
+    let supervised = train_quietly(&config, &dir.path().join("sup")).unwrap();
     let parl = ParlConfig {
         model: supervised.model_dir.clone(),
         train: vec![t2d("train")],
