@@ -103,6 +103,9 @@ struct TrainArgs {
     /// Decoupled weight decay (AdamW); 0 is plain Adam.
     #[arg(long, default_value_t = 0.0)]
     weight_decay: f32,
+    /// Dropout on the column representations the heads read (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    column_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -120,6 +123,16 @@ struct TrainArgs {
     max_rows: usize,
     #[arg(long, default_value_t = 24)]
     max_cell_bytes: usize,
+    /// Sample cells repeated in each column's query (after its header).
+    #[arg(long, default_value_t = 2)]
+    query_cells: usize,
+    /// Most bytes of the header inside a column's query (0: the query names the column only
+    /// by its index; with span pooling and n-grams the column's content still reaches the heads).
+    #[arg(long, default_value_t = 32)]
+    query_header_bytes: usize,
+    /// Most bytes of each sample cell inside a column's query.
+    #[arg(long, default_value_t = 16)]
+    query_cell_bytes: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Skip a batch whose loss is NaN/inf (logged) instead of stopping.
@@ -378,6 +391,9 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,
             max_cell_bytes: args.max_cell_bytes,
+            query_cells: args.query_cells,
+            query_header_bytes: args.query_header_bytes,
+            query_cell_bytes: args.query_cell_bytes,
             ..SerializeSettings::default()
         },
         epochs: args.epochs,
@@ -385,6 +401,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         learning_rate: args.lr,
         lr_decay: args.lr_decay.into(),
         weight_decay: args.weight_decay,
+        column_dropout: args.column_dropout,
         patience: args.patience,
         keep_last: args.keep_last,
         checkpoint_every: args.checkpoint_every,

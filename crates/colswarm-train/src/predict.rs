@@ -35,8 +35,23 @@ pub struct SerializeSettings {
     pub max_cell_bytes: usize,
     /// Sample cells repeated in each column query.
     pub query_cells: usize,
+    /// Most bytes of the header inside a column query (absent in models saved before it
+    /// existed: the serializer's default, 32).
+    #[serde(default = "default_query_header_bytes")]
+    pub query_header_bytes: usize,
+    /// Most bytes of each sample cell inside a column query (default 16, as above).
+    #[serde(default = "default_query_cell_bytes")]
+    pub query_cell_bytes: usize,
     /// Row-sampling seed.
     pub seed: u64,
+}
+
+fn default_query_header_bytes() -> usize {
+    SerializeConfig::default().query_header_bytes
+}
+
+fn default_query_cell_bytes() -> usize {
+    SerializeConfig::default().query_cell_bytes
 }
 
 impl Default for SerializeSettings {
@@ -46,6 +61,8 @@ impl Default for SerializeSettings {
             max_rows: 12,
             max_cell_bytes: 24,
             query_cells: 2,
+            query_header_bytes: default_query_header_bytes(),
+            query_cell_bytes: default_query_cell_bytes(),
             seed: 0,
         }
     }
@@ -60,6 +77,8 @@ impl SerializeSettings {
             max_cell_bytes: self.max_cell_bytes,
             min_cell_bytes: 8.min(self.max_cell_bytes),
             query_cells: self.query_cells,
+            query_header_bytes: self.query_header_bytes,
+            query_cell_bytes: self.query_cell_bytes,
             seed: self.seed,
             ..SerializeConfig::default()
         }
@@ -555,6 +574,33 @@ impl Outputs {
 mod tests {
     use super::*;
     use crate::dataset::DatasetFormat;
+
+    #[test]
+    fn query_budgets_reach_the_serializer_and_old_settings_keep_the_defaults() {
+        let old: SerializeSettings = serde_json::from_str(
+            r#"{"max_table_tokens":256,"max_rows":8,"max_cell_bytes":24,"query_cells":2,"seed":0}"#,
+        )
+        .unwrap();
+        assert_eq!((old.query_header_bytes, old.query_cell_bytes), (32, 16));
+
+        let short = SerializeSettings {
+            query_cells: 0,
+            query_header_bytes: 0,
+            ..old
+        };
+        let config = short.config();
+        assert_eq!((config.query_cells, config.query_header_bytes), (0, 0));
+        let table = Table::from_rows(
+            "cities",
+            Some(vec!["name".into(), "population".into()]),
+            vec![vec!["Oslo".into(), "709000".into()]],
+        );
+        let serialized = colswarm_tables::serialize_table(&table, &config);
+        // <query>, the index, an empty header, </query>: the column is named by its index only.
+        assert!(serialized.column_queries.iter().all(|q| q.len() == 5));
+        let full = colswarm_tables::serialize_table(&table, &old.config());
+        assert!(full.column_queries[1].len() > 5 + "population".len());
+    }
 
     #[test]
     fn decoding_follows_the_label_kind() {

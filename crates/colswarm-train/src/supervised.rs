@@ -5,7 +5,8 @@
 //! then the specialist checkpoint.
 //!
 //! - **Epochs** visit the training examples in an order drawn from `(seed, epoch)`; the router's
-//!   Bernoulli masks are drawn from `(seed, step)`. Nothing else is random, so a run resumed
+//!   Bernoulli masks are drawn from `(seed, step)`, column-dropout masks (if any) from `(seed,
+//!   step, table's place in the batch)`. Nothing else is random, so a run resumed
 //!   from a checkpoint takes exactly the steps the uninterrupted run would have taken.
 //! - **Dev evaluation** after every epoch (mean micro-F1 over the dev sets), **early stopping**
 //!   after `patience` epochs without improvement, the best model in `best/`.
@@ -167,6 +168,12 @@ pub struct TrainConfig {
     /// directories written before the option existed) is plain Adam.
     #[serde(default)]
     pub weight_decay: f32,
+    /// Dropout on the column representations the heads read, during training only: each
+    /// element is zeroed with this probability and the rest scaled by `1/(1-p)`. The masks
+    /// derive from the seed, the step and the table's place in its batch, so a resumed or
+    /// data-parallel run draws the same ones. 0 (and older run directories): none.
+    #[serde(default)]
+    pub column_dropout: f32,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
     /// Checkpoints kept (besides `best/`).
@@ -207,6 +214,7 @@ impl Default for TrainConfig {
             lr_decay: LrDecay::Constant,
             grad_clip: Some(1.0),
             weight_decay: 0.0,
+            column_dropout: 0.0,
             patience: 3,
             keep_last: 2,
             checkpoint_every: 0,
@@ -252,6 +260,12 @@ impl TrainConfig {
             return fail(format!(
                 "weight decay {} is not a finite number ≥ 0",
                 self.weight_decay
+            ));
+        }
+        if !(0.0..1.0).contains(&self.column_dropout) {
+            return fail(format!(
+                "column dropout {} is not a probability in [0, 1)",
+                self.column_dropout
             ));
         }
         self.primary()
@@ -821,6 +835,7 @@ fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
 /// Stream ids of the run's random choices.
 const ORDER_STREAM: u64 = 1;
 const ROUTING_STREAM: u64 = 2;
+const DROPOUT_STREAM: u64 = 3;
 
 /// The routing generator of a shard whose first table is table `first` of its batch:
 /// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
@@ -863,6 +878,48 @@ struct ShardInput<'a> {
     examples: &'a [&'a Example],
     specialists: Vec<FrozenSpecialist>,
     routing: ChaCha8Rng,
+    /// Where its column-dropout mask comes from; `None` without dropout.
+    dropout: Option<DropoutDraw>,
+}
+
+/// Where a shard's column-dropout mask comes from: the run's seed, the step, and the place of
+/// the shard's first table in the step's batch.
+#[derive(Clone, Copy, Debug)]
+struct DropoutDraw {
+    p: f32,
+    seed: u64,
+    step: usize,
+    batch_size: usize,
+    first: usize,
+}
+
+impl DropoutDraw {
+    /// The mask of the shard's tables: one row per column, in [`TableBatch::column_rows`]
+    /// order, each element `0` (dropped, probability `p`) or `1/(1-p)`. Table `i` of the batch
+    /// gets the same rows whatever shard it lands in, so resumed and data-parallel runs agree.
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[columns of the shard's tables, d_model]`
+    ///
+    /// [`TableBatch::column_rows`]: colswarm_swarm::TableBatch::column_rows
+    fn mask(&self, columns_per_table: &[usize], d_model: usize, device: &Device) -> Tensor<2> {
+        let keep = 1.0 / (1.0 - self.p);
+        let mut values = Vec::new();
+        for (i, &columns) in columns_per_table.iter().enumerate() {
+            let table = self.step * self.batch_size + self.first + i;
+            let mut rng = rng_for(self.seed, DROPOUT_STREAM, table as u64);
+            values.extend((0..columns * d_model).map(|_| {
+                if rng.random::<f32>() < self.p {
+                    0.0
+                } else {
+                    keep
+                }
+            }));
+        }
+        let rows = values.len() / d_model.max(1);
+        Tensor::<2>::from_data(TensorData::new(values, [rows, d_model]), device)
+    }
 }
 
 /// What one shard of a training step reports besides its loss.
@@ -889,9 +946,19 @@ fn shard_step(
         examples,
         specialists,
         mut routing,
+        dropout,
     } = input;
     let swarm = Swarm::new(replica.clone(), specialists)?;
-    let out = swarm.forward(&to_batch(examples), Routing::Sample(&mut routing))?;
+    let tables = to_batch(examples);
+    let mut out = swarm.forward(&tables, Routing::Sample(&mut routing))?;
+    if let Some(draw) = dropout {
+        let [_, d_model] = out.columns.dims();
+        let columns_per_table: Vec<usize> = tables.queries.iter().map(Vec::len).collect();
+        let mask = draw.mask(&columns_per_table, d_model, &out.columns.device());
+        // The heads read the dropped-out columns; CPA reads `out.columns` in the loss.
+        out.columns = out.columns * mask;
+        out.cta_logits = replica.cta.forward(out.columns.clone());
+    }
     let losses = shard_loss(replica, space, examples, &out, cpa_weight, batch)
         .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
     let report = ShardReport {
@@ -1021,6 +1088,13 @@ pub fn train(
                     device: device.clone(),
                     input: ShardInput {
                         routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
+                        dropout: (config.column_dropout > 0.0).then_some(DropoutDraw {
+                            p: config.column_dropout,
+                            seed: config.seed,
+                            step: state.step,
+                            batch_size: config.batch_size,
+                            first: range.start,
+                        }),
                         examples: &picked[range],
                         specialists: specialists.clone(),
                     },
@@ -1262,5 +1336,57 @@ mod tests {
         assert_eq!(sharded(true), whole);
         // Every shard starting from the batch's generator repeats the first tables' draws.
         assert_ne!(sharded(false), whole);
+    }
+
+    #[test]
+    fn column_dropout_masks_follow_the_table_not_the_shard() {
+        let device = Device::flex();
+        let (d, columns) = (16, [3usize, 1, 4, 2]);
+        let draw = |first: usize| DropoutDraw {
+            p: 0.25,
+            seed: 5,
+            step: 9,
+            batch_size: 4,
+            first,
+        };
+        let values = |draw: DropoutDraw, columns: &[usize]| -> Vec<f32> {
+            let mask = draw.mask(columns, d, &device);
+            mask.into_data().try_to_vec::<f32>().unwrap()
+        };
+        let whole = values(draw(0), &columns);
+        assert_eq!(whole.len(), 10 * d);
+        // Every element is dropped or scaled to keep the expectation, and both happen.
+        let dropped = whole.iter().filter(|&&v| v == 0.0).count();
+        let kept_scaled = |v: f32| (v - 4.0 / 3.0).abs() < 1e-6;
+        assert!(whole.iter().all(|&v| v == 0.0 || kept_scaled(v)));
+        assert!(
+            (20..=60).contains(&dropped),
+            "{dropped} of 160 dropped at p = 0.25"
+        );
+        // Two shards (tables 0-1 and 2-3) draw exactly the undivided batch's rows.
+        let shards = [
+            values(draw(0), &columns[..2]),
+            values(draw(2), &columns[2..]),
+        ];
+        assert_eq!(shards.concat(), whole);
+        // Another step draws other masks.
+        let later = DropoutDraw {
+            step: 10,
+            ..draw(0)
+        };
+        assert_ne!(values(later, &columns), whole);
+    }
+
+    #[test]
+    fn column_dropout_outside_zero_to_one_is_refused() {
+        for p in [-0.1, 1.0, f32::NAN] {
+            let config = TrainConfig {
+                train: vec!["t=t2d:x".parse().unwrap()],
+                column_dropout: p,
+                ..TrainConfig::default()
+            };
+            let message = config.validate().unwrap_err().to_string();
+            assert!(message.contains("column dropout"), "{message}");
+        }
     }
 }

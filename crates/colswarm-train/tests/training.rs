@@ -88,7 +88,11 @@ fn log_without_times(run: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn an_interrupted_run_resumes_to_the_same_weights() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny(dir.path());
+    // With column dropout, whose masks a resumed run must draw again identically.
+    let config = TrainConfig {
+        column_dropout: 0.2,
+        ..tiny(dir.path())
+    };
     let quiet = TrainOptions::default();
     let whole = dir.path().join("whole");
     let summary = train(&config, &whole, &quiet).unwrap();
@@ -219,6 +223,21 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     config.weight_decay = f32::NAN;
     let err = train_quietly(&config, &dir.path().join("nan")).unwrap_err();
     assert!(err.to_string().contains("weight decay NaN"), "{err}");
+}
+
+#[test]
+fn column_dropout_changes_the_training_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.epochs = 1;
+    config.max_tables = 3;
+    let plain = dir.path().join("plain");
+    train_quietly(&config, &plain).unwrap();
+    config.column_dropout = 0.5;
+    let dropped = dir.path().join("dropped");
+    train_quietly(&config, &dropped).unwrap();
+    // Same initial weights and batches, so the first losses differ only by the masks.
+    assert_ne!(first_loss(&plain), first_loss(&dropped));
 }
 
 #[test]
