@@ -6,7 +6,7 @@ use std::sync::Arc;
 use burn::tensor::Device;
 use colswarm_tables::Table;
 use colswarm_train::TrainError;
-use colswarm_train::predict::{AnnotateOptions, Model, TableAnnotation};
+use colswarm_train::predict::{AnnotateOptions, Model, SpecialistUse, TableAnnotation};
 
 /// Configures and loads an [`Annotator`].
 #[derive(Clone, Debug)]
@@ -31,8 +31,15 @@ impl AnnotatorBuilder {
     }
 
     /// Run the primary alone, never the specialists (default: the router decides).
-    pub fn without_specialists(mut self) -> Self {
-        self.options.use_specialists = false;
+    pub fn without_specialists(self) -> Self {
+        self.specialists(SpecialistUse::Off)
+    }
+
+    /// Which specialists read the tables (default: [`SpecialistUse::Router`], those whose gate
+    /// passes the router's threshold); [`SpecialistUse::All`] runs every one on every table,
+    /// to measure the swarm's full cost.
+    pub fn specialists(mut self, specialists: SpecialistUse) -> Self {
+        self.options.specialists = specialists;
         self
     }
 
@@ -191,6 +198,29 @@ mod tests {
                 y.types[0].labels[0].confidence,
             );
             assert!((p - q).abs() < 1e-4, "{p} vs {q}");
+        }
+    }
+
+    #[test]
+    fn specialist_use_decides_which_specialists_run() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/colswarm-small");
+        let table = Table::from_rows(
+            "t",
+            Some(vec!["city".into(), "country".into()]),
+            vec![vec!["Lyon".into(), "France".into()]],
+        );
+        let opened = |use_: SpecialistUse| -> Vec<bool> {
+            let annotator = Annotator::builder(dir).specialists(use_).build().unwrap();
+            let annotation = annotator.annotate(&table).unwrap();
+            annotation.router.iter().map(|g| g.active).collect()
+        };
+        assert_eq!(opened(SpecialistUse::All), [true; 3]);
+        assert_eq!(opened(SpecialistUse::Off), [false; 3]);
+        // The router's own choice reports its gates against the threshold.
+        let annotator = Annotator::builder(dir).build().unwrap();
+        let routed = annotator.annotate(&table).unwrap();
+        for gate in &routed.router {
+            assert_eq!(gate.active, gate.gate > 0.5, "{gate:?}");
         }
     }
 

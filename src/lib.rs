@@ -65,3 +65,4 @@ pub use colswarm_train as train;
 mod annotator;
 
 pub use annotator::{Annotator, AnnotatorBuilder};
+pub use colswarm_train::predict::SpecialistUse;

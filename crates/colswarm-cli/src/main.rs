@@ -15,7 +15,9 @@ use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_train::baseline::{BaselineConfig, BaselineKind, evaluate_baseline, train_baseline};
 use colswarm_train::eval::{EvalOptions, default_task, evaluate};
 use colswarm_train::parl::{ParlConfig, train_router};
-use colswarm_train::predict::{AnnotateOptions, Model, SerializeSettings, TableAnnotation};
+use colswarm_train::predict::{
+    AnnotateOptions, Model, SerializeSettings, SpecialistUse, TableAnnotation,
+};
 use colswarm_train::supervised::{
     LrDecay, NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
 };
@@ -465,7 +467,7 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
         task,
         namespace: args.namespace.clone(),
         batch_size: args.batch_size,
-        use_specialists: !args.no_specialists,
+        specialists: specialist_use(args.no_specialists),
         progress: !args.json,
     };
     let report = evaluate(&model, &data.tables, args.format, &options)?;
@@ -534,7 +536,7 @@ fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         cta_namespaces: args.namespace.clone(),
         top_k: args.top_k,
         batch_size: args.batch_size,
-        use_specialists: !args.no_specialists,
+        specialists: specialist_use(args.no_specialists),
         ..AnnotateOptions::default()
     };
     let stdout = std::io::stdout();
@@ -709,13 +711,23 @@ fn cmd_bench(args: BenchArgs) -> Result<()> {
     let model = load_model(&args.model)?;
     let tables = read_inputs(&args.inputs, false)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
-    for use_specialists in [false, true] {
+    let runs = [
+        (SpecialistUse::Off, "primary alone"),
+        (SpecialistUse::Router, "with specialists (router decides)"),
+        (SpecialistUse::All, "with every specialist on every table"),
+    ];
+    for (specialists, name) in runs {
         let options = AnnotateOptions {
             batch_size: args.batch_size,
-            use_specialists,
+            specialists,
             ..AnnotateOptions::default()
         };
-        model.annotate(&tables, &options)?; // warm-up
+        let warm_up = model.annotate(&tables, &options)?;
+        let gates: usize = warm_up.iter().map(|a| a.router.len()).sum();
+        let active: usize = warm_up
+            .iter()
+            .map(|a| a.router.iter().filter(|g| g.active).count())
+            .sum();
         let mut seconds = Vec::new();
         for _ in 0..args.repeat.max(1) {
             let start = Instant::now();
@@ -725,12 +737,7 @@ fn cmd_bench(args: BenchArgs) -> Result<()> {
         seconds.sort_by(f64::total_cmp);
         let median = seconds[seconds.len() / 2];
         println!(
-            "{}: {} tables, {} columns, median {:.3} s over {} runs = {:.0} columns/s",
-            if use_specialists {
-                "with specialists"
-            } else {
-                "primary alone"
-            },
+            "{name}: {} tables, {} columns, {active} of {gates} (table, specialist) pairs active, median {:.3} s over {} runs = {:.0} columns/s",
             tables.len(),
             columns,
             median,
@@ -739,6 +746,15 @@ fn cmd_bench(args: BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--no-specialists` runs the primary alone; otherwise the router decides.
+fn specialist_use(no_specialists: bool) -> SpecialistUse {
+    if no_specialists {
+        SpecialistUse::Off
+    } else {
+        SpecialistUse::Router
+    }
 }
 
 fn cmd_baseline(args: BaselineArgs) -> Result<()> {

@@ -12,7 +12,7 @@ use crate::error::TrainError;
 use crate::examples::{Columns, Example};
 use crate::labels::{Namespace, Task};
 use crate::metrics::{F1Report, Scored, f1_report};
-use crate::predict::{Model, Outputs, decode, namespace_probs};
+use crate::predict::{Model, Outputs, SpecialistUse, decode, namespace_probs};
 use crate::progress::Progress;
 
 /// What to score.
@@ -24,8 +24,8 @@ pub struct EvalOptions {
     pub namespace: Option<String>,
     /// Tables per forward pass.
     pub batch_size: usize,
-    /// `false` scores the primary alone.
-    pub use_specialists: bool,
+    /// Which specialists read the tables (default: the router's choice).
+    pub specialists: SpecialistUse,
     /// Print a progress line.
     pub progress: bool,
 }
@@ -41,7 +41,7 @@ pub struct EvalReport {
     pub n_tables: usize,
     /// Targets scored (columns for CTA, column pairs for CPA).
     pub n_columns: usize,
-    /// Whether specialists were allowed.
+    /// Whether specialists were allowed (the router's choice or all of them).
     pub use_specialists: bool,
     /// Mean fraction of specialists activated per table.
     pub activation_rate: f64,
@@ -130,7 +130,7 @@ pub fn evaluate(
             })
             .collect();
         let start = Instant::now();
-        let out = model.forward(&refs, options.use_specialists)?;
+        let out = model.forward(&refs, options.specialists)?;
         let outputs = Outputs::new(model, &out, &refs, &subjects);
         seconds += start.elapsed().as_secs_f64();
         for row in &outputs.gates {
@@ -188,7 +188,7 @@ pub fn evaluate(
         namespace: namespace.name.clone(),
         n_tables: tables.len(),
         n_columns: scored.len(),
-        use_specialists: options.use_specialists,
+        use_specialists: options.specialists != SpecialistUse::Off,
         activation_rate: if gates == 0 {
             0.0
         } else {

@@ -167,8 +167,21 @@ pub struct AnnotateOptions {
     pub top_k: usize,
     /// Tables per forward pass.
     pub batch_size: usize,
-    /// `false` runs the primary alone (no specialist is activated).
-    pub use_specialists: bool,
+    /// Which specialists read the tables (default: the router's choice).
+    pub specialists: SpecialistUse,
+}
+
+/// Which specialists read the tables at inference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpecialistUse {
+    /// Those whose gate is above the router's threshold.
+    #[default]
+    Router,
+    /// None: the primary alone.
+    Off,
+    /// Every specialist on every table, whatever the router says (the swarm's full cost, for
+    /// benchmarks).
+    All,
 }
 
 impl Default for AnnotateOptions {
@@ -178,7 +191,7 @@ impl Default for AnnotateOptions {
             cpa_namespaces: Vec::new(),
             top_k: 3,
             batch_size: 16,
-            use_specialists: true,
+            specialists: SpecialistUse::Router,
         }
     }
 }
@@ -295,7 +308,7 @@ impl Model {
         for chunk in tables.chunks(options.batch_size.max(1)) {
             let examples = self.encode(chunk, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
-            let out = self.forward(&refs, options.use_specialists)?;
+            let out = self.forward(&refs, options.specialists)?;
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
             let outputs = Outputs::new(self, &out, &refs, &subjects);
             for (b, table) in chunk.iter().enumerate() {
@@ -327,20 +340,18 @@ impl Model {
             .collect()
     }
 
-    /// One forward pass at inference (threshold routing, or no specialist at all).
+    /// One forward pass at inference.
     pub fn forward(
         &self,
         examples: &[&Example],
-        use_specialists: bool,
+        specialists: SpecialistUse,
     ) -> Result<SwarmOutput, TrainError> {
         let batch = to_batch(examples);
-        let routing: Routing<'_, ChaCha8Rng> = if use_specialists {
-            Routing::Threshold
-        } else {
-            Routing::Fixed(vec![
-                vec![false; self.swarm.specialists.len()];
-                examples.len()
-            ])
+        let every = |on: bool| vec![vec![on; self.swarm.specialists.len()]; examples.len()];
+        let routing: Routing<'_, ChaCha8Rng> = match specialists {
+            SpecialistUse::Router => Routing::Threshold,
+            SpecialistUse::Off => Routing::Fixed(every(false)),
+            SpecialistUse::All => Routing::Fixed(every(true)),
         };
         Ok(self.swarm.forward(&batch, routing)?)
     }

@@ -45,7 +45,7 @@ use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
 use crate::examples::{Columns, Example, encode, ngram_config, to_batch};
 use crate::labels::{LabelSpace, Task};
 use crate::param_ids::renumber;
-use crate::predict::{Model, SerializeSettings, save_model_extras};
+use crate::predict::{Model, SerializeSettings, SpecialistUse, save_model_extras};
 use crate::progress::{Progress, format_duration};
 use crate::run_dir::{RunDir, RunState};
 
@@ -749,7 +749,7 @@ pub fn dev_reports(
                 task: default_task(spec.format, &data.tables),
                 namespace: Some(spec.namespace.clone()),
                 batch_size,
-                use_specialists: true,
+                specialists: SpecialistUse::Router,
                 progress: false,
             };
             evaluate(&model, &data.tables, spec.format, &options)
