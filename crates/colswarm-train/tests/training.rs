@@ -63,6 +63,15 @@ fn tiny(dir: &Path) -> TrainConfig {
     }
 }
 
+/// [`tiny`] cut to one epoch of three tables.
+fn quick(dir: &Path) -> TrainConfig {
+    TrainConfig {
+        epochs: 1,
+        max_tables: 3,
+        ..tiny(dir)
+    }
+}
+
 fn last_checkpoint(run: &Path) -> PathBuf {
     let mut all: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
         .unwrap()
@@ -198,9 +207,7 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 #[test]
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tiny(dir.path());
-    config.epochs = 1;
-    config.max_tables = 3;
+    let mut config = quick(dir.path());
     config.ngram_buckets = 0;
     let norm = |run: &Path| {
         let model =
@@ -228,9 +235,7 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
 #[test]
 fn column_dropout_changes_the_training_loss() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tiny(dir.path());
-    config.epochs = 1;
-    config.max_tables = 3;
+    let mut config = quick(dir.path());
     let plain = dir.path().join("plain");
     train_quietly(&config, &plain).unwrap();
     config.column_dropout = 0.5;
@@ -243,9 +248,7 @@ fn column_dropout_changes_the_training_loss() {
 #[test]
 fn a_different_configuration_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = tiny(dir.path());
-    config.epochs = 1;
-    config.max_tables = 3;
+    let mut config = quick(dir.path());
     let run = dir.path().join("run");
     train_quietly(&config, &run).unwrap();
     config.learning_rate *= 2.0;
