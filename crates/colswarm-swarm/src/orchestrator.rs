@@ -546,17 +546,34 @@ impl Swarm {
         batch: &TableBatch,
         routing: Routing<'_, R>,
     ) -> Result<SwarmOutput, SwarmError> {
-        batch.validate()?;
-        let read = self.orchestrator.read_tables(batch)?;
-        Ok(self.forward_from(batch, &read, routing))
+        self.forward_masked(batch, routing, None)
     }
 
-    /// Stages 2–4 from a primary read (PARL rollouts share one read).
+    /// The whole forward pass, the column representations multiplied by `column_mask` before
+    /// the heads read them (training's column dropout; `None` is [`Self::forward`]).
+    ///
+    /// # Shapes
+    ///
+    /// - `column_mask`: `[columns, d_model]` in [`TableBatch::column_rows`] order
+    pub fn forward_masked<R: Rng>(
+        &self,
+        batch: &TableBatch,
+        routing: Routing<'_, R>,
+        column_mask: Option<Tensor<2>>,
+    ) -> Result<SwarmOutput, SwarmError> {
+        batch.validate()?;
+        let read = self.orchestrator.read_tables(batch)?;
+        Ok(self.forward_from(batch, &read, routing, column_mask))
+    }
+
+    /// Stages 2–4 from a primary read, with an optional column mask as in
+    /// [`Self::forward_masked`].
     pub fn forward_from<R: Rng>(
         &self,
         batch: &TableBatch,
         read: &TableRead,
         routing: Routing<'_, R>,
+        column_mask: Option<Tensor<2>>,
     ) -> SwarmOutput {
         let router = &self.orchestrator.router;
         let decision = match routing {
@@ -567,7 +584,10 @@ impl Swarm {
         let specialists = self.run_specialists(batch, &decision.active);
         let start = Instant::now();
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
-        let columns = self.orchestrator.columns(&fused, batch, read);
+        let mut columns = self.orchestrator.columns(&fused, batch, read);
+        if let Some(mask) = column_mask {
+            columns = columns * mask;
+        }
         let answer_secs = start.elapsed().as_secs_f64();
         let query_tokens = batch
             .queries

@@ -950,15 +950,16 @@ fn shard_step(
     } = input;
     let swarm = Swarm::new(replica.clone(), specialists)?;
     let tables = to_batch(examples);
-    let mut out = swarm.forward(&tables, Routing::Sample(&mut routing))?;
-    if let Some(draw) = dropout {
-        let [_, d_model] = out.columns.dims();
+    // Both heads read the dropped-out columns (CPA reads `out.columns` in the loss).
+    let column_mask = dropout.map(|draw| {
         let columns_per_table: Vec<usize> = tables.queries.iter().map(Vec::len).collect();
-        let mask = draw.mask(&columns_per_table, d_model, &out.columns.device());
-        // The heads read the dropped-out columns; CPA reads `out.columns` in the loss.
-        out.columns = out.columns * mask;
-        out.cta_logits = replica.cta.forward(out.columns.clone());
-    }
+        draw.mask(
+            &columns_per_table,
+            replica.primary.d_model(),
+            &replica.device(),
+        )
+    });
+    let out = swarm.forward_masked(&tables, Routing::Sample(&mut routing), column_mask)?;
     let losses = shard_loss(replica, space, examples, &out, cpa_weight, batch)
         .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
     let report = ShardReport {
