@@ -5,7 +5,8 @@
 //! T ∈ {128, 512, 2048}. The WKV-7 throughput is reported in FLOP/s of the forward
 //! recurrence (9·N² per head per token). The reference's forward+backward at T = 2048 takes
 //! minutes per iteration (burn's O(T²) backward of per-step slices) and only runs with
-//! `COLSWARM_BENCH_SLOW=1`. Results: BENCHMARKS.md, "Kernels".
+//! `COLSWARM_BENCH_SLOW=1`. With `--features wgpu`, a `cube` group times the CubeCL kernels
+//! on wgpu's default adapter. Results: BENCHMARKS.md, "Kernels".
 
 use std::time::Duration;
 
@@ -153,11 +154,64 @@ fn fuse_states(c: &mut Criterion) {
     group.finish();
 }
 
+/// The CubeCL kernels against the reference on the same CubeCL device (wgpu's default
+/// adapter), with that device's fp32 matmul as the yardstick. Built with `--features wgpu`;
+/// on Mesa's lavapipe (no GPU) the timings say nothing about a GPU.
+#[cfg(feature = "wgpu")]
+fn cube(c: &mut Criterion) {
+    let device = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+    let mut group = c.benchmark_group("cube");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1));
+    let m = 1024;
+    let a = Tensor::<2>::random([m, m], Distribution::Default, &device);
+    group.throughput(Throughput::Elements(2 * (m * m * m) as u64));
+    group.bench_function("fp32_matmul_1024", |bench| {
+        bench.iter(|| a.clone().matmul(a.clone()).into_data())
+    });
+    for time in TIMES {
+        group.throughput(Throughput::Elements(wkv7_flops(time)));
+        let x = inputs(time, &device);
+        for imp in [KernelImpl::Reference, KernelImpl::Fused] {
+            if imp == KernelImpl::Reference && time > 512 && !slow_enabled() {
+                continue;
+            }
+            let id = BenchmarkId::new(format!("wkv7_forward_{}", name(imp)), time);
+            group.bench_with_input(id, &x, |bench, x| {
+                bench.iter(|| {
+                    let (y, s) = run(imp, x.clone());
+                    (y.into_data(), s.into_data())
+                })
+            });
+        }
+        let x = inputs(time, &device.clone().autodiff());
+        let id = BenchmarkId::new("wkv7_forward_backward_fused", time);
+        group.bench_with_input(id, &x, |bench, x| {
+            bench.iter(|| {
+                let x = x.clone().map(|t| t.detach().require_grad());
+                let (y, s) = run(KernelImpl::Fused, x.clone());
+                let grads = (y.sum() + s.sum()).backward();
+                x.map(|t| t.grad(&grads).map(|g| g.into_data()))
+            })
+        });
+    }
+    group.finish();
+}
+
+#[cfg(not(feature = "wgpu"))]
 criterion_group!(
     benches,
     matmul,
     wkv7_forward,
     wkv7_forward_backward,
     fuse_states
+);
+#[cfg(feature = "wgpu")]
+criterion_group!(
+    benches,
+    matmul,
+    wkv7_forward,
+    wkv7_forward_backward,
+    fuse_states,
+    cube
 );
 criterion_main!(benches);

@@ -12,10 +12,11 @@ use burn::tensor::{DType, Device};
 pub enum KernelImpl {
     /// Burn tensor ops: runs on every backend and device, differentiable through autodiff.
     Reference,
-    /// The fused CPU kernel, parallel over `(batch, head)` on rayon's thread pool, with a
-    /// hand-written backward under autodiff. Flex devices (plain or autodiff), `f32` only.
+    /// The fused kernel of the device's backend, with a hand-written backward under autodiff,
+    /// `f32` only: on Flex the CPU kernel, parallel over `(batch, head)` on rayon's thread
+    /// pool; on a CubeCL device (features `wgpu`/`cuda`) the CubeCL kernel.
     Fused,
-    /// [`KernelImpl::Fused`] on the calling thread only.
+    /// The fused CPU kernel on the calling thread only (Flex devices).
     FusedSerial,
 }
 
@@ -33,7 +34,11 @@ impl KernelImpl {
     pub fn is_available(self, device: &Device, dtype: DType) -> bool {
         match self {
             Self::Reference => true,
-            Self::Fused | Self::FusedSerial => dtype == DType::F32 && is_flex(device.as_dispatch()),
+            Self::Fused => {
+                dtype == DType::F32
+                    && (is_flex(device.as_dispatch()) || is_cube(device.as_dispatch()))
+            }
+            Self::FusedSerial => dtype == DType::F32 && is_flex(device.as_dispatch()),
         }
     }
 
@@ -49,6 +54,18 @@ fn is_flex(device: &DispatchDevice) -> bool {
     match device {
         DispatchDevice::Flex(_) => true,
         DispatchDevice::Autodiff(inner) => is_flex(inner),
+        _ => false,
+    }
+}
+
+/// A CubeCL device (wgpu, CUDA, ...), possibly wrapped in autodiff, when this crate was built
+/// with its CubeCL kernels.
+fn is_cube(device: &DispatchDevice) -> bool {
+    #[allow(unreachable_patterns)]
+    match device {
+        #[cfg(feature = "cube")]
+        DispatchDevice::Cube(_) => true,
+        DispatchDevice::Autodiff(inner) => is_cube(inner),
         _ => false,
     }
 }

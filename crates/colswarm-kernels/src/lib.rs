@@ -8,8 +8,9 @@
 //!
 //! The fused ops are burn backend extensions ([`Wkv7Backend`], [`FuseStatesBackend`]): a
 //! trait over `Backend` implemented for `Flex` (plain Rust over contiguous slices, vectorised
-//! for AVX-512/AVX2 chosen at run time, parallel over `(batch, head)` with rayon) and for
-//! `Autodiff<B, C>` (one graph node with its own backward).
+//! for AVX-512/AVX2 chosen at run time, parallel over `(batch, head)` with rayon), for burn's
+//! CubeCL backend with the `wgpu` or `cuda` feature (CubeCL kernels, one source for every
+//! CubeCL runtime), and for `Autodiff<B, C>` (one graph node with its own backward).
 //!
 //! # Conventions (used everywhere in colswarm)
 //!

@@ -4,6 +4,13 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// The device the CubeCL kernels are tested on: wgpu's default adapter (in CI, Mesa's
+/// lavapipe, which implements Vulkan on the CPU).
+#[cfg(feature = "wgpu")]
+pub(crate) fn cube_device() -> Device {
+    Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)
+}
+
 /// A seeded generator, so every failure is reproducible.
 pub(crate) fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)

@@ -15,9 +15,10 @@ use super::cpu::{self, Dims};
 /// State fusion as a backend operation (the extension behind [`fuse_states`](super::fuse_states)).
 ///
 /// The default body is the reference in primitive ops; [`Flex`] overrides it with the fused
-/// CPU kernel, and `Autodiff<B, C>` with a custom backward for any `B` that implements
+/// CPU kernel, burn's CubeCL backend (features `wgpu`, `cuda`) with CubeCL kernels, and
+/// `Autodiff<B, C>` with a custom backward for any `B` that implements
 /// [`FuseStatesTrainBackend`].
-#[backend_extension(Flex, Autodiff)]
+#[backend_extension(Flex, Autodiff, Cube: cfg(feature = "cube"))]
 pub trait FuseStatesBackend: Backend {
     /// `Σ_agents weights · states`; `parallel` lets an implementation use several threads.
     ///

@@ -5,11 +5,14 @@
 //! Because the WKV update is affine in the state, a convex combination of states commutes with
 //! later steps of the same model (rwkv.md §9.4).
 //!
-//! Implementations: [`fuse_states_reference`] (tensor ops, every backend) and a fused CPU
-//! kernel for Flex through the [`FuseStatesBackend`] extension, with its own backward.
+//! Implementations: [`fuse_states_reference`] (tensor ops, every backend), a fused CPU kernel
+//! for Flex and, with the `wgpu` or `cuda` feature, CubeCL kernels, through the
+//! [`FuseStatesBackend`] extension, each with its own backward.
 
 mod backend;
 mod cpu;
+#[cfg(feature = "cube")]
+mod cube;
 
 pub use backend::{FuseStatesBackend, FuseStatesTrainBackend};
 

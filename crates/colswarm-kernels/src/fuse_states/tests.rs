@@ -11,6 +11,16 @@ const TOL: f32 = 1e-5;
 /// Runs `imp` on seeded inputs of `shape` (`[batch, agents, heads, value, key]`) and returns
 /// the fused states and the gradients of `Σ fused ⊙ C` w.r.t. states and weights.
 fn run(imp: KernelImpl, shape: [usize; 5], seed: u64) -> (Tensor<4>, Tensor<5>, Tensor<3>) {
+    run_on(&Device::flex(), imp, shape, seed)
+}
+
+/// As [`run`], on `device` (+ autodiff).
+fn run_on(
+    device: &Device,
+    imp: KernelImpl,
+    shape: [usize; 5],
+    seed: u64,
+) -> (Tensor<4>, Tensor<5>, Tensor<3>) {
     let [batch, agents, heads, value, key] = shape;
     let mut rng = rng(seed);
     let states = uniform(&mut rng, shape.iter().product(), -2.0, 2.0);
@@ -23,7 +33,7 @@ fn run(imp: KernelImpl, shape: [usize; 5], seed: u64) -> (Tensor<4>, Tensor<5>, 
     }
     let c = uniform(&mut rng, batch * heads * value * key, -1.0, 1.0);
 
-    let device = Device::flex().autodiff();
+    let device = device.clone().autodiff();
     let states = tensor(states, shape, &device).require_grad();
     let weights = tensor(weights, [batch, agents, heads], &device).require_grad();
     let fused = fuse_states_with(imp, states.clone(), weights.clone());
@@ -86,4 +96,28 @@ fn mismatched_weights_panic() {
         Tensor::zeros([1, 2, 3, 4, 4], &device),
         Tensor::zeros([1, 3, 2], &device),
     );
+}
+
+/// The CubeCL kernels (features `wgpu` / `cuda`) against the reference run on Flex.
+#[cfg(feature = "cube")]
+#[test]
+fn cube_matches_reference_with_gradients() {
+    let device = crate::testing::cube_device();
+    let shapes = [
+        [1, 1, 1, 8, 8],
+        [2, 3, 4, 16, 16],
+        [3, 5, 2, 64, 64],
+        [1, 4, 3, 5, 7],
+        [1, 2, 1, 3, 3],
+    ];
+    for (seed, shape) in shapes.into_iter().enumerate() {
+        let seed = 50 + seed as u64;
+        let (f_ref, ds_ref, dw_ref) = run(KernelImpl::Reference, shape, seed);
+        let (f, ds, dw) = run_on(&device, KernelImpl::Fused, shape, seed);
+        let errors = [rel_err(f, f_ref), rel_err(ds, ds_ref), rel_err(dw, dw_ref)];
+        assert!(
+            errors.iter().all(|e| *e <= TOL),
+            "cube {shape:?}: errors {errors:?}"
+        );
+    }
 }

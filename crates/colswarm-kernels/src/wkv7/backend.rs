@@ -23,9 +23,10 @@ use super::cpu::{self, Dims, Inputs};
 /// The WKV-7 recurrence as a backend operation (the extension behind [`wkv7`](super::wkv7)).
 ///
 /// The default body is the reference in primitive ops ([`wkv7_reference`](super::wkv7_reference));
-/// [`Flex`] overrides it with the fused CPU kernel, and `Autodiff<B, C>` with a custom backward
-/// for any `B` that implements [`Wkv7TrainBackend`].
-#[backend_extension(Flex, Autodiff)]
+/// [`Flex`] overrides it with the fused CPU kernel, burn's CubeCL backend (features `wgpu`,
+/// `cuda`) with the CubeCL kernel, and `Autodiff<B, C>` with a custom backward for any `B` that
+/// implements [`Wkv7TrainBackend`].
+#[backend_extension(Flex, Autodiff, Cube: cfg(feature = "cube"))]
 pub trait Wkv7Backend: Backend {
     /// Runs the recurrence; `parallel` lets an implementation use several threads.
     ///
@@ -52,7 +53,8 @@ pub trait Wkv7Backend: Backend {
 pub trait Wkv7TrainBackend: Wkv7Backend {
     /// Forward for training: returns `y` and the final state packed flat into one tensor
     /// (`[batch·time·heads·n + batch·heads·n·n]`), and, if `checkpoint`, the state at the start
-    /// of every chunk of 16 steps (`[batch, heads, ⌈time/16⌉, n, n]`; otherwise empty).
+    /// of every chunk of 16 steps (`[batch, heads, ⌈time/16⌉, n, n]`; otherwise a placeholder
+    /// that callers ignore).
     fn wkv7_forward_train(
         r: FloatTensor<Self>,
         log_w: FloatTensor<Self>,

@@ -11,14 +11,18 @@
 //! In RWKV-7, `a = −κ̂` (the negated, L2-normalised removal key), `b = κ̂ ⊙ a_icl` (removal key
 //! times the in-context learning rate) and `k` is the replacement key.
 //!
-//! Implementations: [`wkv7_reference`] (tensor ops, every backend) and a fused CPU kernel for
-//! Flex (`cpu.rs`, with a checkpoint-and-recompute backward) reached through the
-//! [`Wkv7Backend`] backend extension. [`wkv7`] picks the fastest; [`wkv7_with`] picks one.
+//! Implementations: [`wkv7_reference`] (tensor ops, every backend), a fused CPU kernel for
+//! Flex (`cpu.rs`, with a checkpoint-and-recompute backward) and, with the `wgpu` or `cuda`
+//! feature, CubeCL kernels for burn's CubeCL backend (`cube.rs`, the same scheme), reached
+//! through the [`Wkv7Backend`] backend extension. [`wkv7`] picks the fastest; [`wkv7_with`]
+//! picks one.
 
 // Every signature of the op carries its seven tensors plus a flag or two.
 #[allow(clippy::too_many_arguments)]
 mod backend;
 mod cpu;
+#[cfg(feature = "cube")]
+mod cube;
 mod reference;
 #[cfg(test)]
 mod tests;

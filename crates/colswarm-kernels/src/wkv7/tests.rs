@@ -89,12 +89,22 @@ impl Case {
 
     /// `(y, final_state)` on plain Flex.
     fn forward(&self, imp: KernelImpl) -> (Tensor<4>, Tensor<4>) {
-        self.run(imp, self.inputs(&Device::flex(), false))
+        self.forward_on(&Device::flex(), imp)
+    }
+
+    /// `(y, final_state)` on `device`.
+    fn forward_on(&self, device: &Device, imp: KernelImpl) -> (Tensor<4>, Tensor<4>) {
+        self.run(imp, self.inputs(device, false))
     }
 
     /// Gradients of `Σ y ⊙ C_y + Σ S_T ⊙ C_S` w.r.t. the seven inputs, on Flex + autodiff.
     fn gradients(&self, imp: KernelImpl) -> [Tensor<4>; 7] {
-        let device = Device::flex().autodiff();
+        self.gradients_on(&Device::flex(), imp)
+    }
+
+    /// As [`Case::gradients`], on `device` + autodiff.
+    fn gradients_on(&self, device: &Device, imp: KernelImpl) -> [Tensor<4>; 7] {
+        let device = device.clone().autodiff();
         let inputs = self.inputs(&device, true);
         let (y, state) = self.run(imp, inputs.clone());
         let loss = (y * tensor(self.c_y.clone(), self.shape, &device)).sum()
@@ -283,4 +293,109 @@ fn mismatched_sequence_panics() {
     let [r, log_w, _, v, a, b, state] = case.inputs(&Device::flex(), false);
     let k = Tensor::<4>::zeros([1, 5, 2, 8], &Device::flex());
     let _ = wkv7_with(KernelImpl::Fused, r, log_w, k, v, a, b, state);
+}
+
+/// The CubeCL kernel (features `wgpu` / `cuda`) against the reference run on Flex, on the
+/// same inputs. In CI this runs on Mesa's lavapipe (software Vulkan).
+#[cfg(feature = "cube")]
+mod cube {
+    use super::*;
+    use crate::testing::cube_device;
+
+    fn assert_cube_parity(case: &Case, gradients: bool) {
+        let device = cube_device();
+        let (y_ref, s_ref) = case.forward(KernelImpl::Reference);
+        let (y, s) = case.forward_on(&device, KernelImpl::Fused);
+        let (ey, es) = (rel_err(y, y_ref), rel_err(s, s_ref));
+        assert!(
+            ey <= TOL && es <= TOL,
+            "cube {:?}: y error {ey:e}, state error {es:e}",
+            case.shape
+        );
+        if gradients {
+            let reference = case.gradients(KernelImpl::Reference);
+            let fused = case.gradients_on(&device, KernelImpl::Fused);
+            for ((name, g), g_ref) in NAMES.iter().zip(fused).zip(reference) {
+                let e = rel_err(g, g_ref);
+                assert!(e <= TOL, "cube {:?}: d{name} error {e:e}", case.shape);
+            }
+        }
+    }
+
+    #[test]
+    fn fused_is_the_default_on_a_cube_device() {
+        let device = cube_device();
+        assert_eq!(
+            KernelImpl::fastest(&device, burn::tensor::DType::F32),
+            KernelImpl::Fused
+        );
+        assert!(!KernelImpl::FusedSerial.is_available(&device, burn::tensor::DType::F32));
+    }
+
+    #[test]
+    fn cube_forward_and_gradients_match_reference() {
+        for (seed, shape) in SHAPES.into_iter().enumerate() {
+            assert_cube_parity(&Case::realistic(1100 + seed as u64, shape), true);
+        }
+    }
+
+    /// Many chunks at the model's head size, with a partial last chunk.
+    #[test]
+    fn cube_gradients_over_many_chunks() {
+        assert_cube_parity(&Case::realistic(1200, [2, 70, 2, 64]), true);
+    }
+
+    /// A sequence long enough that an un-unrolled inner loop would pass lavapipe's cap on
+    /// shader loop iterations (~65 k).
+    #[test]
+    fn cube_long_sequence() {
+        assert_cube_parity(&Case::realistic(1300, [1, 1100, 1, 64]), false);
+        assert_cube_parity(&Case::realistic(1301, [1, 300, 1, 64]), true);
+    }
+
+    #[test]
+    fn cube_decay_at_its_bounds() {
+        for (seed, (lo, hi)) in [(LOG_W_MIN, LOG_W_MIN + 1e-6), (-1e-6, 0.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let case = Case::random(&mut rng(1400 + seed as u64), [2, 48, 2, 64], lo, hi);
+            assert_cube_parity(&case, true);
+        }
+    }
+
+    /// Strided views are made contiguous before the launch; the wrapper `wkv7` picks the
+    /// kernel by itself.
+    #[test]
+    fn cube_strided_inputs_through_the_default_entry_point() {
+        let case = Case::realistic(1500, [2, 18, 3, 16]);
+        let device = cube_device();
+        let [r, log_w, k, v, a, b, state] = case.inputs(&device, false);
+        let strided = |x: Tensor<4>| {
+            Tensor::<4>::from_data(x.swap_dims(1, 2).into_data(), &device).swap_dims(1, 2)
+        };
+        let (y, s) = wkv7(
+            strided(r),
+            strided(log_w),
+            strided(k),
+            strided(v),
+            strided(a),
+            strided(b),
+            state,
+        );
+        let (y_ref, s_ref) = case.forward(KernelImpl::Reference);
+        assert!(rel_err(y, y_ref) <= TOL && rel_err(s, s_ref) <= TOL);
+    }
+
+    /// An autodiff device with nothing tracked runs the untracked forward.
+    #[test]
+    fn cube_untracked_on_an_autodiff_device() {
+        let case = Case::realistic(1600, [2, 19, 2, 16]);
+        let (y_ref, s_ref) = case.forward(KernelImpl::Reference);
+        let (y, s) = case.run(
+            KernelImpl::Fused,
+            case.inputs(&cube_device().autodiff(), false),
+        );
+        assert!(rel_err(y, y_ref) <= TOL && rel_err(s, s_ref) <= TOL);
+    }
 }
