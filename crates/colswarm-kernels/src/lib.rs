@@ -24,6 +24,8 @@
 #![warn(missing_docs)]
 
 mod cpu;
+#[cfg(feature = "cube")]
+mod cube;
 pub mod fuse_states;
 mod implementation;
 mod simd;

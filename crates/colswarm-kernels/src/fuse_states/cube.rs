@@ -10,12 +10,12 @@ use burn::backend::cubecl::dtype_to_storage_type;
 use burn::tensor::Shape;
 use burn_cubecl::CubeBackend;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::{empty_device_dtype, full_device_dtype};
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::calculate_cube_count_elemwise;
 use cubecl::prelude::*;
 
 use super::backend::{FuseStatesBackend, FuseStatesTrainBackend};
+use crate::cube::output;
 
 /// Units per cube of the element-wise kernels, and of the `d_weights` reduction (a power of two).
 const UNITS: u32 = 256;
@@ -105,18 +105,6 @@ fn fuse_grad_weights_kernel<F: Float>(
             total += sums[other];
         }
         d_weights[bah] = total;
-    }
-}
-
-/// A new uninitialised tensor of `shape` on `like`'s device; NaN-filled in debug builds so
-/// that an element a kernel misses fails the parity tests.
-fn output(like: &CubeTensor, shape: Shape) -> CubeTensor {
-    let (client, device, dtype) = (like.client.clone(), like.device.clone(), like.dtype);
-    if cfg!(debug_assertions) {
-        let nan = InputScalar::new(f32::NAN, dtype_to_storage_type(dtype));
-        full_device_dtype(client, shape, device, nan, dtype)
-    } else {
-        empty_device_dtype(client, device, shape, dtype)
     }
 }
 

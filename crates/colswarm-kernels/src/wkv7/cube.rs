@@ -35,12 +35,13 @@ use burn::backend::ops::FloatTensorOps;
 use burn::tensor::{Shape, Slice};
 use burn_cubecl::CubeBackend;
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::{empty_device_dtype, full_device_dtype};
+use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
 use super::backend::{Wkv7Backend, Wkv7TrainBackend};
-use super::cpu::CHECKPOINT_INTERVAL;
+use super::cpu::{CHECKPOINT_INTERVAL, Dims};
+use crate::cube::output;
 
 /// Largest head size whose backward loops are unrolled. Beyond it the unrolled shader is large
 /// enough that Mesa's lavapipe takes minutes to compile it (N = 128: ~10 min), and the state
@@ -325,73 +326,33 @@ fn wkv7_backward_kernel<F: Float>(
 }
 
 /// Sizes of one call, read from `r`'s shape.
-#[derive(Clone, Copy, Debug)]
-struct Dims {
-    batch: usize,
-    time: usize,
-    heads: usize,
-    n: usize,
-}
-
-impl Dims {
-    fn of(r: &CubeTensor) -> Self {
-        let [batch, time, heads, n] = super::dims4(&r.shape());
-        Self {
-            batch,
-            time,
-            heads,
-            n,
-        }
-    }
-
-    fn seq_len(&self) -> usize {
-        self.batch * self.time * self.heads * self.n
-    }
-
-    fn state_len(&self) -> usize {
-        self.batch * self.heads * self.n * self.n
-    }
-
-    fn chunks(&self) -> usize {
-        self.time.div_ceil(CHECKPOINT_INTERVAL)
-    }
-
-    /// No kernel launch at all: an empty grid is not a valid dispatch on every runtime.
-    fn is_degenerate(&self) -> bool {
-        self.batch * self.time * self.heads * self.n == 0
-    }
-
-    /// One cube per `(head, batch)`, one unit per value row.
-    fn launch_shape(&self, tensor: &CubeTensor) -> (CubeCount, CubeDim) {
-        let max_units = tensor.client.properties().hardware.max_units_per_cube;
-        assert!(
-            self.n <= max_units as usize,
-            "fused wkv7: head size {} exceeds this device's {max_units} units per cube",
-            self.n
-        );
-        let (heads, batch) = (self.heads as u32, self.batch as u32);
-        assert!(
-            heads <= u16::MAX as u32 && batch <= u16::MAX as u32,
-            "fused wkv7: batch {batch} or heads {heads} exceed the 65535 cubes per grid axis"
-        );
-        (
-            CubeCount::Static(heads, batch, 1),
-            CubeDim::new_1d(self.n as u32),
-        )
+fn dims_of(r: &CubeTensor) -> Dims {
+    let [batch, time, heads, n] = super::dims4(&r.shape());
+    Dims {
+        batch,
+        time,
+        heads,
+        n,
     }
 }
 
-/// A new `[len]` tensor on `like`'s device. In debug builds it is NaN-filled, so an element a
-/// kernel fails to write shows up in the parity tests.
-fn output(like: &CubeTensor, len: usize) -> CubeTensor {
-    let (client, device, dtype) = (like.client.clone(), like.device.clone(), like.dtype);
-    let shape = Shape::new([len.max(1)]);
-    if cfg!(debug_assertions) {
-        let nan = InputScalar::new(f32::NAN, dtype_to_storage_type(dtype));
-        full_device_dtype(client, shape, device, nan, dtype)
-    } else {
-        empty_device_dtype(client, device, shape, dtype)
-    }
+/// One cube per `(head, batch)`, one unit per value row.
+fn launch_shape(d: &Dims, tensor: &CubeTensor) -> (CubeCount, CubeDim) {
+    let max_units = tensor.client.properties().hardware.max_units_per_cube;
+    assert!(
+        d.n <= max_units as usize,
+        "fused wkv7: head size {} exceeds this device's {max_units} units per cube",
+        d.n
+    );
+    let (heads, batch) = (d.heads as u32, d.batch as u32);
+    assert!(
+        heads <= u16::MAX as u32 && batch <= u16::MAX as u32,
+        "fused wkv7: batch {batch} or heads {heads} exceed the 65535 cubes per grid axis"
+    );
+    (
+        CubeCount::Static(heads, batch, 1),
+        CubeDim::new_1d(d.n as u32),
+    )
 }
 
 /// Runs the forward kernel; returns the packed `[y, final state]` and the checkpoints (a
@@ -408,20 +369,20 @@ fn forward(
     save_checkpoints: bool,
 ) -> (CubeTensor, CubeTensor) {
     let [r, log_w, k, v, a, b, state] = [r, log_w, k, v, a, b, state].map(into_contiguous);
-    let d = Dims::of(&r);
+    let d = dims_of(&r);
     let checkpoints_len = if save_checkpoints {
-        d.state_len() * d.chunks()
+        d.checkpoints_len()
     } else {
         1
     };
-    let checkpoints = output(&r, checkpoints_len);
-    if d.is_degenerate() {
+    let checkpoints = output(&r, Shape::new([checkpoints_len.max(1)]));
+    if d.seq_len() == 0 {
         // No step to run: y is empty and the final state is the initial one.
         let packed = CubeBackend::float_reshape(state, Shape::new([d.state_len()]));
         return (packed, checkpoints);
     }
-    let out = output(&r, d.seq_len() + d.state_len());
-    let (cube_count, cube_dim) = d.launch_shape(&r);
+    let out = output(&r, Shape::new([d.seq_len() + d.state_len()]));
+    let (cube_count, cube_dim) = launch_shape(&d, &r);
     let dtype = dtype_to_storage_type(r.dtype);
     let client = r.client.clone();
     wkv7_forward_kernel::launch(
@@ -463,7 +424,7 @@ impl Wkv7Backend for CubeBackend {
         state: CubeTensor,
         _parallel: bool,
     ) -> (CubeTensor, CubeTensor) {
-        let d = Dims::of(&r);
+        let d = dims_of(&r);
         let (packed, _) = forward(r, log_w, k, v, a, b, state, false);
         (
             unpack(
@@ -492,10 +453,10 @@ impl Wkv7TrainBackend for CubeBackend {
         checkpoint: bool,
         _parallel: bool,
     ) -> (CubeTensor, CubeTensor) {
-        let d = Dims::of(&r);
+        let d = dims_of(&r);
         let (packed, checkpoints) = forward(r, log_w, k, v, a, b, state, checkpoint);
         let chunks = if checkpoint { d.chunks() } else { 0 };
-        let checkpoints = if chunks > 0 && !d.is_degenerate() {
+        let checkpoints = if chunks > 0 && d.seq_len() != 0 {
             CubeBackend::float_reshape(
                 checkpoints,
                 Shape::new([d.batch, d.heads, chunks, d.n, d.n]),
@@ -519,10 +480,10 @@ impl Wkv7TrainBackend for CubeBackend {
     ) -> [CubeTensor; 7] {
         let [r, log_w, k, v, a, b, checkpoints, grad] =
             [r, log_w, k, v, a, b, checkpoints, grad].map(into_contiguous);
-        let d = Dims::of(&r);
+        let d = dims_of(&r);
         let seq = Shape::new([d.batch, d.time, d.heads, d.n]);
         let state = Shape::new([d.batch, d.heads, d.n, d.n]);
-        if d.is_degenerate() {
+        if d.seq_len() == 0 {
             // Nothing ran: the sequence gradients are zero-sized and the state's passes through.
             let zeros = || CubeBackend::float_zeros(seq.clone(), &r.device, r.dtype.into());
             let d_state = unpack(grad, d.seq_len(), state);
@@ -543,8 +504,8 @@ impl Wkv7TrainBackend for CubeBackend {
             Shape::new([n_scratch]),
             r.dtype,
         );
-        let grads = output(&r, 6 * d.seq_len() + d.state_len());
-        let (cube_count, cube_dim) = d.launch_shape(&r);
+        let grads = output(&r, Shape::new([6 * d.seq_len() + d.state_len()]));
+        let (cube_count, cube_dim) = launch_shape(&d, &r);
         let dtype = dtype_to_storage_type(r.dtype);
         let client = r.client.clone();
         wkv7_backward_kernel::launch(
