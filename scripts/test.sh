@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
-# The test suite, as CI runs it: every crate, built once with the `wgpu` feature so that the
-# CubeCL WKV-7 and state-fusion kernels' parity tests run too, on wgpu's default adapter. On a
-# machine without a GPU that is Mesa's lavapipe (software Vulkan), installed here from Debian's
-# packages when missing. Extra arguments go to `cargo test` (e.g. a test-name filter).
+# The test suite, as CI runs it (.ci/run calls this script): every crate, built once with the
+# `wgpu` feature so that the CubeCL WKV-7 and state-fusion kernels' parity tests run too, on
+# wgpu's default adapter. On a machine without a GPU that is Mesa's lavapipe (software Vulkan),
+# installed here from Debian's packages when missing. The benches are compiled, not run.
+# Extra arguments go to the test run (e.g. a test-name filter).
 # From an empty target/: about 21 minutes on a 2-core machine; `cargo test --workspace` (CPU
 # only, no GPU kernel tests) about 13.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-install_lavapipe() {
-  echo "== installing Mesa's lavapipe (mesa-vulkan-drivers, libvulkan1) for the wgpu tests"
-  local sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo -n)
-  for attempt in 1 2 3; do
-    if "${sudo[@]}" apt-get update -qq &&
-      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        mesa-vulkan-drivers libvulkan1 >/dev/null; then
-      return 0
-    fi
-    echo "apt-get failed (attempt $attempt of 3)" >&2
-    sleep $((attempt * 10))
-  done
-  return 1
-}
+
 if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then
-  if ! { { [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; } &&
-    command -v apt-get >/dev/null && install_lavapipe; }; then
+  as_root=()
+  [ "$(id -u)" = 0 ] || as_root=(sudo -n)
+  installed=false
+  if command -v apt-get >/dev/null && "${as_root[@]}" true 2>/dev/null; then
+    echo "== installing Mesa's lavapipe (mesa-vulkan-drivers, libvulkan1) for the wgpu tests"
+    for attempt in 1 2 3; do
+      if "${as_root[@]}" apt-get update -qq &&
+        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+          --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null; then
+        installed=true
+        break
+      fi
+      echo "apt-get failed (attempt $attempt of 3)" >&2
+      sleep $((attempt * 10))
+    done
+  fi
+  if [ "$installed" != true ]; then
     echo "no Vulkan driver: install Debian's mesa-vulkan-drivers and libvulkan1 (lavapipe)," >&2
     echo "or run the CPU-only suite with: cargo test --workspace" >&2
     exit 1
@@ -32,4 +34,6 @@ if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1; then
 fi
 # The Vulkan loader complains on every start when this is unset; it does no harm.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+
+cargo test --workspace --features wgpu --benches --no-run --quiet
 exec cargo test --workspace --features wgpu "$@"
