@@ -113,13 +113,7 @@ impl FlexInputs {
     }
 
     fn dims(&self) -> Dims {
-        let [batch, time, heads, n] = super::dims4(&self.0[0].shape());
-        Dims {
-            batch,
-            time,
-            heads,
-            n,
-        }
+        Dims::of(&self.0[0].shape())
     }
 
     fn slices(&self) -> Inputs<'_> {

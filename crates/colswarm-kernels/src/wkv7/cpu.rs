@@ -47,6 +47,17 @@ pub(crate) struct Dims {
 }
 
 impl Dims {
+    /// The sizes of a `[batch, time, heads, n]` sequence tensor's shape.
+    pub fn of(shape: &burn::tensor::Shape) -> Self {
+        let [batch, time, heads, n] = super::dims4(shape);
+        Self {
+            batch,
+            time,
+            heads,
+            n,
+        }
+    }
+
     /// Number of independent `(batch, head)` chains.
     pub fn tasks(&self) -> usize {
         self.batch * self.heads

@@ -325,17 +325,6 @@ fn wkv7_backward_kernel<F: Float>(
     }
 }
 
-/// Sizes of one call, read from `r`'s shape.
-fn dims_of(r: &CubeTensor) -> Dims {
-    let [batch, time, heads, n] = super::dims4(&r.shape());
-    Dims {
-        batch,
-        time,
-        heads,
-        n,
-    }
-}
-
 /// One cube per `(head, batch)`, one unit per value row.
 fn launch_shape(d: &Dims, tensor: &CubeTensor) -> (CubeCount, CubeDim) {
     let max_units = tensor.client.properties().hardware.max_units_per_cube;
@@ -369,7 +358,7 @@ fn forward(
     save_checkpoints: bool,
 ) -> (CubeTensor, CubeTensor) {
     let [r, log_w, k, v, a, b, state] = [r, log_w, k, v, a, b, state].map(into_contiguous);
-    let d = dims_of(&r);
+    let d = Dims::of(&r.shape());
     let checkpoints_len = if save_checkpoints {
         d.checkpoints_len()
     } else {
@@ -424,7 +413,7 @@ impl Wkv7Backend for CubeBackend {
         state: CubeTensor,
         _parallel: bool,
     ) -> (CubeTensor, CubeTensor) {
-        let d = dims_of(&r);
+        let d = Dims::of(&r.shape());
         let (packed, _) = forward(r, log_w, k, v, a, b, state, false);
         (
             unpack(
@@ -453,7 +442,7 @@ impl Wkv7TrainBackend for CubeBackend {
         checkpoint: bool,
         _parallel: bool,
     ) -> (CubeTensor, CubeTensor) {
-        let d = dims_of(&r);
+        let d = Dims::of(&r.shape());
         let (packed, checkpoints) = forward(r, log_w, k, v, a, b, state, checkpoint);
         let chunks = if checkpoint { d.chunks() } else { 0 };
         let checkpoints = if chunks > 0 && d.seq_len() != 0 {
@@ -480,7 +469,7 @@ impl Wkv7TrainBackend for CubeBackend {
     ) -> [CubeTensor; 7] {
         let [r, log_w, k, v, a, b, checkpoints, grad] =
             [r, log_w, k, v, a, b, checkpoints, grad].map(into_contiguous);
-        let d = dims_of(&r);
+        let d = Dims::of(&r.shape());
         let seq = Shape::new([d.batch, d.time, d.heads, d.n]);
         let state = Shape::new([d.batch, d.heads, d.n, d.n]);
         if d.seq_len() == 0 {
