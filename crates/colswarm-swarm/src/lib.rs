@@ -21,6 +21,7 @@ pub mod orchestrator;
 pub mod router;
 pub mod specialist;
 pub mod steps;
+pub mod wide_ngrams;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
@@ -34,3 +35,4 @@ pub use orchestrator::{
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;
 pub use steps::{CriticalSteps, Stage};
+pub use wide_ngrams::{WideNgrams, WideNgramsConfig};

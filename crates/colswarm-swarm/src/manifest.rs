@@ -6,6 +6,7 @@
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
 //!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
 //!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
+//!   wide_ngrams.safetensors       the wide n-gram logits, when the config has them
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
 //! ```
@@ -83,6 +84,9 @@ pub struct SwarmManifest {
     /// The column n-gram embedding (present exactly when the config reads n-grams).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column_ngrams: Option<FileRef>,
+    /// The wide n-gram logits (present exactly when the config has them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wide_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
 }
@@ -214,6 +218,11 @@ impl Swarm {
                 .as_ref()
                 .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
                 .transpose()?,
+            wide_ngrams: o
+                .wide
+                .as_ref()
+                .map(|w| save_component(w, dir, "wide_ngrams.safetensors"))
+                .transpose()?,
             specialists,
         };
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
@@ -311,6 +320,16 @@ impl Swarm {
                 "the manifest names an n-gram embedding file but the config reads no column n-grams",
             ))?,
         };
+        let wide = match (&manifest.wide_ngrams, params.wide) {
+            (Some(file), Some(params)) => Some(checked(file, "wide n-gram logits", params)?),
+            (None, None) => None,
+            (None, Some(_)) => Err(mismatch(
+                "the config has wide n-gram logits but the manifest names no file for them",
+            ))?,
+            (Some(_), None) => Err(mismatch(
+                "the manifest names a wide n-gram file but the config has no wide n-gram logits",
+            ))?,
+        };
         let alignments = manifest
             .specialists
             .iter()
@@ -334,6 +353,9 @@ impl Swarm {
         if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
             orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
         }
+        if let (Some(path), Some(wide)) = (&wide, orchestrator.wide.take()) {
+            orchestrator.wide = Some(open(path)?.load_into(wide, device)?);
+        }
         let initial = std::mem::take(&mut orchestrator.alignments);
         for (alignment, path) in initial.into_iter().zip(&alignments) {
             orchestrator
@@ -355,6 +377,7 @@ struct ComponentParams {
     cta: usize,
     cpa: usize,
     ngrams: Option<usize>,
+    wide: Option<usize>,
     alignments: Vec<usize>,
 }
 
@@ -425,6 +448,9 @@ impl ComponentParams {
             ngrams: config
                 .column_ngrams
                 .map(|n| product(&[n.buckets as usize, d])),
+            wide: config
+                .wide_ngrams
+                .map(|w| w.params(config.cta_labels.max(1), config.cpa_labels.max(1))),
             alignments,
         }
     }
@@ -447,6 +473,7 @@ mod tests {
     use crate::heads::LabelKind;
     use crate::ngram_embedding::ColumnNgramsConfig;
     use crate::orchestrator::HeadSkip;
+    use crate::wide_ngrams::WideNgramsConfig;
 
     #[test]
     fn component_params_count_the_built_modules() {
@@ -484,7 +511,8 @@ mod tests {
                         .with_column_ngrams(
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
                         )
-                        .with_head_skip(skip.then_some(HeadSkip::Linear));
+                        .with_head_skip(skip.then_some(HeadSkip::Linear))
+                        .with_wide_ngrams(ngrams.map(|_| WideNgramsConfig::new().with_buckets(5)));
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
@@ -498,6 +526,7 @@ mod tests {
                         cta: built.cta.num_params(),
                         cpa: built.cpa.num_params(),
                         ngrams: built.ngrams.as_ref().map(Module::num_params),
+                        wide: built.wide.as_ref().map(Module::num_params),
                         alignments,
                     },
                     "{fusion:?}, {cta} CTA and {cpa} CPA labels"

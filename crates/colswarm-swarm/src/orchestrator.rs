@@ -17,6 +17,7 @@ use crate::ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
 use crate::steps::{CriticalSteps, Stage};
+use crate::wide_ngrams::{WideNgrams, WideNgramsConfig};
 
 /// Configuration of the trainable part of a swarm.
 #[derive(Config, Debug, PartialEq)]
@@ -53,6 +54,12 @@ pub struct OrchestratorConfig {
     /// existed) adds nothing.
     #[config(default = "None")]
     pub head_skip: Option<HeadSkip>,
+    /// Per-label linear weights of each column's n-gram bag, added to its CTA logits (and to
+    /// the CPA logits of pairs where it is the object): see [`WideNgrams`]. Reads the bags of
+    /// [`Self::column_ngrams`], so it needs them; `None` (models saved before the option
+    /// existed) adds nothing.
+    #[config(default = "None")]
+    pub wide_ngrams: Option<WideNgramsConfig>,
 }
 
 /// What a head adds to its two-layer output.
@@ -89,6 +96,8 @@ pub struct Orchestrator {
     pub cpa: ColumnHead,
     /// See [`OrchestratorConfig::column_ngrams`].
     pub ngrams: Option<NgramEmbedding>,
+    /// See [`OrchestratorConfig::wide_ngrams`].
+    pub wide: Option<WideNgrams>,
     /// See [`OrchestratorConfig::column_pooling`].
     #[module(skip)]
     column_pooling: Option<ColumnPooling>,
@@ -214,6 +223,9 @@ pub struct TableRead {
     /// With [`OrchestratorConfig::column_ngrams`]: each queried column's n-gram embedding,
     /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
     pub column_ngrams: Option<Tensor<2>>,
+    /// With [`OrchestratorConfig::wide_ngrams`]: each queried column's wide CTA and CPA
+    /// logits, `[columns, cta_labels]` and `[columns, cpa_labels]`.
+    pub wide_logits: Option<(Tensor<2>, Tensor<2>)>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
     /// Wall-clock seconds of the read.
@@ -240,6 +252,9 @@ pub struct SwarmOutput {
     pub columns: Tensor<2>,
     /// CTA logits, `[columns, cta_labels]`.
     pub cta_logits: Tensor<2>,
+    /// With [`OrchestratorConfig::wide_ngrams`]: each column's wide CPA logits as the object
+    /// of a pair, `[columns, cpa_labels]` (added by [`Orchestrator::cpa_logits`]).
+    pub wide_cpa: Option<Tensor<2>>,
     /// The routing decision.
     pub router: RouterDecision,
     /// Stage-by-stage work: critical vs serial steps.
@@ -295,6 +310,9 @@ impl OrchestratorConfig {
                 .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(2), device),
             ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
+            wide: self
+                .wide_ngrams
+                .map(|w| w.init(self.cta_labels.max(1), self.cpa_labels.max(1), device)),
             column_pooling: self.column_pooling,
             column_ngrams: self.column_ngrams,
         }
@@ -307,23 +325,25 @@ impl Orchestrator {
     /// carries none, or a bag names a bucket past the embedding.
     pub fn read_tables(&self, batch: &TableBatch) -> Result<TableRead, SwarmError> {
         let start = Instant::now();
+        let reads_bags = self.ngrams.is_some() || self.wide.is_some();
+        if reads_bags && batch.ngrams.len() != batch.tables.len() {
+            return Err(SwarmError::Input(format!(
+                "the model reads column n-grams but the batch carries n-gram bags for {} of its {} tables",
+                batch.ngrams.len(),
+                batch.tables.len()
+            )));
+        }
+        let bags: Vec<&[(u32, f32)]> = batch
+            .ngrams
+            .iter()
+            .flat_map(|table| table.iter().map(Vec::as_slice))
+            .collect();
         let column_ngrams = match &self.ngrams {
-            Some(embedding) => {
-                if batch.ngrams.len() != batch.tables.len() {
-                    return Err(SwarmError::Input(format!(
-                        "the model reads column n-grams ({} buckets) but the batch carries n-gram bags for {} of its {} tables",
-                        embedding.buckets(),
-                        batch.ngrams.len(),
-                        batch.tables.len()
-                    )));
-                }
-                let bags: Vec<&[(u32, f32)]> = batch
-                    .ngrams
-                    .iter()
-                    .flat_map(|table| table.iter().map(Vec::as_slice))
-                    .collect();
-                Some(embedding.forward(&bags)?)
-            }
+            Some(embedding) => Some(embedding.forward(&bags)?),
+            None => None,
+        };
+        let wide_logits = match &self.wide {
+            Some(wide) => Some(wide.forward(&bags)?),
             None => None,
         };
         let device = self.device();
@@ -345,6 +365,7 @@ impl Orchestrator {
             pooled,
             column_pooled,
             column_ngrams,
+            wide_logits,
             lengths,
             seconds: start.elapsed().as_secs_f64(),
         })
@@ -465,16 +486,46 @@ impl Orchestrator {
         columns
     }
 
-    /// CPA logits for `(subject row, column row)` pairs of [`SwarmOutput::columns`].
-    pub fn cpa_logits(&self, columns: &Tensor<2>, pairs: &[(usize, usize)]) -> Tensor<2> {
+    /// The output of a forward pass from its column representations: the CTA head's logits
+    /// plus, with [`OrchestratorConfig::wide_ngrams`], the read's wide logits.
+    pub fn output(
+        &self,
+        columns: Tensor<2>,
+        read: &TableRead,
+        router: RouterDecision,
+        steps: CriticalSteps,
+    ) -> SwarmOutput {
+        let mut cta_logits = self.cta.forward(columns.clone());
+        if let Some((wide_cta, _)) = &read.wide_logits {
+            cta_logits = cta_logits + wide_cta.clone();
+        }
+        SwarmOutput {
+            columns,
+            cta_logits,
+            wide_cpa: read.wide_logits.as_ref().map(|(_, cpa)| cpa.clone()),
+            router,
+            steps,
+        }
+    }
+
+    /// CPA logits for `(subject row, object row)` pairs of [`SwarmOutput::columns`], with the
+    /// object's wide CPA logits added when the model has them.
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[pairs, cpa_labels]`
+    pub fn cpa_logits(&self, out: &SwarmOutput, pairs: &[(usize, usize)]) -> Tensor<2> {
         let device = self.device();
-        let pick = |which: fn(&(usize, usize)) -> usize| {
+        let index = |which: fn(&(usize, usize)) -> usize| {
             let index: Vec<i64> = pairs.iter().map(|p| which(p) as i64).collect();
-            columns
-                .clone()
-                .select(0, Tensor::<1, Int>::from_data(index.as_slice(), &device))
+            Tensor::<1, Int>::from_data(index.as_slice(), &device)
         };
-        self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1))
+        let pick = |which| out.columns.clone().select(0, index(which));
+        let logits = self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1));
+        match &out.wide_cpa {
+            Some(wide) => logits + wide.clone().select(0, index(|p| p.1)),
+            None => logits,
+        }
     }
 }
 
@@ -613,12 +664,7 @@ impl Swarm {
                 answer_secs,
             ),
         ]);
-        SwarmOutput {
-            cta_logits: self.orchestrator.cta.forward(columns.clone()),
-            columns,
-            router: decision,
-            steps,
-        }
+        self.orchestrator.output(columns, read, decision, steps)
     }
 }
 

@@ -8,7 +8,7 @@ use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig,
-    Routing, Swarm, SwarmError, TableBatch,
+    Routing, Swarm, SwarmError, TableBatch, WideNgramsConfig,
 };
 use rand_chacha::ChaCha8Rng;
 
@@ -218,9 +218,7 @@ fn gradients_reach_every_trainable_part_and_never_a_specialist() {
         ),
         &device,
     );
-    let cpa = s
-        .orchestrator
-        .cpa_logits(&out.columns, &[(0, 1), (2, 3), (2, 4)]);
+    let cpa = s.orchestrator.cpa_logits(&out, &[(0, 1), (2, 3), (2, 4)]);
     let loss = s.orchestrator.cta.loss(out.cta_logits, targets) + cpa.sum() * 0.1;
     let grads = loss.backward();
     let o = &s.orchestrator;
@@ -495,6 +493,102 @@ fn column_ngrams_add_their_embedding_and_round_trip() {
         error
             .to_string()
             .contains("reads column n-grams but the manifest names no"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn wide_ngrams_add_per_label_logits_and_round_trip() {
+    let device = Device::flex();
+    let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
+    let (buckets, wide_buckets) = (32, 8);
+    let wide_config = config(FusionMode::WeightedSum)
+        .with_column_ngrams(Some(ColumnNgramsConfig::new().with_buckets(buckets)))
+        .with_wide_ngrams(Some(WideNgramsConfig::new().with_buckets(wide_buckets)));
+    // `perturb` moves every weight, the zero-initialised wide matrices included.
+    let s = swarm_of(wide_config.clone(), &device, specialists);
+    let with_bags = batch_with_ngrams(buckets);
+    let routing = || fixed(vec![vec![true]; 2]);
+    let out = s.forward(&with_bags, routing()).unwrap();
+    let pairs = [(0, 1), (0, 2), (3, 4)];
+    let cta = values(out.cta_logits.clone());
+    let cpa = values(s.orchestrator.cpa_logits(&out, &pairs));
+
+    // Independently: the same weights without the wide path, plus each label's weights of the
+    // column's folded buckets by hand.
+    let wide = s.orchestrator.wide.as_ref().unwrap();
+    let (wide_cta, wide_cpa) = (values(wide.cta.weight.val()), values(wide.cpa.weight.val()));
+    let mut narrow = s.orchestrator.clone();
+    narrow.wide = None;
+    let without = Swarm::new(narrow, s.specialists.clone()).unwrap();
+    let base_out = without.forward(&with_bags, routing()).unwrap();
+    let base_cta = values(base_out.cta_logits.clone());
+    let base_cpa = values(without.orchestrator.cpa_logits(&base_out, &pairs));
+    let bags: Vec<&Vec<(u32, f32)>> = with_bags.ngrams.iter().flatten().collect();
+    let by_hand = |weights: &[f32], labels: usize, row: usize, k: usize| -> f32 {
+        bags[row]
+            .iter()
+            .map(|&(b, w)| w * weights[(b % wide_buckets) as usize * labels + k])
+            .sum()
+    };
+    let close = |got: f32, expected: f32, what: String| {
+        assert!(
+            (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
+            "{what}: {got} vs {expected}"
+        );
+    };
+    assert_eq!(cta.len(), bags.len() * 5);
+    for row in 0..bags.len() {
+        for k in 0..5 {
+            let expected = base_cta[row * 5 + k] + by_hand(&wide_cta, 5, row, k);
+            close(
+                cta[row * 5 + k],
+                expected,
+                format!("CTA row {row} label {k}"),
+            );
+        }
+    }
+    // A pair's wide CPA logits are its object column's.
+    for (p, &(_, object)) in pairs.iter().enumerate() {
+        for k in 0..3 {
+            let expected = base_cpa[p * 3 + k] + by_hand(&wide_cpa, 3, object, k);
+            close(
+                cpa[p * 3 + k],
+                expected,
+                format!("CPA pair {p} relation {k}"),
+            );
+        }
+    }
+    assert!(
+        cta.iter().zip(&base_cta).any(|(a, b)| (a - b).abs() > 1e-3),
+        "the wide path changed nothing"
+    );
+
+    // Saved as its own component and loaded back; a manifest without its file is refused.
+    let dir = std::env::temp_dir().join(format!("colswarm-swarm-wide-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    let relations: Vec<String> = (0..3).map(|i| format!("rel{i}")).collect();
+    let manifest = s.save(&dir, &wide_config, &labels, &relations).unwrap();
+    assert_eq!(
+        manifest.wide_ngrams.as_ref().map(|f| f.path.as_str()),
+        Some("wide_ngrams.safetensors")
+    );
+    let (back, _) = Swarm::load(&dir, &device).unwrap();
+    let again = back.forward(&with_bags, routing()).unwrap();
+    assert_eq!(values(again.cta_logits.clone()), cta);
+    assert_eq!(values(back.orchestrator.cpa_logits(&again, &pairs)), cpa);
+    let path = dir.join("swarm.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("wide_ngrams");
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let error = Swarm::load(&dir, &device).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("has wide n-gram logits but the manifest names no file"),
         "{error}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

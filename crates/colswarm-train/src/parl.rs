@@ -456,13 +456,12 @@ fn parl_step(
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
         let columns = orchestrator.columns(&fused, &batch, &read);
-        let cta_logits = orchestrator.cta.forward(columns.clone());
-        let out = colswarm_swarm::SwarmOutput {
+        let out = orchestrator.output(
             columns,
-            cta_logits,
-            router: decision.clone(),
-            steps: colswarm_swarm::CriticalSteps::new(Vec::new()),
-        };
+            &read,
+            decision.clone(),
+            colswarm_swarm::CriticalSteps::new(Vec::new()),
+        );
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
             stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
             supervised.push(losses.total);
@@ -480,7 +479,7 @@ fn parl_step(
                     .iter()
                     .map(|(s, o, _)| (row + s, row + o))
                     .collect();
-                rows_of(orchestrator.cpa_logits(&out.columns, &pairs).detach())
+                rows_of(orchestrator.cpa_logits(&out, &pairs).detach())
             };
             row += example.queries.len();
             let predicted = predicted_labels(space, example, rows, &cpa_rows);

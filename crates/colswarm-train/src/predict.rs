@@ -477,7 +477,7 @@ impl Outputs {
         }
         let mut cpa = vec![Vec::new(); examples.len()];
         if !pairs.is_empty() {
-            let logits = rows_of(model.swarm.orchestrator.cpa_logits(&out.columns, &pairs));
+            let logits = rows_of(model.swarm.orchestrator.cpa_logits(out, &pairs));
             for ((b, s, o), l) in pair_owner.into_iter().zip(logits) {
                 cpa[b].push((s, o, l));
             }

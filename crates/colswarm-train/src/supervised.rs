@@ -31,7 +31,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
-    Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput,
+    Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput, WideNgramsConfig,
 };
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -146,6 +146,11 @@ pub struct TrainConfig {
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     #[serde(default)]
     pub head_skip: bool,
+    /// Hash buckets of the wide n-gram logits ([`OrchestratorConfig::wide_ngrams`]); 0 adds
+    /// none. Needs `ngram_buckets`. Absent (0) in run directories written before the option
+    /// existed.
+    #[serde(default)]
+    pub wide_buckets: u32,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     #[serde(default)]
@@ -206,6 +211,7 @@ impl Default for TrainConfig {
             span_pooling: true,
             ngram_buckets: 1 << 14,
             head_skip: false,
+            wide_buckets: 0,
             init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
@@ -255,6 +261,19 @@ impl TrainConfig {
                 "{} n-gram buckets: at most 2^24 = 16777216",
                 self.ngram_buckets
             ));
+        }
+        // Each wide bucket holds a float per CTA label and CPA relation (hundreds).
+        if self.wide_buckets > 1 << 20 {
+            return fail(format!(
+                "{} wide n-gram buckets: at most 2^20 = 1048576",
+                self.wide_buckets
+            ));
+        }
+        if self.wide_buckets > 0 && self.ngram_buckets == 0 {
+            return fail(
+                "wide n-gram logits read the column n-gram bags: they need n-gram buckets > 0"
+                    .into(),
+            );
         }
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return fail(format!(
@@ -515,7 +534,7 @@ pub fn shard_loss(
         if pairs.is_empty() {
             continue;
         }
-        let logits = orchestrator.cpa_logits(&out.columns, pairs);
+        let logits = orchestrator.cpa_logits(out, pairs);
         let rows: Vec<usize> = (0..pairs.len()).collect();
         let loss = namespace_loss(&logits, &rows, ns.range(), targets)
             * (pairs.len() as f64 / n_cpa as f64);
@@ -674,6 +693,7 @@ fn initial_weights(
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
     config.head_skip = target.head_skip;
+    config.wide_ngrams = target.wide_ngrams;
     if &config != target {
         return refuse(format!(
             "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
@@ -684,6 +704,11 @@ fn initial_weights(
     let mut orchestrator = swarm
         .orchestrator
         .with_column_ngrams(target.column_ngrams, device);
+    if manifest.config.wide_ngrams != target.wide_ngrams {
+        orchestrator.wide = target
+            .wide_ngrams
+            .map(|w| w.init(target.cta_labels.max(1), target.cpa_labels.max(1), device));
+    }
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
@@ -711,6 +736,10 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
             .then(|| ColumnNgramsConfig::new().with_buckets(config.ngram_buckets)),
     )
     .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
+    .with_wide_ngrams(
+        (config.wide_buckets > 0)
+            .then(|| WideNgramsConfig::new().with_buckets(config.wide_buckets)),
+    )
 }
 
 /// Saves a model directory (swarm + label space + serialization settings).
