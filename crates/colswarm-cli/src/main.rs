@@ -51,6 +51,19 @@ enum Command {
     Bench(BenchArgs),
     /// Trains and scores a simple baseline (majority class or character n-grams).
     Baseline(BaselineArgs),
+    /// Averages the weights of model directories of one run (e.g. its last epochs' checkpoints)
+    /// into a new model directory.
+    Average(AverageArgs),
+}
+
+#[derive(Args, Debug)]
+struct AverageArgs {
+    /// Model directories to average (a run's `best/` or `checkpoints/*/model`).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The new model directory (must not exist).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -91,6 +104,12 @@ struct TrainArgs {
     /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
     #[arg(long)]
     head_skip: bool,
+    /// Hash buckets of the wide n-gram logits: a per-label linear map from each column's n-gram
+    /// bag straight to its CTA (and, as a pair's object, CPA) logits, added to the heads'
+    /// (starts at zero). Each bucket costs a float per label; 0 turns it off. Needs
+    /// --ngram-buckets.
+    #[arg(long, default_value_t = 0)]
+    wide_buckets: u32,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -347,6 +366,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cmd_inspect(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Baseline(args) => cmd_baseline(args),
+        Command::Average(args) => cmd_average(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -389,6 +409,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         ngram_buckets: args.ngram_buckets,
         init_from: args.init_from,
         head_skip: args.head_skip,
+        wide_buckets: args.wide_buckets,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,
@@ -446,6 +467,17 @@ fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
     config.reward.step_budget = args.step_budget;
     let summary = train_router(&config, &args.out, !args.quiet)?;
     println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+fn cmd_average(args: AverageArgs) -> Result<()> {
+    colswarm_train::average::average_model_dirs(&args.inputs, &args.out)
+        .with_context(|| format!("averaging into {}", args.out.display()))?;
+    eprintln!(
+        "averaged {} models into {}",
+        args.inputs.len(),
+        args.out.display()
+    );
     Ok(())
 }
 
@@ -624,6 +656,9 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
         if let Some(ngrams) = &manifest.column_ngrams {
             files.push(("n-grams", ngrams));
         }
+        if let Some(wide) = &manifest.wide_ngrams {
+            files.push(("wide n-grams", wide));
+        }
         for s in &manifest.specialists {
             files.push(("specialist", &s.checkpoint));
             files.push(("alignment", &s.alignment));
@@ -677,6 +712,12 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             )),
             c.head_skip
         );
+        if let Some(wide) = c.wide_ngrams {
+            println!(
+                "wide n-gram logits: {} buckets × ({} CTA + {} CPA outputs)",
+                wide.buckets, c.cta_labels, c.cpa_labels
+            );
+        }
         let mut total = 0;
         for (what, file) in files {
             let full = dir.join(&file.path);

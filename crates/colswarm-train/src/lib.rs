@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod average;
 pub mod baseline;
 pub mod data_parallel;
 pub mod dataset;

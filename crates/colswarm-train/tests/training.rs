@@ -338,3 +338,72 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
         assert!(summary.model_dir.join(path).is_file());
     }
 }
+
+/// The float values of one tensor of a model directory's component file.
+fn tensor_values(file: &Path, name: &str) -> Vec<f32> {
+    let bytes = std::fs::read(file).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let view = tensors.tensor(name).unwrap();
+    view.data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[test]
+fn wide_ngrams_train_and_a_runs_checkpoints_average_into_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = tiny(dir.path());
+    config.ngram_buckets = 64;
+    config.wide_buckets = 16;
+    config.learning_rate = 1e-2;
+    let run = dir.path().join("run");
+    train_quietly(&config, &run).unwrap();
+    let mut checkpoints: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("model"))
+        .collect();
+    checkpoints.sort();
+    let (a, b) = (&checkpoints[0], checkpoints.last().unwrap());
+    let wide = "cta.weight";
+    let (wa, wb) = (
+        tensor_values(&a.join("wide_ngrams.safetensors"), wide),
+        tensor_values(&b.join("wide_ngrams.safetensors"), wide),
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("swarm.json")).unwrap()).unwrap();
+    let cta_labels = manifest["config"]["cta_labels"].as_u64().unwrap() as usize;
+    assert_eq!(wa.len(), 16 * cta_labels, "16 buckets × the CTA labels");
+    assert!(
+        wb.iter().any(|&w| w != 0.0),
+        "training moved the wide weights"
+    );
+
+    let out = dir.path().join("average");
+    colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out).unwrap();
+    let averaged = tensor_values(&out.join("wide_ngrams.safetensors"), wide);
+    for ((m, x), y) in averaged.iter().zip(&wa).zip(&wb) {
+        assert!((m - (x + y) / 2.0).abs() <= 1e-6, "{m} vs {x}, {y}");
+    }
+    // The frozen specialist is the run's, untouched; the averaged directory loads and annotates.
+    let model = colswarm_train::predict::Model::load(&out, &Device::flex()).unwrap();
+    assert_eq!(model.specialist_names, vec!["a".to_string()]);
+
+    // Never overwritten; a model of another run configuration is refused, naming it.
+    let again = colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out);
+    assert!(again.unwrap_err().to_string().contains("already exists"));
+    config.wide_buckets = 8;
+    config.epochs = 1;
+    let other = dir.path().join("other");
+    let summary = train_quietly(&config, &other).unwrap();
+    let err = colswarm_train::average::average_model_dirs(
+        &[a.clone(), summary.model_dir.clone()],
+        &dir.path().join("mixed"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("cannot be averaged") && err.contains("another model configuration"),
+        "{err}"
+    );
+}

@@ -1,0 +1,241 @@
+//! Weight averaging: one model whose parameters are the element-wise mean of several model
+//! directories' (stochastic weight averaging, Izmailov et al. 2018, over a run's last epochs).
+//!
+//! With a constant learning rate the weights keep circling a minimum and the dev score swings
+//! from one epoch to the next; their mean sits nearer the middle. Only models of one run make
+//! sense to average (same architecture, labels and frozen specialists), and that is checked.
+
+use std::path::{Path, PathBuf};
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::{Tensor, TensorData};
+use colswarm_swarm::Swarm;
+use colswarm_swarm::manifest::SwarmManifest;
+
+use crate::error::TrainError;
+use crate::predict::{SerializeSettings, load_model_extras};
+use crate::supervised::save_model;
+
+/// Float parameters of a module in module order, as host vectors with their shapes.
+struct Collect(Vec<(Vec<usize>, Vec<f32>)>);
+
+impl ModuleVisitor for Collect {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let tensor = param.val();
+        let shape = tensor.dims().to_vec();
+        // Parameters are f32 on every backend colswarm trains on; anything else reads as empty
+        // and then fails the shape check below with the parameter's index.
+        let values = tensor
+            .into_data()
+            .convert::<f32>()
+            .try_to_vec::<f32>()
+            .unwrap_or_default();
+        self.0.push((shape, values));
+    }
+}
+
+fn parameters<M: Module>(module: &M) -> Vec<(Vec<usize>, Vec<f32>)> {
+    let mut visitor = Collect(Vec::new());
+    module.visit(&mut visitor);
+    visitor.0
+}
+
+/// Replaces the float parameters, in module order, with the given values (ids kept).
+struct Replace {
+    values: std::vec::IntoIter<(Vec<usize>, Vec<f32>)>,
+}
+
+impl ModuleMapper for Replace {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, tensor, mapper) = param.consume();
+        let Some((shape, values)) = self.values.next() else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let device = tensor.device();
+        let tensor = Tensor::from_data(TensorData::new(values, shape), &device);
+        Param::from_mapped_value(id, tensor, mapper)
+    }
+}
+
+/// The element-wise mean of `modules`' float parameters, in the first module's structure.
+/// Parameters equal in every module (frozen ones) are kept exactly.
+///
+/// Errors name the first parameter (by its index in module order) whose shape differs.
+pub fn average_modules<M: Module>(modules: Vec<M>) -> Result<M, String> {
+    let mut modules = modules.into_iter();
+    let Some(first) = modules.next() else {
+        return Err("no model to average".into());
+    };
+    let mut sums: Vec<(Vec<usize>, Vec<f64>)> = parameters(&first)
+        .into_iter()
+        .map(|(shape, v)| (shape, v.into_iter().map(f64::from).collect()))
+        .collect();
+    let firsts: Vec<Vec<f32>> = parameters(&first).into_iter().map(|(_, v)| v).collect();
+    let mut all_equal = vec![true; sums.len()];
+    let mut count = 1usize;
+    for (m, module) in modules.enumerate() {
+        let params = parameters(&module);
+        if params.len() != sums.len() {
+            return Err(format!(
+                "model {} has {} parameters, the first has {}",
+                m + 2,
+                params.len(),
+                sums.len()
+            ));
+        }
+        for (i, ((shape, values), (sum_shape, sum))) in params.iter().zip(&mut sums).enumerate() {
+            if shape != sum_shape || values.len() != sum.len() {
+                return Err(format!(
+                    "parameter {i} of model {} has shape {shape:?}, the first's is {sum_shape:?}",
+                    m + 2
+                ));
+            }
+            all_equal[i] &= *values == firsts[i];
+            for (s, v) in sum.iter_mut().zip(values) {
+                *s += f64::from(*v);
+            }
+        }
+        count += 1;
+    }
+    let values: Vec<(Vec<usize>, Vec<f32>)> = sums
+        .into_iter()
+        .zip(firsts)
+        .zip(all_equal)
+        .map(|(((shape, sum), first), equal)| {
+            let mean = if equal {
+                first
+            } else {
+                sum.into_iter().map(|s| (s / count as f64) as f32).collect()
+            };
+            (shape, mean)
+        })
+        .collect();
+    Ok(first.map(&mut Replace {
+        values: values.into_iter(),
+    }))
+}
+
+/// Averages the model directories `inputs` (checkpoints of one run) into a new model
+/// directory `out`, written into a temporary directory beside it and renamed into place.
+///
+/// The inputs must share their configuration, label lists, serialization settings and
+/// specialist checkpoints (the manifests' checksums), else the error names the input that
+/// differs.
+pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainError> {
+    let device = burn::tensor::Device::flex();
+    let mut swarms = Vec::with_capacity(inputs.len());
+    let mut reference: Option<(SwarmManifest, SerializeSettings)> = None;
+    let mut space = None;
+    for dir in inputs {
+        let (swarm, manifest) = Swarm::load(dir, &device)?;
+        let (labels, serialize) = load_model_extras(dir, &manifest)?;
+        let differs = |reason: &str| TrainError::Run {
+            path: dir.clone(),
+            reason: format!("cannot be averaged with {}: {reason}", inputs[0].display()),
+        };
+        match &reference {
+            None => {
+                reference = Some((manifest, serialize));
+                space = Some(labels);
+            }
+            Some((first, first_serialize)) => {
+                if manifest.config != first.config {
+                    return Err(differs("another model configuration"));
+                }
+                if manifest.cta_labels != first.cta_labels
+                    || manifest.cpa_labels != first.cpa_labels
+                {
+                    return Err(differs("other labels"));
+                }
+                if serialize != *first_serialize {
+                    return Err(differs("other serialization settings"));
+                }
+                let checksums = |m: &SwarmManifest| -> Vec<(String, String)> {
+                    m.specialists
+                        .iter()
+                        .map(|s| (s.name.clone(), s.checkpoint.sha256.clone()))
+                        .collect()
+                };
+                if checksums(&manifest) != checksums(first) {
+                    return Err(differs("other specialists"));
+                }
+            }
+        }
+        swarms.push(swarm);
+    }
+    let (Some((manifest, serialize)), Some(space)) = (reference, space) else {
+        return Err(TrainError::Config("no model directory to average".into()));
+    };
+    let specialists = swarms[0].specialists.clone();
+    let orchestrators: Vec<_> = swarms.into_iter().map(|s| s.orchestrator).collect();
+    let orchestrator = average_modules(orchestrators).map_err(|reason| TrainError::Run {
+        path: inputs[0].clone(),
+        reason,
+    })?;
+    let swarm = Swarm::new(orchestrator, specialists)?;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| TrainError::io(parent, e))?;
+    let name = out
+        .file_name()
+        .map_or_else(|| "model".to_string(), |n| n.to_string_lossy().into_owned());
+    let temp = parent.join(format!(".tmp-average-{name}-{}", std::process::id()));
+    if temp.exists() {
+        std::fs::remove_dir_all(&temp).map_err(|e| TrainError::io(&temp, e))?;
+    }
+    save_model(&swarm, &manifest.config, &space, &serialize, &temp)?;
+    if out.exists() {
+        return Err(TrainError::Run {
+            path: out.to_path_buf(),
+            reason: "already exists; averaging never overwrites a model".into(),
+        });
+    }
+    std::fs::rename(&temp, out).map_err(|e| TrainError::io(out, e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::nn::{Linear, LinearConfig};
+    use burn::tensor::Device;
+
+    fn values(linear: &Linear) -> Vec<f32> {
+        parameters(linear)
+            .into_iter()
+            .flat_map(|(_, v)| v)
+            .collect()
+    }
+
+    #[test]
+    fn the_mean_of_two_linears_is_their_element_wise_mean() {
+        let device = Device::flex();
+        let a = LinearConfig::new(3, 2).init(&device);
+        let b = LinearConfig::new(3, 2).init(&device);
+        let (va, vb) = (values(&a), values(&b));
+        assert_ne!(va, vb);
+        let mean = average_modules(vec![a, b]).unwrap();
+        for ((m, x), y) in values(&mean).iter().zip(&va).zip(&vb) {
+            assert!((m - (x + y) / 2.0).abs() < 1e-6, "{m} vs {x}, {y}");
+        }
+    }
+
+    #[test]
+    fn equal_parameters_are_kept_bit_for_bit() {
+        let device = Device::flex();
+        let a = LinearConfig::new(5, 7).init(&device);
+        let copies = vec![a.clone(), a.clone(), a.clone()];
+        assert_eq!(values(&average_modules(copies).unwrap()), values(&a));
+    }
+
+    #[test]
+    fn different_shapes_are_an_error_naming_the_parameter() {
+        let device = Device::flex();
+        let a = LinearConfig::new(3, 2).init(&device);
+        let b = LinearConfig::new(4, 2).init(&device);
+        let error = average_modules(vec![a, b]).unwrap_err();
+        assert!(error.contains("parameter 0 of model 2"), "{error}");
+    }
+}
