@@ -110,6 +110,10 @@ struct TrainArgs {
     /// --ngram-buckets.
     #[arg(long, default_value_t = 0)]
     wide_buckets: u32,
+    /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
+    /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
+    #[arg(long)]
+    sigmoid_multi_label: bool,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -410,6 +414,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         init_from: args.init_from,
         head_skip: args.head_skip,
         wide_buckets: args.wide_buckets,
+        sigmoid_multi_label: args.sigmoid_multi_label,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,

@@ -463,6 +463,7 @@ mod tests {
             kind,
             offset: 0,
             labels: labels.iter().map(|s| s.to_string()).collect(),
+            activation: Default::default(),
         }
     }
 

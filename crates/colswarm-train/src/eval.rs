@@ -140,7 +140,7 @@ pub fn evaluate(
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
             let labels_of = |logits: &[f32]| -> Vec<String> {
                 let probs = namespace_probs(namespace, logits);
-                decode(namespace.kind, &probs)
+                decode(namespace, &probs)
                     .into_iter()
                     .map(|i| namespace.labels[i].clone())
                     .collect()

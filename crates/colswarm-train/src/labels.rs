@@ -18,6 +18,21 @@ use crate::error::TrainError;
 /// File name of the label space inside a model directory.
 pub const LABELS_FILE: &str = "labels.json";
 
+/// How a namespace's logits become probabilities, and the loss that trains them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// One softmax over the namespace, trained with cross-entropy against the uniform
+    /// distribution over a target's gold labels; a multi-label target keeps every label with at
+    /// least half the best one's probability. What models saved before the option existed use.
+    #[default]
+    Softmax,
+    /// One sigmoid per label, trained with binary cross-entropy (one-vs-rest); a multi-label
+    /// target keeps every label above 0.5, at least the best one. Labels that co-occur (a type
+    /// and its super-type) then do not compete for one unit of probability.
+    Sigmoid,
+}
+
 /// The labels of one training set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Namespace {
@@ -31,6 +46,10 @@ pub struct Namespace {
     pub offset: usize,
     /// Label names, in head order.
     pub labels: Vec<String>,
+    /// Softmax or per-label sigmoids (absent, softmax, in label files written before the
+    /// option existed).
+    #[serde(default)]
+    pub activation: Activation,
 }
 
 impl Namespace {
@@ -109,6 +128,7 @@ impl LabelSpace {
             kind,
             offset,
             labels,
+            activation: Activation::Softmax,
         });
     }
 

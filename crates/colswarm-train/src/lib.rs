@@ -31,5 +31,5 @@ pub mod supervised;
 
 pub use dataset::{DataSpec, DatasetFormat, LoadedData, Split, load_tables};
 pub use error::TrainError;
-pub use labels::{LabelSpace, Namespace, Task};
+pub use labels::{Activation, LabelSpace, Namespace, Task};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};

@@ -204,18 +204,16 @@ fn predicted_labels(
                 continue;
             }
             let probs = namespace_probs(ns, &cta_rows[q]);
-            labels.cta.extend(
-                decode(ns.kind, &probs)
-                    .into_iter()
-                    .map(|i| (q, ns.offset + i)),
-            );
+            labels
+                .cta
+                .extend(decode(ns, &probs).into_iter().map(|i| (q, ns.offset + i)));
         }
     }
     if let Some(ns) = example.cpa_namespace.map(|i| &space.cpa[i]) {
         for ((s, o, _), logits) in example.cpa.iter().zip(cpa_rows) {
             let probs = namespace_probs(ns, logits);
             labels.cpa.extend(
-                decode(ns.kind, &probs)
+                decode(ns, &probs)
                     .into_iter()
                     .map(|i| ((*s, *o), ns.offset + i)),
             );

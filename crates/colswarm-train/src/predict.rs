@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;
 use crate::examples::{Columns, Example, encode, featurizer, to_batch};
-use crate::labels::{LABELS_FILE, LabelSpace, Namespace, Task};
+use crate::labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task};
 
 /// File name of the serialization settings inside a model directory.
 pub const SERIALIZE_FILE: &str = "serialize.json";
@@ -373,17 +373,21 @@ pub fn subject_column(table: &Table) -> usize {
     })
 }
 
-/// Decodes one namespace's probabilities into predicted outputs (indices into `probs`): the
-/// argmax for single-label sets; for multi-label sets every label with at least half the
-/// probability of the best (the targets of a column with `n` labels are `1/n` each).
-pub fn decode(kind: LabelKind, probs: &[f32]) -> Vec<usize> {
+/// Decodes one namespace's probabilities ([`namespace_probs`]) into predicted outputs (indices
+/// into `probs`): the argmax for single-label sets; for multi-label sets with a softmax, every
+/// label with at least half the probability of the best (the targets of a column with `n`
+/// labels are `1/n` each), with sigmoids every label above 0.5, at least the best.
+pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
     let Some(best) = argmax(probs) else {
         return Vec::new();
     };
-    match kind {
-        LabelKind::SingleLabel => vec![best],
-        LabelKind::MultiLabel => (0..probs.len())
+    match (namespace.kind, namespace.activation) {
+        (LabelKind::SingleLabel, _) => vec![best],
+        (LabelKind::MultiLabel, Activation::Softmax) => (0..probs.len())
             .filter(|&i| probs[i] >= 0.5 * probs[best])
+            .collect(),
+        (LabelKind::MultiLabel, Activation::Sigmoid) => (0..probs.len())
+            .filter(|&i| i == best || probs[i] > 0.5)
             .collect(),
     }
 }
@@ -392,10 +396,13 @@ fn argmax(values: &[f32]) -> Option<usize> {
     (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b]))
 }
 
-/// Probabilities of a namespace: a softmax over its outputs (both kinds are trained with
-/// cross-entropy against the gold labels' uniform distribution, see `supervised`).
+/// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
+/// ([`Namespace::activation`]).
 pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
     let slice = &logits[namespace.range()];
+    if namespace.activation == Activation::Sigmoid {
+        return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
+    }
     let max = slice.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let exp: Vec<f32> = slice.iter().map(|&x| (x - max).exp()).collect();
     let sum: f32 = exp.iter().sum();
@@ -523,7 +530,7 @@ impl Outputs {
                     .map(|&i| {
                         let ns = &model.space.cta[i];
                         let probs = namespace_probs(ns, logits);
-                        let mut labels: Vec<Scored> = decode(ns.kind, &probs)
+                        let mut labels: Vec<Scored> = decode(ns, &probs)
                             .into_iter()
                             .map(|j| Scored {
                                 label: ns.labels[j].clone(),
@@ -613,12 +620,41 @@ mod tests {
         assert!(full.column_queries[1].len() > 5 + "population".len());
     }
 
+    fn namespace(kind: LabelKind, activation: Activation, n: usize) -> Namespace {
+        Namespace {
+            name: "n".into(),
+            format: DatasetFormat::T2d,
+            kind,
+            offset: 0,
+            labels: (0..n).map(|i| format!("l{i}")).collect(),
+            activation,
+        }
+    }
+
     #[test]
     fn decoding_follows_the_label_kind() {
-        assert_eq!(decode(LabelKind::SingleLabel, &[0.1, 0.7, 0.2]), [1]);
-        assert_eq!(decode(LabelKind::MultiLabel, &[0.45, 0.1, 0.45]), [0, 2]);
-        assert_eq!(decode(LabelKind::MultiLabel, &[0.1, 0.6, 0.2, 0.1]), [1]);
-        assert!(decode(LabelKind::SingleLabel, &[]).is_empty());
+        let single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
+        let multi = namespace(LabelKind::MultiLabel, Activation::Softmax, 4);
+        assert_eq!(decode(&single, &[0.1, 0.7, 0.2]), [1]);
+        assert_eq!(decode(&multi, &[0.45, 0.1, 0.45]), [0, 2]);
+        assert_eq!(decode(&multi, &[0.1, 0.6, 0.2, 0.1]), [1]);
+        assert!(decode(&single, &[]).is_empty());
+    }
+
+    #[test]
+    fn sigmoid_namespaces_keep_every_label_above_one_half_and_at_least_the_best() {
+        let multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 4);
+        let probs = namespace_probs(&multi, &[2.0, -1.0, 0.5, -3.0]);
+        let expected = [0.880797, 0.268941, 0.622459, 0.047426];
+        for (p, e) in probs.iter().zip(expected) {
+            assert!((p - e).abs() < 1e-5, "{p} vs {e}");
+        }
+        assert_eq!(decode(&multi, &probs), [0, 2]);
+        // Nothing above 0.5: the best label alone (every column has a type).
+        assert_eq!(decode(&multi, &[0.2, 0.4, 0.1, 0.3]), [1]);
+        // A single-label set decodes to its argmax whatever the activation.
+        let single = namespace(LabelKind::SingleLabel, Activation::Sigmoid, 3);
+        assert_eq!(decode(&single, &[0.9, 0.95, 0.1]), [1]);
     }
 
     #[test]

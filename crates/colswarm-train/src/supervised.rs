@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer};
-use burn::tensor::activation::log_softmax;
+use burn::tensor::activation::{log_sigmoid, log_softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
@@ -43,7 +43,7 @@ use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
 use crate::examples::{Columns, Example, encode, ngram_config, to_batch};
-use crate::labels::{LabelSpace, Task};
+use crate::labels::{Activation, LabelSpace, Namespace, Task};
 use crate::param_ids::renumber;
 use crate::predict::{Model, SerializeSettings, SpecialistUse, save_model_extras};
 use crate::progress::{Progress, format_duration};
@@ -151,6 +151,11 @@ pub struct TrainConfig {
     /// existed.
     #[serde(default)]
     pub wide_buckets: u32,
+    /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
+    /// ([`Activation::Sigmoid`]) instead of a softmax. Absent (false) in run directories
+    /// written before the option existed.
+    #[serde(default)]
+    pub sigmoid_multi_label: bool,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     #[serde(default)]
@@ -212,6 +217,7 @@ impl Default for TrainConfig {
             ngram_buckets: 1 << 14,
             head_skip: false,
             wide_buckets: 0,
+            sigmoid_multi_label: false,
             init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
@@ -412,30 +418,44 @@ pub struct Losses {
     pub cpa: Option<f64>,
 }
 
-/// Cross-entropy of `rows` of `logits`, restricted to one namespace's outputs, against the
-/// uniform distribution over each target's gold labels. Multi-label sets use it too: with a
-/// per-label sigmoid, a small model from scratch settles on the label priors (loss ≈ the
-/// entropy of the label frequencies) and never discriminates; a softmax must.
+/// The loss of `rows` of `logits`, restricted to one namespace's outputs: with
+/// [`Activation::Softmax`], cross-entropy against the uniform distribution over each target's
+/// gold labels; with [`Activation::Sigmoid`], binary cross-entropy per label, summed over the
+/// namespace. Softmax is the default for multi-label sets too: without column n-grams a small
+/// byte-level model trained with sigmoids settled on the label priors (loss ≈ the entropy of
+/// the label frequencies) and never discriminated.
 fn namespace_loss(
     logits: &Tensor<2>,
     rows: &[usize],
-    range: std::ops::Range<usize>,
+    namespace: &Namespace,
     targets: &[&[usize]],
 ) -> Tensor<1> {
     let device = logits.device();
+    let range = namespace.range();
     let n = range.len();
     let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
     let picked = logits
         .clone()
         .select(0, Tensor::<1, Int>::from_data(index.as_slice(), &device))
         .narrow(1, range.start, n);
+    let sigmoid = namespace.activation == Activation::Sigmoid;
     let mut dense = vec![0f32; rows.len() * n];
     for (r, outputs) in targets.iter().enumerate() {
         for &o in *outputs {
-            dense[r * n + (o - range.start)] = 1.0 / outputs.len() as f32;
+            dense[r * n + (o - range.start)] = if sigmoid {
+                1.0
+            } else {
+                1.0 / outputs.len() as f32
+            };
         }
     }
     let target = Tensor::<2>::from_data(TensorData::new(dense, [rows.len(), n]), &device);
+    if sigmoid {
+        // Binary cross-entropy with logits, summed over the labels: −y·log σ(x) − (1−y)·log σ(−x).
+        let positive = log_sigmoid(picked.clone()) * target.clone();
+        let negative = log_sigmoid(picked.neg()) * (target.neg() + 1.0);
+        return (positive + negative).sum().neg() / rows.len() as f64;
+    }
     (log_softmax(picked, 1) * target).sum().neg() / rows.len() as f64
 }
 
@@ -522,8 +542,8 @@ pub fn shard_loss(
         if rows.is_empty() {
             continue;
         }
-        let loss = namespace_loss(&out.cta_logits, rows, ns.range(), targets)
-            * (rows.len() as f64 / n_cta as f64);
+        let loss =
+            namespace_loss(&out.cta_logits, rows, ns, targets) * (rows.len() as f64 / n_cta as f64);
         cta_total = Some(match cta_total {
             Some(t) => t + loss,
             None => loss,
@@ -536,8 +556,8 @@ pub fn shard_loss(
         }
         let logits = orchestrator.cpa_logits(out, pairs);
         let rows: Vec<usize> = (0..pairs.len()).collect();
-        let loss = namespace_loss(&logits, &rows, ns.range(), targets)
-            * (pairs.len() as f64 / n_cpa as f64);
+        let loss =
+            namespace_loss(&logits, &rows, ns, targets) * (pairs.len() as f64 / n_cpa as f64);
         cpa_total = Some(match cpa_total {
             Some(t) => t + loss,
             None => loss,
@@ -589,7 +609,14 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         }
         train.push((spec.clone(), data));
     }
-    let space = label_space(&train);
+    let mut space = label_space(&train);
+    if config.sigmoid_multi_label {
+        for namespace in space.cta.iter_mut().chain(&mut space.cpa) {
+            if namespace.kind == LabelKind::MultiLabel {
+                namespace.activation = Activation::Sigmoid;
+            }
+        }
+    }
     if space.is_empty() {
         return Err(TrainError::Config(
             "the training sets carry no CTA label and no CPA target".into(),
@@ -1294,6 +1321,74 @@ mod tests {
     use super::*;
     use burn::tensor::Distribution;
     use colswarm_swarm::SpecialistRouterConfig;
+
+    #[test]
+    fn namespace_losses_match_a_by_hand_computation() {
+        // Rows 0 and 2 of a 3-row head with 5 outputs; the namespace is outputs 1..4.
+        let logits = [
+            [0.3f32, 1.0, -2.0, 0.5, 9.0],
+            [5.0, 5.0, 5.0, 5.0, 5.0],
+            [-1.0, 0.0, 2.0, -0.5, -9.0],
+        ];
+        let tensor =
+            Tensor::<2>::from_data(TensorData::new(logits.concat(), [3, 5]), &Device::flex());
+        let mut namespace = Namespace {
+            name: "n".into(),
+            format: crate::DatasetFormat::TurlCsv,
+            kind: LabelKind::MultiLabel,
+            offset: 1,
+            labels: vec!["a".into(), "b".into(), "c".into()],
+            activation: Activation::Softmax,
+        };
+        let targets: [&[usize]; 2] = [&[1, 3], &[2]];
+        let gold: [&[usize]; 2] = [&[0, 2], &[1]];
+        let rows = [logits[0], logits[2]].map(|r| [r[1], r[2], r[3]]);
+        let loss = |namespace: &Namespace| -> f64 {
+            namespace_loss(&tensor, &[0, 2], namespace, &targets).into_scalar::<f32>() as f64
+        };
+        // Softmax: −Σ (1/|gold|)·log p, mean over rows.
+        let softmax: f64 = rows
+            .iter()
+            .zip(gold)
+            .map(|(x, g)| {
+                let z: f64 = x.iter().map(|&v| (v as f64).exp()).sum();
+                g.iter()
+                    .map(|&i| -((x[i] as f64).exp() / z).ln() / g.len() as f64)
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+            / 2.0;
+        assert!(
+            (loss(&namespace) - softmax).abs() < 1e-5,
+            "{} vs {softmax}",
+            loss(&namespace)
+        );
+        // Sigmoid: Σ over labels of −y·log σ(x) − (1−y)·log(1−σ(x)), mean over rows.
+        namespace.activation = Activation::Sigmoid;
+        let bce: f64 = rows
+            .iter()
+            .zip(gold)
+            .map(|(x, g)| {
+                (0..3)
+                    .map(|i| {
+                        let p = 1.0 / (1.0 + (-(x[i] as f64)).exp());
+                        if g.contains(&i) {
+                            -p.ln()
+                        } else {
+                            -(1.0 - p).ln()
+                        }
+                    })
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+            / 2.0;
+        assert!(
+            (loss(&namespace) - bce).abs() < 1e-5,
+            "{} vs {bce}",
+            loss(&namespace)
+        );
+        assert!((softmax - bce).abs() > 0.1, "the two losses differ here");
+    }
 
     /// The masks a router samples for a batch, and those it samples for the batch's shards with
     /// [`shard_routing_rng`], are the same: a data-parallel step routes every table as the

@@ -61,6 +61,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         kind,
         offset: 0,
         labels: labels.to_vec(),
+        activation: Default::default(),
     }
 }
 
