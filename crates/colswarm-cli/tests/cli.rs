@@ -227,6 +227,26 @@ fn the_shipped_model_annotates_the_readme_table() {
 }
 
 #[test]
+fn averaging_the_shipped_model_with_itself_changes_no_annotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("average");
+    let model = "models/colswarm-small";
+    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let averaged = colswarm(&["average", model, model, "--out", out.to_str().unwrap()]);
+    assert!(
+        averaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&averaged.stderr)
+    );
+    let annotate = |m: &str| stdout(&colswarm(&["annotate", "--model", m, table]));
+    assert_eq!(annotate(out.to_str().unwrap()), annotate(model));
+    // The output is never overwritten.
+    let again = colswarm(&["average", model, "--out", out.to_str().unwrap()]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+#[test]
 fn a_killed_training_resumes_to_the_same_weights() {
     let dir = tempfile::tempdir().unwrap();
     let run = |out: &Path| -> Command {
