@@ -688,10 +688,11 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
         }
         for ns in &model.space.cta {
             println!(
-                "CTA namespace {} ({}, {:?}): {} labels",
+                "CTA namespace {} ({}, {:?}, {:?}): {} labels",
                 ns.name,
                 ns.format,
                 ns.kind,
+                ns.activation,
                 ns.labels.len()
             );
         }
