@@ -814,16 +814,14 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         .unwrap_or_else(|| default_task(train_spec.format, &train_data.tables));
     let mut space = colswarm_train::LabelSpace::default();
     let (labels, kind) = match task {
-        Task::Cta => (
-            train_data.cta_labels.labels().to_vec(),
-            train_spec.format.cta_kind(),
-        ),
+        Task::Cta => (&train_data.cta_labels, train_spec.format.cta_kind()),
         Task::Cpa => (
-            train_data.cpa_labels.labels().to_vec(),
+            &train_data.cpa_labels,
             colswarm_swarm::LabelKind::SingleLabel,
         ),
     };
-    space.push(task, &train_spec.namespace, train_spec.format, kind, labels);
+    // The same label hierarchy as a model trained on this set closes its predictions with.
+    space.push_label_set(task, &train_spec.namespace, train_spec.format, kind, labels);
     let namespace = space
         .list(task)
         .first()

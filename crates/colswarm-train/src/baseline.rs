@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::labels::{Namespace, Task};
+use crate::labels::{Namespace, Task, close_under};
 use crate::metrics::{F1Report, Scored, f1_report};
 
 /// Which baseline to train.
@@ -107,6 +107,9 @@ pub struct Baseline {
     task: Task,
     label_kind: LabelKind,
     labels: Vec<String>,
+    /// The namespace's hierarchy ([`Namespace::ancestors`]): multi-label predictions are closed
+    /// under it, as the model's are.
+    ancestors: Vec<Vec<usize>>,
     model: Model,
 }
 
@@ -168,6 +171,10 @@ impl Baseline {
                 let features = featurizer.column_features(column, subject_header);
                 linear.predict(&features, self.label_kind)
             }
+        };
+        let ids = match self.label_kind {
+            LabelKind::MultiLabel => close_under(&self.ancestors, ids),
+            LabelKind::SingleLabel => ids,
         };
         ids.into_iter().map(|i| self.labels[i].clone()).collect()
     }
@@ -273,6 +280,7 @@ pub fn train_baseline(
         task,
         label_kind: namespace.kind,
         labels: namespace.labels.clone(),
+        ancestors: namespace.ancestors.clone(),
         model,
     }
 }
@@ -464,6 +472,7 @@ mod tests {
             offset: 0,
             labels: labels.iter().map(|s| s.to_string()).collect(),
             activation: Default::default(),
+            ancestors: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::LabelKind;
+use colswarm_tables::LabelSet;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetFormat;
@@ -50,9 +51,22 @@ pub struct Namespace {
     /// option existed).
     #[serde(default)]
     pub activation: Activation,
+    /// Per label (parallel to `labels`), the positions of its super-types in this namespace,
+    /// from the training set's type hierarchy (WikiTables ships one: a `film.director` is a
+    /// `people.person`). Multi-label predictions are closed under it: a predicted type brings
+    /// its super-types, and a super-type's reported probability is at least its subtypes'.
+    /// Empty: no hierarchy (label files written before the option existed, and sets without
+    /// one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<Vec<usize>>,
 }
 
 impl Namespace {
+    /// `chosen` (positions in the namespace) with every super-type of each added, sorted.
+    pub fn close_under_ancestors(&self, chosen: Vec<usize>) -> Vec<usize> {
+        close_under(&self.ancestors, chosen)
+    }
+
     /// Head outputs of this namespace.
     pub fn range(&self) -> std::ops::Range<usize> {
         self.offset..self.offset + self.labels.len()
@@ -74,6 +88,22 @@ pub struct LabelSpace {
     pub cta: Vec<Namespace>,
     /// Column-relation namespaces.
     pub cpa: Vec<Namespace>,
+}
+
+/// `chosen` with every entry of `ancestors[c]` for each chosen `c` added (transitively), sorted.
+pub fn close_under(ancestors: &[Vec<usize>], chosen: Vec<usize>) -> Vec<usize> {
+    let mut closed = chosen;
+    let mut i = 0;
+    while i < closed.len() {
+        for &a in ancestors.get(closed[i]).map_or(&[][..], Vec::as_slice) {
+            if !closed.contains(&a) {
+                closed.push(a);
+            }
+        }
+        i += 1;
+    }
+    closed.sort_unstable();
+    closed
 }
 
 /// Which head a namespace belongs to.
@@ -129,7 +159,27 @@ impl LabelSpace {
             offset,
             labels,
             activation: Activation::Softmax,
+            ancestors: Vec::new(),
         });
+    }
+
+    /// [`Self::push`] of a [`LabelSet`]'s labels, with the super-types its hierarchy gives each
+    /// ([`Namespace::ancestors`]).
+    pub fn push_label_set(
+        &mut self,
+        task: Task,
+        name: &str,
+        format: DatasetFormat,
+        kind: LabelKind,
+        set: &LabelSet,
+    ) {
+        self.push(task, name, format, kind, set.labels().to_vec());
+        if set.hierarchy().is_some()
+            && let Some(namespace) = self.list_mut(task).last_mut()
+            && namespace.name == name
+        {
+            namespace.ancestors = (0..set.len()).map(|id| set.ancestor_ids(id)).collect();
+        }
     }
 
     /// The namespaces of a head.
@@ -208,6 +258,19 @@ impl LabelSpace {
                     });
                 }
                 end = n.range().end;
+                let broken = !n.ancestors.is_empty()
+                    && (n.ancestors.len() != n.labels.len()
+                        || n.ancestors.iter().flatten().any(|&a| a >= n.labels.len()));
+                if broken {
+                    return Err(TrainError::Run {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "{task} namespace `{}`: its super-type lists do not index its {} labels",
+                            n.name,
+                            n.labels.len()
+                        ),
+                    });
+                }
             }
         }
         Ok(space)
@@ -245,6 +308,57 @@ mod tests {
         assert_eq!(space.flat(Task::Cta), ["a:x", "a:y", "b:x"]);
         assert_eq!(space.by_format(Task::Cta, DatasetFormat::SatoCv).len(), 1);
         assert_eq!(space.len(Task::Cpa), 0);
+    }
+
+    #[test]
+    fn a_hierarchy_gives_super_type_positions_that_close_predictions() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hierarchy.json");
+        // `tv actor` lists only its parent: closure is transitive.
+        std::fs::write(
+            &file,
+            r#"{"director": ["director", "person"], "tv actor": ["tv actor", "film actor"],
+                "film actor": ["film actor", "person"]}"#,
+        )
+        .unwrap();
+        let set = LabelSet::sorted(["director", "film actor", "person", "tv actor", "city"])
+            .with_hierarchy(colswarm_tables::LabelHierarchy::from_json_file(&file).unwrap());
+        assert_eq!(
+            set.labels(),
+            ["city", "director", "film actor", "person", "tv actor"]
+        );
+        let mut space = LabelSpace::default();
+        let multi = LabelKind::MultiLabel;
+        space.push_label_set(Task::Cta, "w", DatasetFormat::TurlCsv, multi, &set);
+        let namespace = &space.cta[0];
+        assert_eq!(
+            namespace.ancestors,
+            [vec![], vec![3], vec![3], vec![], vec![2]]
+        );
+        assert_eq!(namespace.close_under_ancestors(vec![4]), [2, 3, 4]);
+        assert_eq!(namespace.close_under_ancestors(vec![1, 0]), [0, 1, 3]);
+        // Without a hierarchy nothing is added.
+        space.push_label_set(
+            Task::Cta,
+            "plain",
+            DatasetFormat::T2d,
+            multi,
+            &LabelSet::sorted(["a", "b"]),
+        );
+        assert!(space.cta[1].ancestors.is_empty());
+        assert_eq!(space.cta[1].close_under_ancestors(vec![1]), [1]);
+
+        // Saved and loaded back; super-type lists that do not index the labels are refused.
+        let path = dir.path().join(LABELS_FILE);
+        space.save(&path).unwrap();
+        assert_eq!(LabelSpace::load(&path).unwrap(), space);
+        space.cta[0].ancestors[4] = vec![5];
+        space.save(&path).unwrap();
+        let err = LabelSpace::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("namespace `w`: its super-type lists do not index its 5 labels"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -377,19 +377,23 @@ pub fn subject_column(table: &Table) -> usize {
 /// into `probs`): the argmax for single-label sets; for multi-label sets with a softmax, every
 /// label with at least half the probability of the best (the targets of a column with `n`
 /// labels are `1/n` each), with sigmoids every label above 0.5, at least the best.
+///
+/// Multi-label predictions are then closed under the namespace's hierarchy
+/// ([`Namespace::ancestors`]).
 pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
     let Some(best) = argmax(probs) else {
         return Vec::new();
     };
-    match (namespace.kind, namespace.activation) {
-        (LabelKind::SingleLabel, _) => vec![best],
+    let chosen = match (namespace.kind, namespace.activation) {
+        (LabelKind::SingleLabel, _) => return vec![best],
         (LabelKind::MultiLabel, Activation::Softmax) => (0..probs.len())
             .filter(|&i| probs[i] >= 0.5 * probs[best])
             .collect(),
         (LabelKind::MultiLabel, Activation::Sigmoid) => (0..probs.len())
             .filter(|&i| i == best || probs[i] > 0.5)
             .collect(),
-    }
+    };
+    namespace.close_under_ancestors(chosen)
 }
 
 fn argmax(values: &[f32]) -> Option<usize> {
@@ -397,8 +401,29 @@ fn argmax(values: &[f32]) -> Option<usize> {
 }
 
 /// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
-/// ([`Namespace::activation`]).
+/// ([`Namespace::activation`]). In a multi-label namespace with a hierarchy, a type's
+/// probability is raised to its most probable subtype's (a director is a person).
 pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
+    let probs = raw_namespace_probs(namespace, logits);
+    if namespace.kind == LabelKind::SingleLabel || namespace.ancestors.is_empty() {
+        return probs;
+    }
+    let mut closed = probs.clone();
+    for (label, &p) in probs.iter().enumerate() {
+        for &a in namespace
+            .ancestors
+            .get(label)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            if let Some(c) = closed.get_mut(a) {
+                *c = c.max(p);
+            }
+        }
+    }
+    closed
+}
+
+fn raw_namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
     let slice = &logits[namespace.range()];
     if namespace.activation == Activation::Sigmoid {
         return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
@@ -628,6 +653,7 @@ mod tests {
             offset: 0,
             labels: (0..n).map(|i| format!("l{i}")).collect(),
             activation,
+            ancestors: Vec::new(),
         }
     }
 
@@ -639,6 +665,25 @@ mod tests {
         assert_eq!(decode(&multi, &[0.45, 0.1, 0.45]), [0, 2]);
         assert_eq!(decode(&multi, &[0.1, 0.6, 0.2, 0.1]), [1]);
         assert!(decode(&single, &[]).is_empty());
+    }
+
+    #[test]
+    fn super_types_are_at_least_as_probable_as_their_subtypes_and_are_predicted_with_them() {
+        // 0 person, 1 director (a person), 2 city.
+        let mut multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 3);
+        multi.ancestors = vec![vec![], vec![0], vec![]];
+        let logits = [-2.0f32, 1.0, -1.0];
+        let probs = namespace_probs(&multi, &logits);
+        let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
+        assert_eq!(probs, [sigmoid(1.0), sigmoid(1.0), sigmoid(-1.0)]);
+        assert_eq!(decode(&multi, &probs), [0, 1]);
+        // Nothing above 0.5: the best label and its super-types.
+        let probs = namespace_probs(&multi, &[-3.0, -1.0, -2.0]);
+        assert_eq!(decode(&multi, &probs), [0, 1]);
+        // Single-label namespaces never add super-types.
+        let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
+        single.ancestors = multi.ancestors.clone();
+        assert_eq!(decode(&single, &namespace_probs(&single, &logits)), [1]);
     }
 
     #[test]

@@ -386,13 +386,12 @@ pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
     let mut space = LabelSpace::default();
     for (spec, data) in train {
         if data.tables.iter().any(|t| t.n_labelled_columns() > 0) {
-            let labels = data.cta_labels.labels().to_vec();
-            space.push(
+            space.push_label_set(
                 Task::Cta,
                 &spec.namespace,
                 spec.format,
                 spec.format.cta_kind(),
-                labels,
+                &data.cta_labels,
             );
         }
         let cpa = data.cpa_labels.labels().to_vec();
@@ -1339,6 +1338,7 @@ mod tests {
             offset: 1,
             labels: vec!["a".into(), "b".into(), "c".into()],
             activation: Activation::Softmax,
+            ancestors: Vec::new(),
         };
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];

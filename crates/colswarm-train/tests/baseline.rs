@@ -62,6 +62,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         offset: 0,
         labels: labels.to_vec(),
         activation: Default::default(),
+        ancestors: Vec::new(),
     }
 }
 
