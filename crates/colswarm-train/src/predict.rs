@@ -381,7 +381,12 @@ pub fn subject_column(table: &Table) -> usize {
 /// Multi-label predictions are then closed under the namespace's hierarchy
 /// ([`Namespace::ancestors`]).
 pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
-    let Some(best) = argmax(probs) else {
+    // A super-type ties with its most probable subtype (see `namespace_probs`): among equal
+    // probabilities the label with the most super-types, the most specific, is the best.
+    let depth = |i: usize| namespace.ancestors.get(i).map_or(0, Vec::len);
+    let Some(best) = (0..probs.len())
+        .max_by(|&a, &b| probs[a].total_cmp(&probs[b]).then(depth(a).cmp(&depth(b))))
+    else {
         return Vec::new();
     };
     let chosen = match (namespace.kind, namespace.activation) {
@@ -394,10 +399,6 @@ pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
             .collect(),
     };
     namespace.close_under_ancestors(chosen)
-}
-
-fn argmax(values: &[f32]) -> Option<usize> {
-    (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b]))
 }
 
 /// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
@@ -677,9 +678,14 @@ mod tests {
         let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
         assert_eq!(probs, [sigmoid(1.0), sigmoid(1.0), sigmoid(-1.0)]);
         assert_eq!(decode(&multi, &probs), [0, 1]);
-        // Nothing above 0.5: the best label and its super-types.
+        // Nothing above 0.5: the best label and its super-types, whichever comes first.
         let probs = namespace_probs(&multi, &[-3.0, -1.0, -2.0]);
         assert_eq!(decode(&multi, &probs), [0, 1]);
+        let mut reversed = multi.clone();
+        reversed.ancestors = vec![vec![], vec![2], vec![]];
+        let probs = namespace_probs(&reversed, &[-2.0, -1.0, -3.0]);
+        assert_eq!(probs[1], probs[2], "the super-type ties with its subtype");
+        assert_eq!(decode(&reversed, &probs), [1, 2]);
         // Single-label namespaces never add super-types.
         let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
         single.ancestors = multi.ancestors.clone();
