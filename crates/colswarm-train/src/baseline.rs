@@ -540,6 +540,31 @@ mod tests {
     }
 
     #[test]
+    fn multi_label_predictions_are_closed_under_the_namespace_hierarchy() {
+        // `director` is a `person`; every training target is `director` alone.
+        let mut ns = namespace(LabelKind::MultiLabel, &["city", "director", "person"]);
+        let tables = labelled(&[&["director"], &["director"], &["director"]]);
+        let config = BaselineConfig::default();
+        assert_eq!(
+            train_baseline(&config, Task::Cta, &ns, &tables).predict_cta(&tables[0], 0),
+            ["director"]
+        );
+        ns.ancestors = vec![vec![], vec![2], vec![]];
+        let baseline = train_baseline(&config, Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["director", "person"]);
+        let ngram = BaselineConfig {
+            kind: BaselineKind::CharNgram,
+            ..config
+        };
+        let baseline = train_baseline(&ngram, Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["director", "person"]);
+        // A single-label namespace never adds super-types.
+        ns.kind = LabelKind::SingleLabel;
+        let baseline = train_baseline(&BaselineConfig::default(), Task::Cta, &ns, &tables);
+        assert_eq!(baseline.predict_cta(&tables[0], 0), ["director"]);
+    }
+
+    #[test]
     fn majority_cpa_predicts_the_most_frequent_relation() {
         let ns = namespace(LabelKind::SingleLabel, &["capital", "population"]);
         let mut table = Table::new(
