@@ -310,26 +310,32 @@ impl Swarm {
             path: manifest_path.clone(),
             reason: reason.into(),
         };
-        let ngrams = match (&manifest.column_ngrams, params.ngrams) {
-            (Some(file), Some(params)) => Some(checked(file, "column n-gram embedding", params)?),
-            (None, None) => None,
-            (None, Some(_)) => Err(mismatch(
-                "the config reads column n-grams but the manifest names no n-gram embedding file",
-            ))?,
-            (Some(_), None) => Err(mismatch(
-                "the manifest names an n-gram embedding file but the config reads no column n-grams",
-            ))?,
-        };
-        let wide = match (&manifest.wide_ngrams, params.wide) {
-            (Some(file), Some(params)) => Some(checked(file, "wide n-gram logits", params)?),
-            (None, None) => None,
-            (None, Some(_)) => Err(mismatch(
-                "the config has wide n-gram logits but the manifest names no file for them",
-            ))?,
-            (Some(_), None) => Err(mismatch(
-                "the manifest names a wide n-gram file but the config has no wide n-gram logits",
-            ))?,
-        };
+        // An optional component: its file exactly when the config asks for it.
+        let optional =
+            |file: &Option<FileRef>, params: Option<usize>, what: &str, config: &str| match (
+                file, params,
+            ) {
+                (Some(file), Some(params)) => checked(file, what, params).map(Some),
+                (None, None) => Ok(None),
+                (None, Some(_)) => Err(mismatch(&format!(
+                    "the config {config} but the manifest names no file for the {what}"
+                ))),
+                (Some(_), None) => Err(mismatch(&format!(
+                    "the manifest names a file for the {what} but the config does not ask for it"
+                ))),
+            };
+        let ngrams = optional(
+            &manifest.column_ngrams,
+            params.ngrams,
+            "column n-gram embedding",
+            "reads column n-grams",
+        )?;
+        let wide = optional(
+            &manifest.wide_ngrams,
+            params.wide,
+            "wide n-gram logits",
+            "has wide n-gram logits",
+        )?;
         let alignments = manifest
             .specialists
             .iter()

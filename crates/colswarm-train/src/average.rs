@@ -16,33 +16,39 @@ use crate::error::TrainError;
 use crate::predict::{SerializeSettings, load_model_extras};
 use crate::supervised::save_model;
 
-/// Float parameters of a module in module order, as host vectors with their shapes.
-struct Collect(Vec<(Vec<usize>, Vec<f32>)>);
+/// One float parameter on the host: its shape and values.
+type HostParam = (Vec<usize>, Vec<f32>);
+
+/// Float parameters of a module in module order, or the index of the first one whose values
+/// could not be read as `f32`.
+struct Collect(Result<Vec<HostParam>, usize>);
 
 impl ModuleVisitor for Collect {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let Ok(params) = &mut self.0 else {
+            return;
+        };
         let tensor = param.val();
         let shape = tensor.dims().to_vec();
-        // Parameters are f32 on every backend colswarm trains on; anything else reads as empty
-        // and then fails the shape check below with the parameter's index.
-        let values = tensor
-            .into_data()
-            .convert::<f32>()
-            .try_to_vec::<f32>()
-            .unwrap_or_default();
-        self.0.push((shape, values));
+        match tensor.into_data().convert::<f32>().try_to_vec::<f32>() {
+            Ok(values) => params.push((shape, values)),
+            Err(_) => self.0 = Err(params.len()),
+        }
     }
 }
 
-fn parameters<M: Module>(module: &M) -> Vec<(Vec<usize>, Vec<f32>)> {
-    let mut visitor = Collect(Vec::new());
+/// The float parameters of `module` (see [`Collect`]); `which` names the module in errors.
+fn parameters<M: Module>(module: &M, which: usize) -> Result<Vec<HostParam>, String> {
+    let mut visitor = Collect(Ok(Vec::new()));
     module.visit(&mut visitor);
-    visitor.0
+    visitor
+        .0
+        .map_err(|i| format!("parameter {i} of model {which} is not readable as f32"))
 }
 
 /// Replaces the float parameters, in module order, with the given values (ids kept).
 struct Replace {
-    values: std::vec::IntoIter<(Vec<usize>, Vec<f32>)>,
+    values: std::vec::IntoIter<HostParam>,
 }
 
 impl ModuleMapper for Replace {
@@ -66,15 +72,16 @@ pub fn average_modules<M: Module>(modules: Vec<M>) -> Result<M, String> {
     let Some(first) = modules.next() else {
         return Err("no model to average".into());
     };
-    let mut sums: Vec<(Vec<usize>, Vec<f64>)> = parameters(&first)
-        .into_iter()
-        .map(|(shape, v)| (shape, v.into_iter().map(f64::from).collect()))
+    let first_params = parameters(&first, 1)?;
+    let mut sums: Vec<(Vec<usize>, Vec<f64>)> = first_params
+        .iter()
+        .map(|(shape, v)| (shape.clone(), v.iter().map(|&x| f64::from(x)).collect()))
         .collect();
-    let firsts: Vec<Vec<f32>> = parameters(&first).into_iter().map(|(_, v)| v).collect();
+    let firsts: Vec<Vec<f32>> = first_params.into_iter().map(|(_, v)| v).collect();
     let mut all_equal = vec![true; sums.len()];
     let mut count = 1usize;
     for (m, module) in modules.enumerate() {
-        let params = parameters(&module);
+        let params = parameters(&module, m + 2)?;
         if params.len() != sums.len() {
             return Err(format!(
                 "model {} has {} parameters, the first has {}",
@@ -97,7 +104,7 @@ pub fn average_modules<M: Module>(modules: Vec<M>) -> Result<M, String> {
         }
         count += 1;
     }
-    let values: Vec<(Vec<usize>, Vec<f32>)> = sums
+    let values: Vec<HostParam> = sums
         .into_iter()
         .zip(firsts)
         .zip(all_equal)
@@ -203,7 +210,8 @@ mod tests {
     use burn::tensor::Device;
 
     fn values(linear: &Linear) -> Vec<f32> {
-        parameters(linear)
+        parameters(linear, 1)
+            .unwrap()
             .into_iter()
             .flat_map(|(_, v)| v)
             .collect()

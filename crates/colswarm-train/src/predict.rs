@@ -379,14 +379,10 @@ pub fn subject_column(table: &Table) -> usize {
 /// labels are `1/n` each), with sigmoids every label above 0.5, at least the best.
 ///
 /// Multi-label predictions are then closed under the namespace's hierarchy
-/// ([`Namespace::ancestors`]).
+/// ([`Namespace::ancestors`]). `probs` are the model's own ([`namespace_probs`]), not the
+/// hierarchy-raised ones of [`hierarchy_probs`], where a super-type would tie with its subtype.
 pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
-    // A super-type ties with its most probable subtype (see `namespace_probs`): among equal
-    // probabilities the label with the most super-types, the most specific, is the best.
-    let depth = |i: usize| namespace.ancestors.get(i).map_or(0, Vec::len);
-    let Some(best) = (0..probs.len())
-        .max_by(|&a, &b| probs[a].total_cmp(&probs[b]).then(depth(a).cmp(&depth(b))))
-    else {
+    let Some(best) = argmax(probs) else {
         return Vec::new();
     };
     let chosen = match (namespace.kind, namespace.activation) {
@@ -401,11 +397,14 @@ pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
     namespace.close_under_ancestors(chosen)
 }
 
-/// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
-/// ([`Namespace::activation`]). In a multi-label namespace with a hierarchy, a type's
-/// probability is raised to its most probable subtype's (a director is a person).
-pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
-    let probs = raw_namespace_probs(namespace, logits);
+fn argmax(values: &[f32]) -> Option<usize> {
+    (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b]))
+}
+
+/// The probabilities `annotate` reports: in a multi-label namespace with a hierarchy, a type's
+/// probability raised to its most probable subtype's (a director is a person), so that every
+/// label [`decode`] adds by the hierarchy shows the confidence that brought it; else `probs`.
+pub fn hierarchy_probs(namespace: &Namespace, probs: Vec<f32>) -> Vec<f32> {
     if namespace.kind == LabelKind::SingleLabel || namespace.ancestors.is_empty() {
         return probs;
     }
@@ -424,7 +423,9 @@ pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
     closed
 }
 
-fn raw_namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
+/// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
+/// ([`Namespace::activation`]).
+pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
     let slice = &logits[namespace.range()];
     if namespace.activation == Activation::Sigmoid {
         return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
@@ -556,7 +557,9 @@ impl Outputs {
                     .map(|&i| {
                         let ns = &model.space.cta[i];
                         let probs = namespace_probs(ns, logits);
-                        let mut labels: Vec<Scored> = decode(ns, &probs)
+                        let predicted = decode(ns, &probs);
+                        let probs = hierarchy_probs(ns, probs);
+                        let mut labels: Vec<Scored> = predicted
                             .into_iter()
                             .map(|j| Scored {
                                 label: ns.labels[j].clone(),
@@ -676,7 +679,10 @@ mod tests {
         let logits = [-2.0f32, 1.0, -1.0];
         let probs = namespace_probs(&multi, &logits);
         let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
-        assert_eq!(probs, [sigmoid(1.0), sigmoid(1.0), sigmoid(-1.0)]);
+        assert_eq!(
+            hierarchy_probs(&multi, probs.clone()),
+            [sigmoid(1.0), sigmoid(1.0), sigmoid(-1.0)]
+        );
         assert_eq!(decode(&multi, &probs), [0, 1]);
         // Nothing above 0.5: the best label and its super-types, whichever comes first.
         let probs = namespace_probs(&multi, &[-3.0, -1.0, -2.0]);
@@ -684,7 +690,8 @@ mod tests {
         let mut reversed = multi.clone();
         reversed.ancestors = vec![vec![], vec![2], vec![]];
         let probs = namespace_probs(&reversed, &[-2.0, -1.0, -3.0]);
-        assert_eq!(probs[1], probs[2], "the super-type ties with its subtype");
+        let shown = hierarchy_probs(&reversed, probs.clone());
+        assert_eq!(shown[1], shown[2], "the super-type ties with its subtype");
         assert_eq!(decode(&reversed, &probs), [1, 2]);
         // Single-label namespaces never add super-types.
         let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
