@@ -114,6 +114,10 @@ struct TrainArgs {
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
     sigmoid_multi_label: bool,
+    /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
+    /// the column n-grams see other rows and cells each epoch).
+    #[arg(long)]
+    shuffle_rows: bool,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -415,6 +419,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         head_skip: args.head_skip,
         wide_buckets: args.wide_buckets,
         sigmoid_multi_label: args.sigmoid_multi_label,
+        shuffle_rows: args.shuffle_rows,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,

@@ -33,6 +33,7 @@ use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
     Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput, WideNgramsConfig,
 };
+use colswarm_tables::Table;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -156,6 +157,13 @@ pub struct TrainConfig {
     /// written before the option existed.
     #[serde(default)]
     pub sigmoid_multi_label: bool,
+    /// Shuffle the rows of every training table anew each epoch (data augmentation): the
+    /// table read then samples other rows, and the column n-grams come from other cells, in
+    /// every epoch. The order derives from the seed, the epoch and the table, so a resumed
+    /// run sees the same tables. Dev and evaluation tables are never shuffled. Absent (false)
+    /// in run directories written before the option existed.
+    #[serde(default)]
+    pub shuffle_rows: bool,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     #[serde(default)]
@@ -218,6 +226,7 @@ impl Default for TrainConfig {
             head_skip: false,
             wide_buckets: 0,
             sigmoid_multi_label: false,
+            shuffle_rows: false,
             init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
@@ -586,8 +595,11 @@ pub fn shard_loss(
 pub struct RunData {
     /// The label space.
     pub space: LabelSpace,
-    /// Training examples (only those with targets).
+    /// Training examples (only those with targets), encoded from unshuffled tables.
     pub train: Vec<Example>,
+    /// The tables of [`RunData::train`], in the same order, with the CTA and CPA namespaces
+    /// they are encoded for: what [`RunData::shuffled_examples`] encodes again.
+    pub train_tables: Vec<(Table, Option<usize>, Option<usize>)>,
     /// Dev sets.
     pub dev: Vec<(DataSpec, LoadedData)>,
 }
@@ -627,7 +639,8 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         .as_ref()
         .map(ngram_config);
     let mut examples = Vec::new();
-    for (spec, data) in &train {
+    let mut train_tables = Vec::new();
+    for (spec, data) in train {
         let position = |task: Task| {
             space
                 .list(task)
@@ -635,15 +648,21 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
                 .position(|n| n.name == spec.namespace)
         };
         let (cta, cpa) = (position(Task::Cta), position(Task::Cpa));
-        examples.extend(
-            data.tables
-                .iter()
-                .map(|t| {
-                    let ngrams = ngrams.as_ref();
-                    encode(t, &serialize, ngrams, &space, cta, cpa, Columns::Targets)
-                })
-                .filter(Example::has_targets),
-        );
+        for table in data.tables {
+            let example = encode(
+                &table,
+                &serialize,
+                ngrams.as_ref(),
+                &space,
+                cta,
+                cpa,
+                Columns::Targets,
+            );
+            if example.has_targets() {
+                examples.push(example);
+                train_tables.push((table, cta, cpa));
+            }
+        }
     }
     let dev = config
         .dev
@@ -653,8 +672,56 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
     Ok(RunData {
         space,
         train: examples,
+        train_tables,
         dev,
     })
+}
+
+impl RunData {
+    /// The training examples of `epoch` with every table's rows shuffled
+    /// ([`TrainConfig::shuffle_rows`]): the same targets in the same order as
+    /// [`RunData::train`], from other rows and cells.
+    pub fn shuffled_examples(&self, config: &TrainConfig, epoch: usize) -> Vec<Example> {
+        let serialize = config.serialize.config();
+        let ngrams = orchestrator_config(config, &self.space)
+            .column_ngrams
+            .as_ref()
+            .map(ngram_config);
+        self.train_tables
+            .iter()
+            .enumerate()
+            .map(|(i, (table, cta, cpa))| {
+                let index = ((epoch as u64) << 32) | i as u64;
+                let shuffled =
+                    shuffle_rows(table, &mut rng_for(config.seed, SHUFFLE_STREAM, index));
+                encode(
+                    &shuffled,
+                    &serialize,
+                    ngrams.as_ref(),
+                    &self.space,
+                    *cta,
+                    *cpa,
+                    Columns::Targets,
+                )
+            })
+            .collect()
+    }
+}
+
+/// `table` with its rows in a random order (every column permuted alike; cells past a short
+/// column's end stay absent).
+fn shuffle_rows(table: &Table, rng: &mut ChaCha8Rng) -> Table {
+    let mut order: Vec<usize> = (0..table.n_rows()).collect();
+    order.shuffle(rng);
+    let mut shuffled = table.clone();
+    for column in &mut shuffled.columns {
+        let cells = std::mem::take(&mut column.cells);
+        column.cells = order
+            .iter()
+            .filter_map(|&r| cells.get(r).cloned())
+            .collect();
+    }
+    shuffled
 }
 
 /// Builds the swarm of a fresh run.
@@ -891,6 +958,7 @@ fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
 const ORDER_STREAM: u64 = 1;
 const ROUTING_STREAM: u64 = 2;
 const DROPOUT_STREAM: u64 = 3;
+const SHUFFLE_STREAM: u64 = 4;
 
 /// The routing generator of a shard whose first table is table `first` of its batch:
 /// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
@@ -1112,6 +1180,10 @@ pub fn train(
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
+        let shuffled = config
+            .shuffle_rows
+            .then(|| data.shuffled_examples(config, state.epoch));
+        let train = shuffled.as_deref().unwrap_or(&data.train);
         let mut progress = Progress::new(
             format!("epoch {}/{}", state.epoch + 1, config.epochs),
             batches,
@@ -1131,7 +1203,7 @@ pub fn train(
             let start = state.batch * config.batch_size;
             let picked: Vec<&Example> = order[start..(start + config.batch_size).min(n)]
                 .iter()
-                .map(|&i| &data.train[i])
+                .map(|&i| &train[i])
                 .collect();
             // One shard per device (fewer when the batch is smaller), each with its part of the
             // batch's loss and the router draws the undivided batch would give its tables.
@@ -1320,6 +1392,111 @@ mod tests {
     use super::*;
     use burn::tensor::Distribution;
     use colswarm_swarm::SpecialistRouterConfig;
+
+    /// A table whose row `r` reads `r` in every column (the last column one cell short).
+    fn numbered_table(rows: usize) -> Table {
+        use colswarm_tables::{Cell, Column};
+        let column = |n: usize, label: &str| {
+            let mut c = Column::new(None, (0..n).map(|r| Cell::new(r.to_string())).collect());
+            c.labels = vec![label.to_string()];
+            c
+        };
+        Table::new(
+            "numbered",
+            vec![column(rows, "a"), column(rows, "b"), column(rows - 1, "a")],
+        )
+    }
+
+    #[test]
+    fn shuffled_rows_stay_whole_and_follow_the_generator() {
+        let table = numbered_table(30);
+        let shuffle = |index| shuffle_rows(&table, &mut rng_for(3, SHUFFLE_STREAM, index));
+        let once = shuffle(0);
+        let texts = |c: usize| -> Vec<String> {
+            once.columns[c]
+                .cells
+                .iter()
+                .map(|x| x.text().to_string())
+                .collect()
+        };
+        assert_eq!(texts(0), texts(1), "every column is permuted alike");
+        assert_ne!(
+            texts(0),
+            table.columns[0]
+                .cells
+                .iter()
+                .map(|x| x.text().to_string())
+                .collect::<Vec<_>>()
+        );
+        let mut sorted: Vec<usize> = texts(0).iter().map(|t| t.parse().unwrap()).collect();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (0..30).collect::<Vec<_>>(),
+            "a permutation of the rows"
+        );
+        // The short column loses only its missing cell, the others keep their rows' order.
+        assert_eq!(
+            texts(2),
+            texts(0)
+                .into_iter()
+                .filter(|t| t != "29")
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(shuffle(0), once, "the same generator, the same order");
+        assert_ne!(shuffle(1), once);
+        assert_eq!(
+            (once.id.as_str(), &once.columns[1].labels),
+            ("numbered", &table.columns[1].labels)
+        );
+    }
+
+    #[test]
+    fn shuffled_examples_keep_the_targets_and_change_the_cells_each_epoch() {
+        let table = numbered_table(40);
+        let config = TrainConfig {
+            serialize: SerializeSettings {
+                max_rows: 4,
+                ..SerializeSettings::default()
+            },
+            ..TrainConfig::default()
+        };
+        let mut space = LabelSpace::default();
+        space.push(
+            Task::Cta,
+            "toy",
+            crate::dataset::DatasetFormat::T2d,
+            LabelKind::SingleLabel,
+            vec!["a".to_string(), "b".to_string()],
+        );
+        let example = |t: &Table| {
+            encode(
+                t,
+                &config.serialize.config(),
+                None,
+                &space,
+                Some(0),
+                None,
+                Columns::Targets,
+            )
+        };
+        let data = RunData {
+            train: vec![example(&table)],
+            train_tables: vec![(table.clone(), Some(0), None)],
+            space: space.clone(),
+            dev: Vec::new(),
+        };
+        let epoch = |e| data.shuffled_examples(&config, e);
+        let (first, second) = (epoch(0), epoch(1));
+        assert_eq!(first, epoch(0), "deterministic");
+        assert_ne!(first[0].tokens, second[0].tokens, "other rows each epoch");
+        assert_ne!(first[0].tokens, data.train[0].tokens);
+        for shuffled in [&first[0], &second[0]] {
+            assert_eq!(shuffled.cta, data.train[0].cta);
+            assert_eq!(shuffled.columns, data.train[0].columns);
+            assert_eq!(shuffled.table_id, data.train[0].table_id);
+        }
+    }
 
     #[test]
     fn namespace_losses_match_a_by_hand_computation() {

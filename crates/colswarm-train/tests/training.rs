@@ -97,9 +97,11 @@ fn log_without_times(run: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn an_interrupted_run_resumes_to_the_same_weights() {
     let dir = tempfile::tempdir().unwrap();
-    // With column dropout, whose masks a resumed run must draw again identically.
+    // With column dropout and shuffled rows, whose masks and row orders a resumed run must
+    // draw again identically.
     let config = TrainConfig {
         column_dropout: 0.2,
+        shuffle_rows: true,
         ..tiny(dir.path())
     };
     let quiet = TrainOptions::default();
@@ -243,6 +245,19 @@ fn column_dropout_changes_the_training_loss() {
     train_quietly(&config, &dropped).unwrap();
     // Same initial weights and batches, so the first losses differ only by the masks.
     assert_ne!(first_loss(&plain), first_loss(&dropped));
+}
+
+#[test]
+fn shuffled_rows_change_the_training_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = quick(dir.path());
+    let plain = dir.path().join("plain");
+    train_quietly(&config, &plain).unwrap();
+    config.shuffle_rows = true;
+    let shuffled = dir.path().join("shuffled");
+    train_quietly(&config, &shuffled).unwrap();
+    // Same initial weights and batch order: the first losses differ only by the rows read.
+    assert_ne!(first_loss(&plain), first_loss(&shuffled));
 }
 
 #[test]
