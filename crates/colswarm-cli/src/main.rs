@@ -12,7 +12,12 @@ use burn::tensor::Device;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use colswarm_swarm::FusionMode;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
-use colswarm_train::baseline::{BaselineConfig, BaselineKind, evaluate_baseline, train_baseline};
+use colswarm_train::baseline::{
+    BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
+};
+use colswarm_train::compare::{
+    BootstrapConfig, paired_bootstrap, read_predictions, write_predictions,
+};
 use colswarm_train::eval::{EvalOptions, default_task, evaluate};
 use colswarm_train::parl::{ParlConfig, train_router};
 use colswarm_train::predict::{
@@ -51,6 +56,8 @@ enum Command {
     Bench(BenchArgs),
     /// Trains and scores a simple baseline (majority class or character n-grams).
     Baseline(BaselineArgs),
+    /// Is A better than B? A paired bootstrap over tables of two prediction files' micro-F1.
+    Compare(CompareArgs),
     /// Averages the weights of model directories of one run (e.g. its last epochs' checkpoints)
     /// into a new model directory.
     Average(AverageArgs),
@@ -276,6 +283,10 @@ struct EvalArgs {
     /// Print one JSON object (with the per-label report) instead of text.
     #[arg(long)]
     json: bool,
+    /// Also write every scored target (table, column, gold and predicted labels) to this file,
+    /// one JSON object per line, for `colswarm compare`.
+    #[arg(long)]
+    predictions: Option<PathBuf>,
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
 }
@@ -355,6 +366,28 @@ struct BaselineArgs {
     seed: u64,
     #[arg(long)]
     json: bool,
+    /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
+    #[arg(long)]
+    predictions: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// Predictions of system A (`eval --predictions` or `baseline --predictions`).
+    a: PathBuf,
+    /// Predictions of system B, on the same targets.
+    b: PathBuf,
+    /// Bootstrap resamples (tables drawn with replacement).
+    #[arg(long, default_value_t = 10_000)]
+    resamples: usize,
+    /// Confidence of the interval of A − B.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> ExitCode {
@@ -375,6 +408,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd_bench(args),
         Command::Baseline(args) => cmd_baseline(args),
         Command::Average(args) => cmd_average(args),
+        Command::Compare(args) => cmd_compare(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -513,6 +547,9 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
         progress: !args.json,
     };
     let report = evaluate(&model, &data.tables, args.format, &options)?;
+    if let Some(path) = &args.predictions {
+        write_predictions(path, &report.targets)?;
+    }
     if args.json {
         let mut value = serde_json::to_value(&report)?;
         value["format"] = serde_json::json!(args.format.name());
@@ -838,6 +875,12 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
     let report = evaluate_baseline(&baseline, task, namespace, &eval_data.tables);
+    if let Some(path) = &args.predictions {
+        write_predictions(
+            path,
+            &baseline_predictions(&baseline, task, &eval_data.tables),
+        )?;
+    }
     if args.json {
         let mut value = serde_json::to_value(&report)?;
         value["task"] = serde_json::json!(task);
@@ -848,6 +891,39 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         println!(
             "{} baseline, {task}: micro-F1 {:.4}  macro-F1 {:.4}  ({} targets, {} gold labels unknown)",
             args.kind, report.micro_f1, report.macro_f1, report.n_targets, report.labels_unknown
+        );
+    }
+    Ok(())
+}
+
+fn cmd_compare(args: CompareArgs) -> Result<()> {
+    let read = |path: &PathBuf| read_predictions(path).map_err(anyhow::Error::from);
+    let (a, b) = (read(&args.a)?, read(&args.b)?);
+    let config = BootstrapConfig {
+        resamples: args.resamples,
+        confidence: args.confidence,
+        seed: args.seed,
+    };
+    let c = paired_bootstrap(&a, &b, &config)
+        .with_context(|| format!("comparing {} with {}", args.a.display(), args.b.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&c)?);
+    } else {
+        println!(
+            "micro-F1 A {:.4}  B {:.4}  A − B {:+.4}  ({:.0}% interval {:+.4} to {:+.4}; {} tables, {} targets, {} resamples)",
+            c.micro_f1_a,
+            c.micro_f1_b,
+            c.difference,
+            100.0 * c.confidence,
+            c.ci_low,
+            c.ci_high,
+            c.n_tables,
+            c.n_targets,
+            c.resamples
+        );
+        println!(
+            "A is not above B in {:.2}% of the resamples",
+            100.0 * c.p_a_not_better
         );
     }
     Ok(())

@@ -104,6 +104,97 @@ fn eval_json_carries_the_documented_fields() {
 }
 
 #[test]
+fn compare_matches_eval_and_baseline_predictions_target_by_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model_file, baseline_file) = (dir.path().join("m.jsonl"), dir.path().join("b.jsonl"));
+    let t2d = "datasets/t2d-webtables";
+    let model = colswarm(&[
+        "eval",
+        "--model",
+        "models/colswarm-small",
+        "--format",
+        "t2d",
+        "--input",
+        t2d,
+        "--split",
+        "dev",
+        "--json",
+        "--predictions",
+        model_file.to_str().unwrap(),
+    ]);
+    let model: serde_json::Value = serde_json::from_str(stdout(&model).trim()).unwrap();
+    let baseline = colswarm(&[
+        "baseline",
+        "--kind",
+        "char-ngram",
+        "--train",
+        &format!("t2d=t2d:{t2d}#train"),
+        "--eval",
+        &format!("t2d=t2d:{t2d}#dev"),
+        "--json",
+        "--predictions",
+        baseline_file.to_str().unwrap(),
+    ]);
+    let baseline: serde_json::Value = serde_json::from_str(stdout(&baseline).trim()).unwrap();
+    let compare = |a: &Path, b: &Path| {
+        let out = colswarm(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--resamples",
+            "500",
+            "--json",
+        ]);
+        serde_json::from_str::<serde_json::Value>(stdout(&out).trim()).unwrap()
+    };
+    let c = compare(&model_file, &baseline_file);
+    assert_eq!(c["n_targets"], model["n_columns"]);
+    assert_eq!(c["micro_f1_a"], model["micro_f1"]);
+    assert_eq!(c["micro_f1_b"], baseline["micro_f1"]);
+    let f = |key: &str| c[key].as_f64().unwrap();
+    assert!(
+        f("ci_low") <= f("difference") && f("difference") <= f("ci_high"),
+        "{c}"
+    );
+    assert!(
+        f("ci_high") - f("ci_low") > 0.0,
+        "the two differ on some tables: {c}"
+    );
+    let itself = compare(&model_file, &model_file);
+    assert_eq!(
+        (itself["difference"].as_f64(), itself["ci_high"].as_f64()),
+        (Some(0.0), Some(0.0))
+    );
+
+    // A broken line is named with its file and line number; fewer targets are refused.
+    let text = std::fs::read_to_string(&baseline_file).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{not json";
+    std::fs::write(&baseline_file, lines.join("\n")).unwrap();
+    let out = colswarm(&[
+        "compare",
+        model_file.to_str().unwrap(),
+        baseline_file.to_str().unwrap(),
+    ]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && error.contains("b.jsonl: line 3"),
+        "{error}"
+    );
+    std::fs::write(&baseline_file, lines[3..].join("\n")).unwrap();
+    let out = colswarm(&[
+        "compare",
+        model_file.to_str().unwrap(),
+        baseline_file.to_str().unwrap(),
+    ]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && error.contains("do not match"),
+        "{error}"
+    );
+}
+
+#[test]
 fn shards_concatenate_to_the_unsharded_output() {
     let model = tiny_model().to_str().unwrap().to_string();
     let tables = tables_dir(7);

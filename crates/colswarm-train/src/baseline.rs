@@ -23,6 +23,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use crate::compare::TargetPrediction;
 use crate::labels::{Namespace, Task, close_under};
 use crate::metrics::{F1Report, Scored, f1_report};
 
@@ -442,20 +443,37 @@ pub fn evaluate_baseline(
     namespace: &Namespace,
     tables: &[Table],
 ) -> F1Report {
-    let mut scored = Vec::new();
+    let scored: Vec<Scored> = baseline_predictions(baseline, task, tables)
+        .iter()
+        .map(TargetPrediction::scored)
+        .collect();
+    f1_report(&scored, &|l| namespace.output(l).is_some())
+}
+
+/// The baseline's prediction for every labelled target of `tables`, in table order (what
+/// [`evaluate_baseline`] scores).
+pub fn baseline_predictions(
+    baseline: &Baseline,
+    task: Task,
+    tables: &[Table],
+) -> Vec<TargetPrediction> {
+    let mut predictions = Vec::new();
     for table in tables {
         for target in targets(task, table) {
             let predicted = match target.subject {
                 None => baseline.predict_cta(table, target.column),
                 Some(subject) => baseline.predict_cpa(table, subject, target.column),
             };
-            scored.push(Scored {
+            predictions.push(TargetPrediction {
+                table: table.id.clone(),
+                subject: target.subject,
+                column: target.column,
                 gold: target.gold.to_vec(),
                 predicted,
             });
         }
     }
-    f1_report(&scored, &|l| namespace.output(l).is_some())
+    predictions
 }
 
 #[cfg(test)]

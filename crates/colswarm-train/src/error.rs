@@ -41,6 +41,17 @@ pub enum TrainError {
         /// What is wrong.
         reason: String,
     },
+    /// A predictions file (`--predictions`) is malformed.
+    #[error("{path}: {reason}")]
+    Predictions {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        reason: String,
+    },
+    /// Two lists of predictions cannot be compared target by target.
+    #[error("the predictions do not match: {0}")]
+    PredictionsMismatch(String),
     /// The loss or a gradient became NaN or infinite.
     #[error(
         "non-finite loss ({loss}) at epoch {epoch}, step {step}; the last good checkpoint is kept"

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use colswarm_tables::Table;
 
+use crate::compare::TargetPrediction;
 use crate::dataset::DatasetFormat;
 use crate::error::TrainError;
 use crate::examples::{Columns, Example};
@@ -50,6 +51,10 @@ pub struct EvalReport {
     /// Scores.
     #[serde(flatten)]
     pub f1: F1Report,
+    /// Every scored target with its gold and predicted labels, in table order (what
+    /// `colswarm eval --predictions` writes; not part of the JSON report).
+    #[serde(skip)]
+    pub targets: Vec<TargetPrediction>,
 }
 
 /// The task a format is scored on by default: CTA where its tables carry column labels,
@@ -152,7 +157,10 @@ pub fn evaluate(
                         if gold.is_empty() {
                             continue;
                         }
-                        scored.push(Scored {
+                        scored.push(TargetPrediction {
+                            table: table.id.clone(),
+                            subject: None,
+                            column: c,
                             gold: gold.clone(),
                             predicted: labels_of(&outputs.cta[outputs.row_start[b] + q]),
                         });
@@ -169,7 +177,10 @@ pub fn evaluate(
                                     .map(|(_, _, l)| l),
                                 _ => None,
                             };
-                        scored.push(Scored {
+                        scored.push(TargetPrediction {
+                            table: table.id.clone(),
+                            subject: Some(target.subject_column),
+                            column: target.object_column,
                             gold: target.labels.clone(),
                             // A target whose subject differs from the table's first one
                             // gets no prediction: a miss, never dropped.
@@ -182,7 +193,8 @@ pub fn evaluate(
         progress.set((done + 1) * options.batch_size.max(1), "");
     }
     progress.finish("done");
-    let f1 = f1_report(&scored, &|l| namespace.output(l).is_some());
+    let pairs: Vec<Scored> = scored.iter().map(TargetPrediction::scored).collect();
+    let f1 = f1_report(&pairs, &|l| namespace.output(l).is_some());
     Ok(EvalReport {
         task: options.task,
         namespace: namespace.name.clone(),
@@ -196,5 +208,6 @@ pub fn evaluate(
         },
         seconds,
         f1,
+        targets: scored,
     })
 }

@@ -9,12 +9,14 @@
 //! - [`data_parallel`]: one batch's gradients computed on replicas over several devices;
 //! - [`parl`]: the PARL stage that trains the router with frozen specialists;
 //! - [`predict`] and [`eval`]: annotations and F1 reports from a model directory;
-//! - [`baseline`]: majority and character n-gram baselines scored the same way.
+//! - [`baseline`]: majority and character n-gram baselines scored the same way;
+//! - [`compare`]: a paired bootstrap over tables of two systems' micro-F1 difference.
 
 #![warn(missing_docs)]
 
 pub mod average;
 pub mod baseline;
+pub mod compare;
 pub mod data_parallel;
 pub mod dataset;
 pub mod error;

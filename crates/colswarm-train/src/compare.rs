@@ -1,0 +1,416 @@
+//! Whether one system is better than another on the same targets: a paired bootstrap of the
+//! micro-F1 difference, resampling whole tables.
+//!
+//! `colswarm eval --predictions` and `colswarm baseline --predictions` write one
+//! [`TargetPrediction`] per scored target (JSON Lines); [`paired_bootstrap`] matches two such
+//! lists target by target and draws tables with replacement. Tables, not columns, are the
+//! resampled unit: the columns of one table share a topic and are read together, so their
+//! errors are not independent, and resampling columns would understate the spread.
+//!
+//! ```
+//! use colswarm_train::compare::{BootstrapConfig, TargetPrediction, paired_bootstrap};
+//!
+//! let target = |table: &str, gold: &str, predicted: &str| TargetPrediction {
+//!     table: table.into(),
+//!     subject: None,
+//!     column: 0,
+//!     gold: vec![gold.into()],
+//!     predicted: vec![predicted.into()],
+//! };
+//! let a = vec![target("t1", "city", "city"), target("t2", "year", "year")];
+//! let b = vec![target("t1", "city", "city"), target("t2", "year", "city")];
+//! let comparison = paired_bootstrap(&a, &b, &BootstrapConfig::default()).unwrap();
+//! assert_eq!((comparison.micro_f1_a, comparison.micro_f1_b), (1.0, 0.5));
+//! assert!(comparison.ci_high >= 0.5 && comparison.ci_low >= 0.0);
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use colswarm_rwkv::checkpoint::write_atomically;
+
+use crate::error::TrainError;
+use crate::metrics::Scored;
+
+/// One scored target with where it comes from: a column (CTA) or a (subject, column) pair (CPA).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetPrediction {
+    /// The table's id.
+    pub table: String,
+    /// The subject column of a CPA target; absent for CTA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<usize>,
+    /// The column (CTA) or the pair's object column (CPA).
+    pub column: usize,
+    /// The true labels, as the dataset gives them.
+    pub gold: Vec<String>,
+    /// The predicted labels.
+    pub predicted: Vec<String>,
+}
+
+impl TargetPrediction {
+    /// Gold and predicted labels alone, as [`crate::metrics::f1_report`] reads them.
+    pub fn scored(&self) -> Scored {
+        Scored {
+            gold: self.gold.clone(),
+            predicted: self.predicted.clone(),
+        }
+    }
+
+    fn key(&self) -> (&str, Option<usize>, usize) {
+        (&self.table, self.subject, self.column)
+    }
+
+    fn describe(&self) -> String {
+        match self.subject {
+            None => format!("table {} column {}", self.table, self.column),
+            Some(s) => format!("table {} pair ({s}, {})", self.table, self.column),
+        }
+    }
+}
+
+/// Writes `targets` to `path` as JSON Lines, atomically (a temporary file, then a rename).
+pub fn write_predictions(path: &Path, targets: &[TargetPrediction]) -> Result<(), TrainError> {
+    let mut text = String::new();
+    for target in targets {
+        // Strings and integers only: serialization cannot fail.
+        text.push_str(&serde_json::to_string(target).unwrap_or_default());
+        text.push('\n');
+    }
+    write_atomically(path, text.as_bytes())?;
+    Ok(())
+}
+
+/// Reads a file written by [`write_predictions`]; a malformed line is an error naming the file
+/// and the line.
+pub fn read_predictions(path: &Path) -> Result<Vec<TargetPrediction>, TrainError> {
+    let file = std::fs::File::open(path).map_err(|e| TrainError::io(path, e))?;
+    let mut targets = Vec::new();
+    for (n, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| TrainError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let target = serde_json::from_str(&line).map_err(|e| TrainError::Predictions {
+            path: path.to_path_buf(),
+            reason: format!("line {}: {e}", n + 1),
+        })?;
+        targets.push(target);
+    }
+    Ok(targets)
+}
+
+/// How [`paired_bootstrap`] resamples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BootstrapConfig {
+    /// Resamples drawn (default 10,000).
+    pub resamples: usize,
+    /// Confidence of the interval (default 0.95).
+    pub confidence: f64,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+impl Default for BootstrapConfig {
+    fn default() -> Self {
+        BootstrapConfig {
+            resamples: 10_000,
+            confidence: 0.95,
+            seed: 0,
+        }
+    }
+}
+
+/// The result of [`paired_bootstrap`]: A's and B's micro-F1 and the distribution of A − B.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Tables the targets come from (the resampled unit).
+    pub n_tables: usize,
+    /// Targets scored.
+    pub n_targets: usize,
+    /// A's micro-F1 on all targets.
+    pub micro_f1_a: f64,
+    /// B's micro-F1 on all targets.
+    pub micro_f1_b: f64,
+    /// `micro_f1_a − micro_f1_b`.
+    pub difference: f64,
+    /// Lower end of the percentile interval of the difference.
+    pub ci_low: f64,
+    /// Upper end of the percentile interval of the difference.
+    pub ci_high: f64,
+    /// Confidence of the interval.
+    pub confidence: f64,
+    /// Share of resamples in which A's micro-F1 is not above B's: a one-sided bootstrap
+    /// p-value for "A is better than B".
+    pub p_a_not_better: f64,
+    /// Resamples drawn.
+    pub resamples: usize,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+/// Per-table sums of one system: true positives and predicted labels (micro-F1's parts).
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    tp: usize,
+    predicted: usize,
+}
+
+fn micro_f1(tp: usize, predicted: usize, gold: usize) -> f64 {
+    let denominator = predicted + gold;
+    if denominator == 0 {
+        0.0
+    } else {
+        2.0 * tp as f64 / denominator as f64
+    }
+}
+
+/// Compares A and B on the same targets (matched by table, subject and column, in any order;
+/// their gold labels must agree). Errors name the first target that has no partner.
+pub fn paired_bootstrap(
+    a: &[TargetPrediction],
+    b: &[TargetPrediction],
+    config: &BootstrapConfig,
+) -> Result<Comparison, TrainError> {
+    let mismatch = |reason: String| Err(TrainError::PredictionsMismatch(reason));
+    if a.len() != b.len() {
+        return mismatch(format!("A has {} targets, B has {}", a.len(), b.len()));
+    }
+    if a.is_empty() {
+        return mismatch("no target to compare".into());
+    }
+    if config.resamples == 0 || !(config.confidence > 0.0 && config.confidence < 1.0) {
+        return mismatch(format!(
+            "{} resamples at confidence {}: need at least one, and a confidence in (0, 1)",
+            config.resamples, config.confidence
+        ));
+    }
+    // Per table: A's counts, B's counts, gold labels.
+    let mut tables: BTreeMap<&str, (Counts, Counts, usize)> = BTreeMap::new();
+    for (x, y) in sorted(a).into_iter().zip(sorted(b)) {
+        if x.key() != y.key() {
+            let first = if x.key() < y.key() { x } else { y };
+            let side = if x.key() < y.key() { "A" } else { "B" };
+            return mismatch(format!("{} is only in {side}", first.describe()));
+        }
+        let gold = set(&x.gold);
+        if gold != set(&y.gold) {
+            return mismatch(format!("{}: other gold labels in A and B", x.describe()));
+        }
+        let entry = tables.entry(x.table.as_str()).or_default();
+        for (counts, target) in [(&mut entry.0, x), (&mut entry.1, y)] {
+            let predicted = set(&target.predicted);
+            counts.tp += predicted.iter().filter(|l| gold.contains(*l)).count();
+            counts.predicted += predicted.len();
+        }
+        entry.2 += gold.len();
+    }
+    let tables: Vec<(Counts, Counts, usize)> = tables.into_values().collect();
+    let difference_of = |picks: &mut dyn Iterator<Item = usize>| {
+        let (mut a, mut b, mut gold) = (Counts::default(), Counts::default(), 0);
+        for i in picks {
+            let (ta, tb, g) = tables[i];
+            a.tp += ta.tp;
+            a.predicted += ta.predicted;
+            b.tp += tb.tp;
+            b.predicted += tb.predicted;
+            gold += g;
+        }
+        let (fa, fb) = (
+            micro_f1(a.tp, a.predicted, gold),
+            micro_f1(b.tp, b.predicted, gold),
+        );
+        (fa, fb, fa - fb)
+    };
+    let (micro_f1_a, micro_f1_b, difference) = difference_of(&mut (0..tables.len()));
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut draws: Vec<f64> = (0..config.resamples)
+        .map(|_| {
+            let mut picks = (0..tables.len()).map(|_| rng.random_range(0..tables.len()));
+            difference_of(&mut picks).2
+        })
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    let tail = (1.0 - config.confidence) / 2.0;
+    let at = |q: f64| draws[((q * draws.len() as f64).floor() as usize).min(draws.len() - 1)];
+    Ok(Comparison {
+        n_tables: tables.len(),
+        n_targets: a.len(),
+        micro_f1_a,
+        micro_f1_b,
+        difference,
+        ci_low: at(tail),
+        ci_high: at(1.0 - tail),
+        confidence: config.confidence,
+        p_a_not_better: draws.iter().filter(|d| **d <= 0.0).count() as f64 / draws.len() as f64,
+        resamples: config.resamples,
+        seed: config.seed,
+    })
+}
+
+/// `list` in key order (table, subject, column).
+fn sorted(list: &[TargetPrediction]) -> Vec<&TargetPrediction> {
+    let mut refs: Vec<&TargetPrediction> = list.iter().collect();
+    refs.sort_by(|x, y| x.key().cmp(&y.key()));
+    refs
+}
+
+/// A label list as a set: micro-F1 counts each distinct label of a target once.
+fn set(labels: &[String]) -> std::collections::BTreeSet<&str> {
+    labels.iter().map(String::as_str).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::f1_report;
+
+    fn target(table: &str, column: usize, gold: &[&str], predicted: &[&str]) -> TargetPrediction {
+        TargetPrediction {
+            table: table.into(),
+            subject: None,
+            column,
+            gold: gold.iter().map(|s| s.to_string()).collect(),
+            predicted: predicted.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// 40 tables of two columns; A is right on both, B on the first only (and on the second
+    /// of every fourth table).
+    fn a_better() -> (Vec<TargetPrediction>, Vec<TargetPrediction>) {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for t in 0..40 {
+            let table = format!("t{t}");
+            a.push(target(&table, 0, &["x"], &["x"]));
+            a.push(target(&table, 1, &["y", "z"], &["y", "z"]));
+            b.push(target(&table, 0, &["x"], &["x"]));
+            let second: &[&str] = if t % 4 == 0 { &["y", "z"] } else { &["x"] };
+            b.push(target(&table, 1, &["y", "z"], second));
+        }
+        (a, b)
+    }
+
+    #[test]
+    fn micro_f1_matches_the_report_and_a_clear_win_is_clear() {
+        let (a, b) = a_better();
+        let report = |list: &[TargetPrediction]| {
+            let scored: Vec<Scored> = list.iter().map(TargetPrediction::scored).collect();
+            f1_report(&scored, &|_| true).micro_f1
+        };
+        // B in reverse order: targets are matched by key, not by position.
+        let reversed: Vec<TargetPrediction> = b.iter().rev().cloned().collect();
+        let c = paired_bootstrap(&a, &reversed, &BootstrapConfig::default()).unwrap();
+        assert_eq!((c.micro_f1_a, c.micro_f1_b), (report(&a), report(&b)));
+        assert!((c.difference - (c.micro_f1_a - c.micro_f1_b)).abs() < 1e-12);
+        assert!(c.ci_low > 0.0 && c.ci_low <= c.difference && c.difference <= c.ci_high);
+        assert_eq!(c.p_a_not_better, 0.0);
+        assert_eq!((c.n_tables, c.n_targets), (40, 80));
+        let swapped = paired_bootstrap(&b, &a, &BootstrapConfig::default()).unwrap();
+        assert_eq!(swapped.difference, -c.difference);
+        assert_eq!(swapped.p_a_not_better, 1.0);
+    }
+
+    #[test]
+    fn equal_systems_differ_by_nothing() {
+        let (a, _) = a_better();
+        let c = paired_bootstrap(&a, &a, &BootstrapConfig::default()).unwrap();
+        assert_eq!((c.difference, c.ci_low, c.ci_high), (0.0, 0.0, 0.0));
+        assert_eq!(c.p_a_not_better, 1.0);
+    }
+
+    #[test]
+    fn tables_are_the_resampled_unit() {
+        // One table: every resample is that table, so the interval is the observed difference
+        // (a column-level bootstrap would spread it).
+        let a: Vec<_> = (0..10).map(|c| target("t", c, &["x"], &["x"])).collect();
+        let mut b = a.clone();
+        for t in b.iter_mut().take(5) {
+            t.predicted = vec!["y".into()];
+        }
+        let c = paired_bootstrap(&a, &b, &BootstrapConfig::default()).unwrap();
+        assert_eq!((c.ci_low, c.ci_high), (c.difference, c.difference));
+        assert!((c.difference - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_interval_follows_the_seed_and_narrows_with_confidence() {
+        // A noisy comparison: A and B each right on a different half of the tables.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for t in 0..200 {
+            let table = format!("t{t}");
+            let (pa, pb) = if t % 2 == 0 { ("x", "y") } else { ("y", "x") };
+            a.push(target(&table, 0, &["x"], &[pa]));
+            b.push(target(&table, 0, &["x"], &[pb]));
+        }
+        let run = |seed, confidence| {
+            let config = BootstrapConfig {
+                seed,
+                confidence,
+                resamples: 2_000,
+            };
+            paired_bootstrap(&a, &b, &config).unwrap()
+        };
+        assert_eq!(run(1, 0.95), run(1, 0.95));
+        assert_ne!(run(1, 0.95), run(2, 0.95), "other draws");
+        let (wide, narrow) = (run(1, 0.95), run(1, 0.5));
+        assert!(wide.ci_low < narrow.ci_low && narrow.ci_high < wide.ci_high);
+        assert!(wide.ci_low < 0.0 && 0.0 < wide.ci_high, "{wide:?}");
+        assert!(
+            (0.3..0.8).contains(&wide.p_a_not_better),
+            "equally good: {wide:?}"
+        );
+    }
+
+    #[test]
+    fn targets_without_a_partner_or_with_other_gold_are_named() {
+        let (a, b) = a_better();
+        let error = |a: &[TargetPrediction], b: &[TargetPrediction]| {
+            paired_bootstrap(a, b, &BootstrapConfig::default())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(&a, &b[1..]).contains("A has 80 targets, B has 79"));
+        let mut moved = b.clone();
+        moved[3].column = 7;
+        assert!(
+            error(&a, &moved).contains("table t1 column 1 is only in A"),
+            "{}",
+            error(&a, &moved)
+        );
+        let mut regold = b.clone();
+        regold[0].gold = vec!["w".into()];
+        assert!(error(&a, &regold).contains("table t0 column 0: other gold labels"));
+        assert!(error(&[], &[]).contains("no target"));
+        let no_draws = BootstrapConfig {
+            resamples: 0,
+            ..BootstrapConfig::default()
+        };
+        assert!(paired_bootstrap(&a, &b, &no_draws).is_err());
+    }
+
+    #[test]
+    fn predictions_round_trip_and_bad_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let mut targets = a_better().0;
+        targets[1].subject = Some(0);
+        write_predictions(&path, &targets).unwrap();
+        assert_eq!(read_predictions(&path).unwrap(), targets);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .starts_with(r#"{"table":"t0","column":0,"#)
+        );
+        std::fs::write(&path, format!("{text}{{\"table\": 3}}\n")).unwrap();
+        let e = read_predictions(&path).unwrap_err().to_string();
+        assert!(e.contains("p.jsonl") && e.contains("line 81"), "{e}");
+        assert!(read_predictions(&dir.path().join("missing.jsonl")).is_err());
+    }
+}
