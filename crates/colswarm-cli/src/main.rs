@@ -121,6 +121,10 @@ struct TrainArgs {
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
     sigmoid_multi_label: bool,
+    /// Add each table's page title, section title and caption to its columns' n-grams (needs
+    /// --ngram-buckets).
+    #[arg(long)]
+    context_ngrams: bool,
     /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
     /// the column n-grams see other rows and cells each epoch).
     #[arg(long)]
@@ -364,6 +368,10 @@ struct BaselineArgs {
     task: Option<Task>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Add each table's page title, section title and caption to its columns' n-grams
+    /// (char-ngram only).
+    #[arg(long)]
+    context_ngrams: bool,
     #[arg(long)]
     json: bool,
     /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
@@ -454,6 +462,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         wide_buckets: args.wide_buckets,
         sigmoid_multi_label: args.sigmoid_multi_label,
         shuffle_rows: args.shuffle_rows,
+        context_ngrams: args.context_ngrams,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,
@@ -871,6 +880,7 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
     let config = BaselineConfig {
         kind: args.kind,
         seed: args.seed,
+        table_context: args.context_ngrams,
         ..BaselineConfig::default()
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);

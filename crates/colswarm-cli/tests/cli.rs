@@ -160,6 +160,23 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
         f("ci_high") - f("ci_low") > 0.0,
         "the two differ on some tables: {c}"
     );
+    // Every line carries every label's probability; a single-label prediction is the most
+    // probable label, and the softmax sums to one.
+    for file in [&model_file, &baseline_file] {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let target: serde_json::Value = serde_json::from_str(line).unwrap();
+            let probabilities = target["probabilities"].as_object().unwrap();
+            assert_eq!(probabilities.len(), 198, "the T2D CPA labels");
+            let p = |label: &serde_json::Value| probabilities[label.as_str().unwrap()].as_f64();
+            let top = probabilities
+                .values()
+                .filter_map(|v| v.as_f64())
+                .fold(0.0, f64::max);
+            assert_eq!(p(&target["predicted"][0]), Some(top), "{line}");
+            let sum: f64 = probabilities.values().filter_map(|v| v.as_f64()).sum();
+            assert!((sum - 1.0).abs() < 1e-3, "{sum}");
+        }
+    }
     let itself = compare(&model_file, &model_file);
     assert_eq!(
         (itself["difference"].as_f64(), itself["ci_high"].as_f64()),

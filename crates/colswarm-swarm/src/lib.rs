@@ -27,7 +27,7 @@ pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
-pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
+pub use ngram_embedding::{ColumnNgramsConfig, NgramContext, NgramEmbedding};
 pub use orchestrator::{
     ColumnPooling, HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm,
     SwarmOutput, TableBatch, TableRead,

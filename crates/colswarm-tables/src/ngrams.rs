@@ -16,17 +16,20 @@
 //! assert!(features.iter().all(|&(bucket, _)| bucket < NgramConfig::default().buckets));
 //! ```
 
-use crate::table::Column;
+use crate::table::{Column, Table};
 
 /// Salts keep n-grams of different sources apart in the hash space.
 const CELL_SALT: u8 = 0;
 const HEADER_SALT: u8 = 1;
 const SUBJECT_HEADER_SALT: u8 = 2;
+const CONTEXT_SALT: u8 = 3;
 /// Weight of the header block relative to the cell block (each is L2-normalised first, so the
 /// header keeps its share however many cells there are).
 const HEADER_WEIGHT: f32 = 1.0;
 /// Weight of the subject column's header (CPA).
 const SUBJECT_HEADER_WEIGHT: f32 = 0.5;
+/// Weight of the table's context (page title, section title, caption), shared by its columns.
+const CONTEXT_WEIGHT: f32 = 0.5;
 /// Bytes of a cell that give n-grams: long free text adds cost, little signal.
 const MAX_CELL_BYTES: usize = 128;
 /// Mark the start and the end of a text, so that n-grams can tell prefixes and suffixes.
@@ -47,6 +50,9 @@ pub struct NgramConfig {
     pub max_n: usize,
     /// Non-null cells of a column that give features, the first ones in row order (default 20).
     pub max_cells: usize,
+    /// Whether [`NgramConfig::table_column_features`] adds the table's context (page title,
+    /// section title, caption) to every column's features (default false).
+    pub table_context: bool,
 }
 
 impl Default for NgramConfig {
@@ -56,6 +62,7 @@ impl Default for NgramConfig {
             min_n: 2,
             max_n: 4,
             max_cells: 20,
+            table_context: false,
         }
     }
 }
@@ -68,6 +75,43 @@ impl NgramConfig {
         &self,
         column: Option<&Column>,
         subject_header: Option<&str>,
+    ) -> SparseFeatures {
+        self.features(column, subject_header, &[])
+    }
+
+    /// Features of column `column` of `table` (none past its end), with, when
+    /// [`NgramConfig::table_context`] is on, a block of the table's page title, section title
+    /// and caption: what the words around a table say about its columns ("filmography").
+    pub fn table_column_features(&self, table: &Table, column: usize) -> SparseFeatures {
+        self.features(table.columns.get(column), None, &self.context_of(table))
+    }
+
+    /// The context fields of `table` these features read: its page title, section title and
+    /// caption when [`NgramConfig::table_context`] is on, none otherwise.
+    pub fn context_of<'t>(&self, table: &'t Table) -> Vec<&'t str> {
+        if !self.table_context {
+            return Vec::new();
+        }
+        let context = &table.context;
+        [
+            &context.page_title,
+            &context.section_title,
+            &context.caption,
+        ]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect()
+    }
+
+    /// Features of a column, its CPA subject's header and its table's context fields: the
+    /// cell, header, subject-header and context blocks are each L2-normalised, weighted,
+    /// summed, and the sum normalised again.
+    pub fn features(
+        &self,
+        column: Option<&Column>,
+        subject_header: Option<&str>,
+        context: &[&str],
     ) -> SparseFeatures {
         let mut blocks: Vec<(SparseFeatures, f32)> = Vec::new();
         if let Some(column) = column {
@@ -91,6 +135,13 @@ impl NgramConfig {
             let mut grams = Vec::new();
             self.push_ngrams(&mut grams, SUBJECT_HEADER_SALT, header);
             blocks.push((counts(grams), SUBJECT_HEADER_WEIGHT));
+        }
+        if !context.is_empty() {
+            let mut grams = Vec::new();
+            for field in context {
+                self.push_ngrams(&mut grams, CONTEXT_SALT, field);
+            }
+            blocks.push((counts(grams), CONTEXT_WEIGHT));
         }
         let mut weighted: SparseFeatures = Vec::new();
         for (block, weight) in blocks {
@@ -199,6 +250,64 @@ mod tests {
             "same text in header and cells, other features"
         );
         assert!(config.column_features(None, None).is_empty());
+    }
+
+    #[test]
+    fn table_context_joins_every_column_when_asked() {
+        let mut table = Table::new(
+            "t",
+            vec![
+                column(Some("title"), &["Rushmore"]),
+                column(None, &["1998"]),
+            ],
+        );
+        let plain = NgramConfig::default();
+        let with_context = NgramConfig {
+            table_context: true,
+            ..plain
+        };
+        // No context fields: the same features either way, and those of the column alone.
+        for c in 0..2 {
+            let alone = plain.column_features(table.columns.get(c), None);
+            assert_eq!(plain.table_column_features(&table, c), alone);
+            assert_eq!(with_context.table_column_features(&table, c), alone);
+        }
+        table.context.page_title = Some("Kumar Pallana".into());
+        table.context.section_title = Some("Filmography".into());
+        let year = with_context.table_column_features(&table, 1);
+        assert_eq!(
+            plain.table_column_features(&table, 1),
+            plain.column_features(table.columns.get(1), None)
+        );
+        assert_ne!(year, plain.table_column_features(&table, 1));
+        assert!((l2(&year) - 1.0).abs() < 1e-5);
+        // The context block is the same for every column, salted apart from headers and cells:
+        // a column with no text of its own gets exactly the context's features.
+        let bare = Table {
+            columns: vec![Column::default()],
+            ..table.clone()
+        };
+        let context_only = with_context.table_column_features(&bare, 0);
+        assert!(!context_only.is_empty());
+        let as_header = Table::new("h", vec![column(Some("Kumar Pallana"), &[])]);
+        assert_ne!(context_only, plain.table_column_features(&as_header, 0));
+        let shared = |f: &SparseFeatures| -> Vec<u32> {
+            let buckets: Vec<u32> = context_only.iter().map(|(b, _)| *b).collect();
+            f.iter()
+                .map(|(b, _)| *b)
+                .filter(|b| buckets.contains(b))
+                .collect()
+        };
+        assert_eq!(
+            shared(&year).len(),
+            context_only.len(),
+            "every context bucket is in the column's"
+        );
+        assert_eq!(
+            with_context.context_of(&table),
+            ["Kumar Pallana", "Filmography"]
+        );
+        assert!(plain.context_of(&table).is_empty());
     }
 
     #[test]

@@ -13,12 +13,12 @@
 //! The n-gram model keeps a dense `buckets × labels` matrix of `f32`: 32 MiB for the default
 //! 2^16 buckets and 128 labels.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
 use colswarm_swarm::LabelKind;
-use colswarm_tables::{Column, NgramConfig, SparseFeatures, Table};
+use colswarm_tables::{NgramConfig, SparseFeatures, Table};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -83,6 +83,9 @@ pub struct BaselineConfig {
     pub ngram: (usize, usize),
     /// Non-null cells of a column that give features (the first ones, in row order).
     pub max_cells: usize,
+    /// Add the n-grams of the table's page title, section title and caption to every
+    /// column's features ([`NgramConfig::table_context`]; default false).
+    pub table_context: bool,
     /// Initial SGD step size; it decays linearly to zero over training. Features are unit
     /// length, so steps far above 1 are fine: 2 did best of 0.2–8 on the shipped dev sets.
     pub learning_rate: f32,
@@ -97,6 +100,7 @@ impl Default for BaselineConfig {
             buckets: 1 << 16,
             ngram: (2, 4),
             max_cells: 20,
+            table_context: false,
             learning_rate: 2.0,
         }
     }
@@ -156,20 +160,20 @@ impl Baseline {
     /// Predicted types of `column` (meant for a CTA baseline). A column index past the table's
     /// end gives the prediction for an empty column.
     pub fn predict_cta(&self, table: &Table, column: usize) -> Vec<String> {
-        self.predict(table.columns.get(column), None)
+        self.predict(table, column, None)
     }
 
     /// Predicted relations between the `subject` and `object` columns (meant for a CPA
     /// baseline). Indices past the table's end count as empty columns.
     pub fn predict_cpa(&self, table: &Table, subject: usize, object: usize) -> Vec<String> {
-        self.predict(table.columns.get(object), header(table, subject))
+        self.predict(table, object, Some(subject))
     }
 
-    fn predict(&self, column: Option<&Column>, subject_header: Option<&str>) -> Vec<String> {
+    fn predict(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<String> {
         let ids = match &self.model {
             Model::Constant(answer) => answer.clone(),
             Model::Linear(featurizer, linear) => {
-                let features = featurizer.column_features(column, subject_header);
+                let features = target_features(featurizer, table, column, subject);
                 linear.predict(&features, self.label_kind)
             }
         };
@@ -179,6 +183,21 @@ impl Baseline {
         };
         ids.into_iter().map(|i| self.labels[i].clone()).collect()
     }
+}
+
+/// The n-gram features of a CTA column or of a CPA pair's object column (with its subject's
+/// header), with the table's context when the featurizer reads it.
+fn target_features(
+    featurizer: &NgramConfig,
+    table: &Table,
+    column: usize,
+    subject: Option<usize>,
+) -> SparseFeatures {
+    featurizer.features(
+        table.columns.get(column),
+        subject.and_then(|s| header(table, s)),
+        &featurizer.context_of(table),
+    )
 }
 
 /// The header of a column, if the column exists and has one.
@@ -265,9 +284,8 @@ pub fn train_baseline(
                 let data: Vec<(SparseFeatures, Vec<usize>)> = examples
                     .into_iter()
                     .map(|(table, target, gold)| {
-                        let subject = target.subject.and_then(|s| header(table, s));
                         let features =
-                            featurizer.column_features(table.columns.get(target.column), subject);
+                            target_features(&featurizer, table, target.column, target.subject);
                         (features, gold)
                     })
                     .collect();
@@ -315,6 +333,7 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         min_n,
         max_n: config.ngram.1.max(min_n),
         max_cells: config.max_cells,
+        table_context: config.table_context,
     }
 }
 
@@ -464,12 +483,26 @@ pub fn baseline_predictions(
                 None => baseline.predict_cta(table, target.column),
                 Some(subject) => baseline.predict_cpa(table, subject, target.column),
             };
+            let probabilities = match &baseline.model {
+                Model::Linear(featurizer, linear) => {
+                    let features =
+                        target_features(featurizer, table, target.column, target.subject);
+                    let scores = linear.scores(&features);
+                    let probs = match baseline.label_kind {
+                        LabelKind::SingleLabel => softmax(&scores),
+                        LabelKind::MultiLabel => scores.into_iter().map(sigmoid).collect(),
+                    };
+                    baseline.labels.iter().cloned().zip(probs).collect()
+                }
+                Model::Constant(_) => BTreeMap::new(),
+            };
             predictions.push(TargetPrediction {
                 table: table.id.clone(),
                 subject: target.subject,
                 column: target.column,
                 gold: target.gold.to_vec(),
                 predicted,
+                probabilities,
             });
         }
     }
@@ -480,7 +513,7 @@ pub fn baseline_predictions(
 mod tests {
     use super::*;
     use crate::dataset::DatasetFormat;
-    use colswarm_tables::{Cell, CpaTarget};
+    use colswarm_tables::{Cell, Column, CpaTarget};
 
     fn namespace(kind: LabelKind, labels: &[&str]) -> Namespace {
         Namespace {

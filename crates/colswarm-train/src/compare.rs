@@ -16,6 +16,7 @@
 //!     column: 0,
 //!     gold: vec![gold.into()],
 //!     predicted: vec![predicted.into()],
+//!     probabilities: Default::default(),
 //! };
 //! let a = vec![target("t1", "city", "city"), target("t2", "year", "year")];
 //! let b = vec![target("t1", "city", "city"), target("t2", "year", "city")];
@@ -38,7 +39,7 @@ use crate::error::TrainError;
 use crate::metrics::Scored;
 
 /// One scored target with where it comes from: a column (CTA) or a (subject, column) pair (CPA).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetPrediction {
     /// The table's id.
     pub table: String,
@@ -51,6 +52,11 @@ pub struct TargetPrediction {
     pub gold: Vec<String>,
     /// The predicted labels.
     pub predicted: Vec<String>,
+    /// Every label's probability (the model's own, before the hierarchy raises super-types;
+    /// the baseline's sigmoid or softmax), for calibration and ensembles; empty when the
+    /// system has none (the majority baseline, a pair the model did not score).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub probabilities: BTreeMap<String, f32>,
 }
 
 impl TargetPrediction {
@@ -277,6 +283,7 @@ mod tests {
             column,
             gold: gold.iter().map(|s| s.to_string()).collect(),
             predicted: predicted.iter().map(|s| s.to_string()).collect(),
+            probabilities: BTreeMap::new(),
         }
     }
 
@@ -399,6 +406,7 @@ mod tests {
         let path = dir.path().join("p.jsonl");
         let mut targets = a_better().0;
         targets[1].subject = Some(0);
+        targets[1].probabilities = [("y".to_string(), 0.75), ("x".to_string(), 0.25)].into();
         write_predictions(&path, &targets).unwrap();
         assert_eq!(read_predictions(&path).unwrap(), targets);
         let text = std::fs::read_to_string(&path).unwrap();

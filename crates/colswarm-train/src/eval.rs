@@ -143,12 +143,23 @@ pub fn evaluate(
             gates += row.len();
         }
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
-            let labels_of = |logits: &[f32]| -> Vec<String> {
-                let probs = namespace_probs(namespace, logits);
-                decode(namespace, &probs)
-                    .into_iter()
-                    .map(|i| namespace.labels[i].clone())
-                    .collect()
+            // The predicted labels and every label's probability of one target (none for a
+            // target the model did not score).
+            let predict = |logits: Option<&[f32]>| {
+                let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l));
+                let predicted = if probs.is_empty() {
+                    Vec::new()
+                } else {
+                    decode(namespace, &probs)
+                        .into_iter()
+                        .map(|i| namespace.labels[i].clone())
+                        .collect()
+                };
+                TargetPrediction {
+                    predicted,
+                    probabilities: namespace.labels.iter().cloned().zip(probs).collect(),
+                    ..TargetPrediction::default()
+                }
             };
             match options.task {
                 Task::Cta => {
@@ -162,7 +173,7 @@ pub fn evaluate(
                             subject: None,
                             column: c,
                             gold: gold.clone(),
-                            predicted: labels_of(&outputs.cta[outputs.row_start[b] + q]),
+                            ..predict(Some(&outputs.cta[outputs.row_start[b] + q]))
                         });
                     }
                 }
@@ -184,7 +195,7 @@ pub fn evaluate(
                             gold: target.labels.clone(),
                             // A target whose subject differs from the table's first one
                             // gets no prediction: a miss, never dropped.
-                            predicted: logits.map(|l| labels_of(l)).unwrap_or_default(),
+                            ..predict(logits.map(Vec::as_slice))
                         });
                     }
                 }

@@ -1,6 +1,6 @@
 //! Labelled tables → token ids and head targets.
 
-use colswarm_swarm::{ColumnNgramsConfig, Orchestrator, TableBatch};
+use colswarm_swarm::{ColumnNgramsConfig, NgramContext, Orchestrator, TableBatch};
 use colswarm_tables::{NgramConfig, SerializeConfig, SparseFeatures, Table, serialize_table};
 
 use crate::labels::{LabelSpace, Task};
@@ -43,6 +43,7 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         min_n: config.min_n,
         max_n: config.max_n,
         max_cells: config.max_cells,
+        table_context: config.context == Some(NgramContext::Table),
     }
 }
 
@@ -117,7 +118,7 @@ pub fn encode(
         ngrams: ngrams.map_or_else(Vec::new, |config| {
             columns
                 .iter()
-                .map(|&c| config.column_features(table.columns.get(c), None))
+                .map(|&c| config.table_column_features(table, c))
                 .collect()
         }),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),

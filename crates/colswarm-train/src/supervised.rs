@@ -31,7 +31,8 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
-    Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput, WideNgramsConfig,
+    NgramContext, Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput,
+    WideNgramsConfig,
 };
 use colswarm_tables::Table;
 use rand::seq::SliceRandom;
@@ -144,6 +145,11 @@ pub struct TrainConfig {
     /// n-grams. Absent (0) in run directories written before the option existed.
     #[serde(default)]
     pub ngram_buckets: u32,
+    /// Add each table's page title, section title and caption to its columns' n-grams
+    /// ([`ColumnNgramsConfig::table_context`]). Absent (false) in run directories written
+    /// before the option existed.
+    #[serde(default)]
+    pub context_ngrams: bool,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     #[serde(default)]
     pub head_skip: bool,
@@ -223,6 +229,7 @@ impl Default for TrainConfig {
             d_head_hidden: 128,
             span_pooling: true,
             ngram_buckets: 1 << 14,
+            context_ngrams: false,
             head_skip: false,
             wide_buckets: 0,
             sigmoid_multi_label: false,
@@ -824,10 +831,11 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     .with_fusion(config.fusion)
     .with_d_head_hidden(config.d_head_hidden)
     .with_column_pooling(config.span_pooling.then_some(ColumnPooling::SpanMean))
-    .with_column_ngrams(
-        (config.ngram_buckets > 0)
-            .then(|| ColumnNgramsConfig::new().with_buckets(config.ngram_buckets)),
-    )
+    .with_column_ngrams((config.ngram_buckets > 0).then(|| {
+        ColumnNgramsConfig::new()
+            .with_buckets(config.ngram_buckets)
+            .with_context(config.context_ngrams.then_some(NgramContext::Table))
+    }))
     .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
     .with_wide_ngrams(
         (config.wide_buckets > 0)
