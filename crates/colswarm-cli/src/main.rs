@@ -30,6 +30,14 @@ use colswarm_train::{DataSpec, DatasetFormat, Split, Task, load_tables};
 
 use crate::input::{Shard, read_stdin, read_table, table_files};
 
+/// `println!` that returns an error instead of panicking when stdout is closed (`colswarm … |
+/// head`): `main` then exits quietly.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    };
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "colswarm", version, about, long_about = None)]
 struct Cli {
@@ -420,11 +428,22 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`| head`): not an error of ours.
+        Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `error` comes from writing to a closed pipe.
+fn closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Sizes rayon's global pool, on which Flex's kernels and the fused WKV kernels run.
@@ -499,7 +518,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
             devices: vec![Device::flex(); args.replicas as usize],
         },
     )?;
-    println!("{}", serde_json::to_string_pretty(&summary)?);
+    out!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
 }
 
@@ -519,7 +538,7 @@ fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
     };
     config.reward.step_budget = args.step_budget;
     let summary = train_router(&config, &args.out, !args.quiet)?;
-    println!("{}", serde_json::to_string_pretty(&summary)?);
+    out!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
 }
 
@@ -565,10 +584,10 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
         value["split"] = serde_json::json!(args.split.to_string());
         value["columns_per_second"] =
             serde_json::json!(report.n_columns as f64 / report.seconds.max(1e-9));
-        println!("{}", serde_json::to_string(&value)?);
+        out!("{}", serde_json::to_string(&value)?);
     } else {
         let f = &report.f1;
-        println!(
+        out!(
             "{} on {} ({}, namespace {}): {} tables, {} targets, {} gold labels unknown to the model",
             task,
             args.format,
@@ -578,7 +597,7 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
             report.n_columns,
             f.labels_unknown
         );
-        println!(
+        out!(
             "micro-F1 {:.4} (P {:.4} R {:.4})  macro-F1 {:.4}  weighted-F1 {:.4}  specialists active {:.1}%",
             f.micro_f1,
             f.micro_precision,
@@ -587,14 +606,22 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
             f.weighted_f1,
             100.0 * report.activation_rate
         );
-        println!(
+        out!(
             "{:<48} {:>7} {:>7} {:>7} {:>7}",
-            "label", "support", "P", "R", "F1"
+            "label",
+            "support",
+            "P",
+            "R",
+            "F1"
         );
         for l in &f.per_label {
-            println!(
+            out!(
                 "{:<48} {:>7} {:>7.3} {:>7.3} {:>7.3}",
-                l.label, l.support, l.precision, l.recall, l.f1
+                l.label,
+                l.support,
+                l.precision,
+                l.recall,
+                l.f1
             );
         }
     }
@@ -719,8 +746,8 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             files.push(("specialist", &s.checkpoint));
             files.push(("alignment", &s.alignment));
         }
-        println!("model directory {}", dir.display());
-        println!(
+        out!("model directory {}", dir.display());
+        out!(
             "primary: d_model {} layers {} head size {} ({} parameters)",
             manifest.config.primary.d_model,
             manifest.config.primary.n_layers,
@@ -729,7 +756,7 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
         );
         for s in &model.swarm.specialists {
             let c = s.config();
-            println!(
+            out!(
                 "specialist {}: d_model {} layers {} ({} parameters)",
                 s.name(),
                 c.d_model,
@@ -738,7 +765,7 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             );
         }
         for ns in &model.space.cta {
-            println!(
+            out!(
                 "CTA namespace {} ({}, {:?}, {:?}): {} labels",
                 ns.name,
                 ns.format,
@@ -748,19 +775,21 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             );
         }
         for ns in &model.space.cpa {
-            println!(
+            out!(
                 "CPA namespace {} ({}): {} relations",
                 ns.name,
                 ns.format,
                 ns.labels.len()
             );
         }
-        println!(
+        out!(
             "fusion {:?}, threshold {}, budget {:?}",
-            manifest.config.fusion, manifest.config.threshold, manifest.config.budget
+            manifest.config.fusion,
+            manifest.config.threshold,
+            manifest.config.budget
         );
         let c = &manifest.config;
-        println!(
+        out!(
             "column: pooling {:?}, n-grams {}, head skip {:?}",
             c.column_pooling,
             c.column_ngrams.map_or("none".into(), |n| format!(
@@ -770,9 +799,11 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             c.head_skip
         );
         if let Some(wide) = c.wide_ngrams {
-            println!(
+            out!(
                 "wide n-gram logits: {} buckets × ({} CTA + {} CPA outputs)",
-                wide.buckets, c.cta_labels, c.cpa_labels
+                wide.buckets,
+                c.cta_labels,
+                c.cpa_labels
             );
         }
         let mut total = 0;
@@ -780,12 +811,14 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             let full = dir.join(&file.path);
             let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
             total += size;
-            println!(
+            out!(
                 "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
-                file.path, size, file.sha256
+                file.path,
+                size,
+                file.sha256
             );
         }
-        println!(
+        out!(
             "total {:.2} MB, every checksum verified",
             total as f64 / 1e6
         );
@@ -794,9 +827,9 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             .with_context(|| format!("opening {}", path.display()))?;
         let config = colswarm_rwkv::checkpoint::read_config(&file)?;
         let size = std::fs::metadata(path)?.len();
-        println!("RWKV-7 checkpoint {}", path.display());
-        println!("{}", serde_json::to_string_pretty(&config)?);
-        println!(
+        out!("RWKV-7 checkpoint {}", path.display());
+        out!("{}", serde_json::to_string_pretty(&config)?);
+        out!(
             "{} parameters, {size} bytes, sha256 {} (embedded checksum verified)",
             config.num_params(),
             sha256_file(path)?
@@ -834,7 +867,7 @@ fn cmd_bench(args: BenchArgs) -> Result<()> {
         }
         seconds.sort_by(f64::total_cmp);
         let median = seconds[seconds.len() / 2];
-        println!(
+        out!(
             "{name}: {} tables, {} columns, {active} of {gates} (table, specialist) pairs active, median {:.3} s over {} runs = {:.0} columns/s",
             tables.len(),
             columns,
@@ -896,11 +929,15 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         value["task"] = serde_json::json!(task);
         value["baseline"] = serde_json::json!(args.kind.to_string());
         value["n_columns"] = serde_json::json!(report.n_targets);
-        println!("{}", serde_json::to_string(&value)?);
+        out!("{}", serde_json::to_string(&value)?);
     } else {
-        println!(
+        out!(
             "{} baseline, {task}: micro-F1 {:.4}  macro-F1 {:.4}  ({} targets, {} gold labels unknown)",
-            args.kind, report.micro_f1, report.macro_f1, report.n_targets, report.labels_unknown
+            args.kind,
+            report.micro_f1,
+            report.macro_f1,
+            report.n_targets,
+            report.labels_unknown
         );
     }
     Ok(())
@@ -917,9 +954,9 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
     let c = paired_bootstrap(&a, &b, &config)
         .with_context(|| format!("comparing {} with {}", args.a.display(), args.b.display()))?;
     if args.json {
-        println!("{}", serde_json::to_string(&c)?);
+        out!("{}", serde_json::to_string(&c)?);
     } else {
-        println!(
+        out!(
             "micro-F1 A {:.4}  B {:.4}  A − B {:+.4}  ({:.0}% interval {:+.4} to {:+.4}; {} tables, {} targets, {} resamples)",
             c.micro_f1_a,
             c.micro_f1_b,
@@ -931,7 +968,7 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
             c.n_targets,
             c.resamples
         );
-        println!(
+        out!(
             "A is not above B in {:.2}% of the resamples",
             100.0 * c.p_a_not_better
         );

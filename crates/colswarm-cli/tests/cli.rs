@@ -212,6 +212,30 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
 }
 
 #[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    use std::io::Read;
+    // `colswarm annotate … | head -c 100`: far more output than a pipe buffers.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_colswarm"))
+        .args(["annotate", "--model", "models/colswarm-small"])
+        .arg("datasets/t2d-webtables/tables")
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // The read end is dropped here; the next writes fail with a broken pipe.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("error"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn shards_concatenate_to_the_unsharded_output() {
     let model = tiny_model().to_str().unwrap().to_string();
     let tables = tables_dir(7);
