@@ -146,7 +146,7 @@ pub struct TrainConfig {
     #[serde(default)]
     pub ngram_buckets: u32,
     /// Add each table's page title, section title and caption to its columns' n-grams
-    /// ([`ColumnNgramsConfig::table_context`]). Absent (false) in run directories written
+    /// ([`ColumnNgramsConfig::context`]). Absent (false) in run directories written
     /// before the option existed.
     #[serde(default)]
     pub context_ngrams: bool,
@@ -604,8 +604,9 @@ pub struct RunData {
     pub space: LabelSpace,
     /// Training examples (only those with targets), encoded from unshuffled tables.
     pub train: Vec<Example>,
-    /// The tables of [`RunData::train`], in the same order, with the CTA and CPA namespaces
-    /// they are encoded for: what [`RunData::shuffled_examples`] encodes again.
+    /// With [`TrainConfig::shuffle_rows`], the tables of [`RunData::train`], in the same order,
+    /// with the CTA and CPA namespaces they are encoded for: what
+    /// [`RunData::shuffled_examples`] encodes again each epoch. Empty otherwise.
     pub train_tables: Vec<(Table, Option<usize>, Option<usize>)>,
     /// Dev sets.
     pub dev: Vec<(DataSpec, LoadedData)>,
@@ -667,7 +668,9 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
             );
             if example.has_targets() {
                 examples.push(example);
-                train_tables.push((table, cta, cpa));
+                if config.shuffle_rows {
+                    train_tables.push((table, cta, cpa));
+                }
             }
         }
     }
