@@ -292,6 +292,9 @@ struct EvalArgs {
     /// Score the primary alone (no specialist is run).
     #[arg(long)]
     no_specialists: bool,
+    /// Run every specialist on every table, whatever the router says (an ablation of routing).
+    #[arg(long, conflicts_with = "no_specialists")]
+    all_specialists: bool,
     /// Print one JSON object (with the per-label report) instead of text.
     #[arg(long)]
     json: bool,
@@ -571,7 +574,11 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
         task,
         namespace: args.namespace.clone(),
         batch_size: args.batch_size,
-        specialists: specialist_use(args.no_specialists),
+        specialists: if args.all_specialists {
+            SpecialistUse::All
+        } else {
+            specialist_use(args.no_specialists)
+        },
         progress: !args.json,
     };
     let report = evaluate(&model, &data.tables, args.format, &options)?;
