@@ -234,30 +234,30 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     assert!(err.to_string().contains("weight decay NaN"), "{err}");
 }
 
-#[test]
-fn column_dropout_changes_the_training_loss() {
+/// The first logged loss of a quick run, and of the same run with `change` applied.
+fn first_losses_without_and_with(change: impl Fn(&mut TrainConfig)) -> (f64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());
     let plain = dir.path().join("plain");
     train_quietly(&config, &plain).unwrap();
-    config.column_dropout = 0.5;
-    let dropped = dir.path().join("dropped");
-    train_quietly(&config, &dropped).unwrap();
+    change(&mut config);
+    let changed = dir.path().join("changed");
+    train_quietly(&config, &changed).unwrap();
+    (first_loss(&plain), first_loss(&changed))
+}
+
+#[test]
+fn column_dropout_changes_the_training_loss() {
     // Same initial weights and batches, so the first losses differ only by the masks.
-    assert_ne!(first_loss(&plain), first_loss(&dropped));
+    let (plain, dropped) = first_losses_without_and_with(|c| c.column_dropout = 0.5);
+    assert_ne!(plain, dropped);
 }
 
 #[test]
 fn shuffled_rows_change_the_training_loss() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = quick(dir.path());
-    let plain = dir.path().join("plain");
-    train_quietly(&config, &plain).unwrap();
-    config.shuffle_rows = true;
-    let shuffled = dir.path().join("shuffled");
-    train_quietly(&config, &shuffled).unwrap();
     // Same initial weights and batch order: the first losses differ only by the rows read.
-    assert_ne!(first_loss(&plain), first_loss(&shuffled));
+    let (plain, shuffled) = first_losses_without_and_with(|c| c.shuffle_rows = true);
+    assert_ne!(plain, shuffled);
 }
 
 #[test]
