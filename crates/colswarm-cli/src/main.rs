@@ -800,8 +800,16 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             "column: pooling {:?}, n-grams {}, head skip {:?}",
             c.column_pooling,
             c.column_ngrams.map_or("none".into(), |n| format!(
-                "{} buckets of {}-{}-grams over the header and {} cells",
-                n.buckets, n.min_n, n.max_n, n.max_cells
+                "{} buckets of {}-{}-grams over the header and {} cells{}",
+                n.buckets,
+                n.min_n,
+                n.max_n,
+                n.max_cells,
+                if n.context.is_some() {
+                    " and the table's titles and caption"
+                } else {
+                    ""
+                }
             )),
             c.head_skip
         );
