@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use colswarm_swarm::FusionMode;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_train::baseline::{
-    BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
+    BaselineConfig, BaselineKind, baseline_predictions, score_predictions, train_baseline,
 };
 use colswarm_train::compare::{
     BootstrapConfig, paired_bootstrap, read_predictions, write_predictions,
@@ -34,9 +34,47 @@ use crate::input::{Shard, read_stdin, read_table, table_files};
 /// head`): `main` then exits quietly.
 macro_rules! out {
     ($($arg:tt)*) => {
-        writeln!(std::io::stdout().lock(), $($arg)*)?
+        writeln!(Stdout::lock(), $($arg)*)?
     };
 }
+
+/// Standard output whose write errors are marked as its own, so that `main` tells a reader
+/// that went away (`| head`) from a failed write to a file.
+struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    fn lock() -> Self {
+        Stdout(std::io::stdout().lock())
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(StdoutError::mark)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(StdoutError::mark)
+    }
+}
+
+/// A failed write to standard output (the payload of the `io::Error` [`Stdout`] returns).
+#[derive(Debug)]
+struct StdoutError(std::io::Error);
+
+impl StdoutError {
+    fn mark(error: std::io::Error) -> std::io::Error {
+        std::io::Error::new(error.kind(), StdoutError(error))
+    }
+}
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
 
 #[derive(Parser, Debug)]
 #[command(name = "colswarm", version, about, long_about = None)]
@@ -440,12 +478,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether `error` comes from writing to a closed pipe.
+/// Whether `error` comes from writing to standard output after its reader went away (a
+/// broken pipe on a file given with `--predictions` stays an error).
 fn closed_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| {
+            e.kind() == std::io::ErrorKind::BrokenPipe
+                && e.get_ref().is_some_and(|inner| inner.is::<StdoutError>())
+        })
     })
 }
 
@@ -580,6 +620,7 @@ fn cmd_eval(args: EvalArgs) -> Result<()> {
             specialist_use(args.no_specialists)
         },
         progress: !args.json,
+        probabilities: args.predictions.is_some(),
     };
     let report = evaluate(&model, &data.tables, args.format, &options)?;
     if let Some(path) = &args.predictions {
@@ -661,8 +702,7 @@ fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         specialists: specialist_use(args.no_specialists),
         ..AnnotateOptions::default()
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = Stdout::lock();
     if args.output == Output::Csv {
         writeln!(
             out,
@@ -931,13 +971,14 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         table_context: args.context_ngrams,
         ..BaselineConfig::default()
     };
+    if args.context_ngrams && args.kind != BaselineKind::CharNgram {
+        bail!("--context-ngrams needs --kind char-ngram (the majority baseline reads no text)");
+    }
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
-    let report = evaluate_baseline(&baseline, task, namespace, &eval_data.tables);
+    let predictions = baseline_predictions(&baseline, task, &eval_data.tables);
+    let report = score_predictions(&predictions, namespace);
     if let Some(path) = &args.predictions {
-        write_predictions(
-            path,
-            &baseline_predictions(&baseline, task, &eval_data.tables),
-        )?;
+        write_predictions(path, &predictions)?;
     }
     if args.json {
         let mut value = serde_json::to_value(&report)?;

@@ -79,9 +79,10 @@ impl NgramConfig {
         self.features(column, subject_header, &[])
     }
 
-    /// Features of column `column` of `table` (none past its end), with, when
-    /// [`NgramConfig::table_context`] is on, a block of the table's page title, section title
-    /// and caption: what the words around a table say about its columns ("filmography").
+    /// Features of column `column` of `table` (a column past its end has no text of its own),
+    /// with, when [`NgramConfig::table_context`] is on, a block of the table's page title,
+    /// section title and caption: what the words around a table say about its columns
+    /// ("filmography").
     pub fn table_column_features(&self, table: &Table, column: usize) -> SparseFeatures {
         self.features(table.columns.get(column), None, &self.context_of(table))
     }

@@ -170,18 +170,36 @@ impl Baseline {
     }
 
     fn predict(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<String> {
-        let ids = match &self.model {
-            Model::Constant(answer) => answer.clone(),
+        self.predict_with_probabilities(table, column, subject).0
+    }
+
+    /// The predicted labels of a target and, for the n-gram baseline, every label's
+    /// probability (its sigmoid or softmax), from one scoring of the target.
+    fn predict_with_probabilities(
+        &self,
+        table: &Table,
+        column: usize,
+        subject: Option<usize>,
+    ) -> (Vec<String>, Vec<f32>) {
+        let (ids, probabilities) = match &self.model {
+            Model::Constant(answer) => (answer.clone(), Vec::new()),
             Model::Linear(featurizer, linear) => {
                 let features = target_features(featurizer, table, column, subject);
-                linear.predict(&features, self.label_kind)
+                let scores = linear.scores(&features);
+                let ids = Linear::decide(&scores, self.label_kind);
+                let probabilities = match self.label_kind {
+                    LabelKind::SingleLabel => softmax(&scores),
+                    LabelKind::MultiLabel => scores.into_iter().map(sigmoid).collect(),
+                };
+                (ids, probabilities)
             }
         };
         let ids = match self.label_kind {
             LabelKind::MultiLabel => close_under(&self.ancestors, ids),
             LabelKind::SingleLabel => ids,
         };
-        ids.into_iter().map(|i| self.labels[i].clone()).collect()
+        let labels = ids.into_iter().map(|i| self.labels[i].clone()).collect();
+        (labels, probabilities)
     }
 }
 
@@ -420,8 +438,7 @@ impl Linear {
 
     /// Single-label: the arg-max. Multi-label: every label with probability above 0.5, else the
     /// arg-max (every target has at least one label).
-    fn predict(&self, features: &[(u32, f32)], kind: LabelKind) -> Vec<usize> {
-        let scores = self.scores(features);
+    fn decide(scores: &[f32], kind: LabelKind) -> Vec<usize> {
         let mut best = None;
         for (i, &s) in scores.iter().enumerate() {
             if best.is_none_or(|(_, b)| s > b) {
@@ -462,10 +479,13 @@ pub fn evaluate_baseline(
     namespace: &Namespace,
     tables: &[Table],
 ) -> F1Report {
-    let scored: Vec<Scored> = baseline_predictions(baseline, task, tables)
-        .iter()
-        .map(TargetPrediction::scored)
-        .collect();
+    score_predictions(&baseline_predictions(baseline, task, tables), namespace)
+}
+
+/// Scores a list of predictions against its gold labels; gold labels outside `namespace` count
+/// as unknown (misses).
+pub fn score_predictions(predictions: &[TargetPrediction], namespace: &Namespace) -> F1Report {
+    let scored: Vec<Scored> = predictions.iter().map(TargetPrediction::scored).collect();
     f1_report(&scored, &|l| namespace.output(l).is_some())
 }
 
@@ -479,23 +499,10 @@ pub fn baseline_predictions(
     let mut predictions = Vec::new();
     for table in tables {
         for target in targets(task, table) {
-            let predicted = match target.subject {
-                None => baseline.predict_cta(table, target.column),
-                Some(subject) => baseline.predict_cpa(table, subject, target.column),
-            };
-            let probabilities = match &baseline.model {
-                Model::Linear(featurizer, linear) => {
-                    let features =
-                        target_features(featurizer, table, target.column, target.subject);
-                    let scores = linear.scores(&features);
-                    let probs = match baseline.label_kind {
-                        LabelKind::SingleLabel => softmax(&scores),
-                        LabelKind::MultiLabel => scores.into_iter().map(sigmoid).collect(),
-                    };
-                    baseline.labels.iter().cloned().zip(probs).collect()
-                }
-                Model::Constant(_) => BTreeMap::new(),
-            };
+            let (predicted, probabilities) =
+                baseline.predict_with_probabilities(table, target.column, target.subject);
+            let probabilities: BTreeMap<String, f32> =
+                baseline.labels.iter().cloned().zip(probabilities).collect();
             predictions.push(TargetPrediction {
                 table: table.id.clone(),
                 subject: target.subject,

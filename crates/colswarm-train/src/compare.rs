@@ -81,11 +81,22 @@ impl TargetPrediction {
 }
 
 /// Writes `targets` to `path` as JSON Lines, atomically (a temporary file, then a rename).
+/// A probability that is not finite (a diverged model) is an error naming the target: JSON has
+/// no NaN, and the line could not be read back.
 pub fn write_predictions(path: &Path, targets: &[TargetPrediction]) -> Result<(), TrainError> {
     let mut text = String::new();
     for target in targets {
-        // Strings and integers only: serialization cannot fail.
-        text.push_str(&serde_json::to_string(target).unwrap_or_default());
+        if let Some((label, p)) = target.probabilities.iter().find(|(_, p)| !p.is_finite()) {
+            return Err(TrainError::Predictions {
+                path: path.to_path_buf(),
+                reason: format!("{}: the probability of {label} is {p}", target.describe()),
+            });
+        }
+        let line = serde_json::to_string(target).map_err(|e| TrainError::Predictions {
+            path: path.to_path_buf(),
+            reason: format!("{}: {e}", target.describe()),
+        })?;
+        text.push_str(&line);
         text.push('\n');
     }
     write_atomically(path, text.as_bytes())?;
@@ -177,7 +188,8 @@ fn micro_f1(tp: usize, predicted: usize, gold: usize) -> f64 {
 }
 
 /// Compares A and B on the same targets (matched by table, subject and column, in any order;
-/// their gold labels must agree). Errors name the first target that has no partner.
+/// their gold labels must agree). Errors name the first target that has no partner or is
+/// listed twice.
 pub fn paired_bootstrap(
     a: &[TargetPrediction],
     b: &[TargetPrediction],
@@ -196,9 +208,15 @@ pub fn paired_bootstrap(
             config.resamples, config.confidence
         ));
     }
+    let (a_sorted, b_sorted) = (sorted(a), sorted(b));
+    for (side, list) in [("A", &a_sorted), ("B", &b_sorted)] {
+        if let Some(pair) = list.windows(2).find(|w| w[0].key() == w[1].key()) {
+            return mismatch(format!("{} is listed twice in {side}", pair[0].describe()));
+        }
+    }
     // Per table: A's counts, B's counts, gold labels.
     let mut tables: BTreeMap<&str, (Counts, Counts, usize)> = BTreeMap::new();
-    for (x, y) in sorted(a).into_iter().zip(sorted(b)) {
+    for (x, y) in a_sorted.into_iter().zip(b_sorted) {
         if x.key() != y.key() {
             let first = if x.key() < y.key() { x } else { y };
             let side = if x.key() < y.key() { "A" } else { "B" };
@@ -242,21 +260,28 @@ pub fn paired_bootstrap(
         })
         .collect();
     draws.sort_by(f64::total_cmp);
-    let tail = (1.0 - config.confidence) / 2.0;
-    let at = |q: f64| draws[((q * draws.len() as f64).floor() as usize).min(draws.len() - 1)];
+    let (ci_low, ci_high) = percentile_interval(&draws, config.confidence);
     Ok(Comparison {
         n_tables: tables.len(),
         n_targets: a.len(),
         micro_f1_a,
         micro_f1_b,
         difference,
-        ci_low: at(tail),
-        ci_high: at(1.0 - tail),
+        ci_low,
+        ci_high,
         confidence: config.confidence,
         p_a_not_better: draws.iter().filter(|d| **d <= 0.0).count() as f64 / draws.len() as f64,
         resamples: config.resamples,
         seed: config.seed,
     })
+}
+
+/// The central `confidence` interval of sorted, non-empty `draws`: as many draws left out below
+/// it as above it.
+fn percentile_interval(draws: &[f64], confidence: f64) -> (f64, f64) {
+    let n = draws.len();
+    let outside = (((1.0 - confidence) / 2.0 * n as f64).round() as usize).min((n - 1) / 2);
+    (draws[outside], draws[n - 1 - outside])
 }
 
 /// `list` in key order (table, subject, column).
@@ -320,6 +345,15 @@ mod tests {
         let swapped = paired_bootstrap(&b, &a, &BootstrapConfig::default()).unwrap();
         assert_eq!(swapped.difference, -c.difference);
         assert_eq!(swapped.p_a_not_better, 1.0);
+    }
+
+    #[test]
+    fn the_interval_leaves_out_as_many_draws_below_as_above() {
+        let draws: Vec<f64> = (0..10_000).map(f64::from).collect();
+        assert_eq!(percentile_interval(&draws, 0.95), (250.0, 9_749.0));
+        assert_eq!(percentile_interval(&draws, 0.9), (500.0, 9_499.0));
+        assert_eq!(percentile_interval(&[1.0, 2.0, 3.0], 0.5), (2.0, 2.0));
+        assert_eq!(percentile_interval(&[7.0], 0.95), (7.0, 7.0));
     }
 
     #[test]
@@ -393,6 +427,9 @@ mod tests {
         regold[0].gold = vec!["w".into()];
         assert!(error(&a, &regold).contains("table t0 column 0: other gold labels"));
         assert!(error(&[], &[]).contains("no target"));
+        let mut twice = b.clone();
+        twice[1] = twice[0].clone();
+        assert!(error(&a, &twice).contains("table t0 column 0 is listed twice in B"));
         let no_draws = BootstrapConfig {
             resamples: 0,
             ..BootstrapConfig::default()
@@ -420,5 +457,11 @@ mod tests {
         let e = read_predictions(&path).unwrap_err().to_string();
         assert!(e.contains("p.jsonl") && e.contains("line 81"), "{e}");
         assert!(read_predictions(&dir.path().join("missing.jsonl")).is_err());
+        targets[1].probabilities.insert("z".into(), f32::NAN);
+        let e = write_predictions(&path, &targets).unwrap_err().to_string();
+        assert!(
+            e.contains("table t0 pair (0, 1): the probability of z is NaN"),
+            "{e}"
+        );
     }
 }

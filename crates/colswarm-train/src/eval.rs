@@ -29,6 +29,9 @@ pub struct EvalOptions {
     pub specialists: SpecialistUse,
     /// Print a progress line.
     pub progress: bool,
+    /// Keep every label's probability in [`EvalReport::targets`] (for `--predictions`; a
+    /// map per target, so off by default).
+    pub probabilities: bool,
 }
 
 /// The result of [`evaluate`].
@@ -118,7 +121,7 @@ pub fn evaluate(
         .iter()
         .filter(|t| match options.task {
             Task::Cta => t.n_labelled_columns() > 0,
-            Task::Cpa => !t.cpa_targets.is_empty(),
+            Task::Cpa => t.cpa_targets.iter().any(|c| !c.labels.is_empty()),
         })
         .collect();
     let mut progress = Progress::new("eval", tables.len(), options.progress);
@@ -155,9 +158,14 @@ pub fn evaluate(
                         .map(|i| namespace.labels[i].clone())
                         .collect()
                 };
+                let probabilities = if options.probabilities {
+                    namespace.labels.iter().cloned().zip(probs).collect()
+                } else {
+                    Default::default()
+                };
                 TargetPrediction {
                     predicted,
-                    probabilities: namespace.labels.iter().cloned().zip(probs).collect(),
+                    probabilities,
                     ..TargetPrediction::default()
                 }
             };
@@ -178,7 +186,9 @@ pub fn evaluate(
                     }
                 }
                 Task::Cpa => {
-                    for target in &table.cpa_targets {
+                    // Targets without a gold relation are not scored (as columns without a
+                    // type are not), the baseline's rule too.
+                    for target in table.cpa_targets.iter().filter(|t| !t.labels.is_empty()) {
                         let query = |c| example.columns.iter().position(|&x| x == c);
                         let logits =
                             match (query(target.subject_column), query(target.object_column)) {

@@ -291,6 +291,11 @@ impl TrainConfig {
                 self.wide_buckets
             ));
         }
+        if self.context_ngrams && self.ngram_buckets == 0 {
+            return fail(
+                "context n-grams join the column n-gram bags: they need n-gram buckets > 0".into(),
+            );
+        }
         if self.wide_buckets > 0 && self.ngram_buckets == 0 {
             return fail(
                 "wide n-gram logits read the column n-gram bags: they need n-gram buckets > 0"
@@ -718,8 +723,9 @@ impl RunData {
     }
 }
 
-/// `table` with its rows in a random order (every column permuted alike; cells past a short
-/// column's end stay absent).
+/// `table` with its rows in a random order, every column permuted alike. A column shorter than
+/// the table (hand-built tables; the readers pad theirs) keeps its own cells, in the order
+/// their rows were drawn, so they no longer line up with the other columns' rows.
 fn shuffle_rows(table: &Table, rng: &mut ChaCha8Rng) -> Table {
     let mut order: Vec<usize> = (0..table.n_rows()).collect();
     order.shuffle(rng);
@@ -884,6 +890,7 @@ pub fn dev_reports(
                 batch_size,
                 specialists: SpecialistUse::Router,
                 progress: false,
+                probabilities: false,
             };
             evaluate(&model, &data.tables, spec.format, &options)
         })
@@ -1609,6 +1616,33 @@ mod tests {
         };
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("4294967295 n-gram buckets"), "{err}");
+    }
+
+    #[test]
+    fn options_that_read_the_ngram_bags_need_them() {
+        for config in [
+            TrainConfig {
+                context_ngrams: true,
+                ..TrainConfig::default()
+            },
+            TrainConfig {
+                wide_buckets: 16,
+                ..TrainConfig::default()
+            },
+        ] {
+            let without = TrainConfig {
+                train: vec!["t=t2d:x".parse().unwrap()],
+                ngram_buckets: 0,
+                ..config.clone()
+            };
+            let err = without.validate().unwrap_err().to_string();
+            assert!(err.contains("need n-gram buckets > 0"), "{err}");
+            let with = TrainConfig {
+                train: vec!["t=t2d:x".parse().unwrap()],
+                ..config
+            };
+            assert!(with.validate().is_ok());
+        }
     }
 
     #[test]
