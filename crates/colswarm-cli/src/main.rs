@@ -13,10 +13,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use colswarm_swarm::FusionMode;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_train::baseline::{
-    BaselineConfig, BaselineKind, baseline_predictions, score_predictions, train_baseline,
+    BaselineConfig, BaselineKind, baseline_predictions, train_baseline,
 };
 use colswarm_train::compare::{
-    BootstrapConfig, paired_bootstrap, read_predictions, write_predictions,
+    BootstrapConfig, paired_bootstrap, read_predictions, score_predictions, write_predictions,
 };
 use colswarm_train::eval::{EvalOptions, default_task, evaluate};
 use colswarm_train::parl::{ParlConfig, train_router};
@@ -975,7 +975,12 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         bail!("--context-ngrams needs --kind char-ngram (the majority baseline reads no text)");
     }
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
-    let predictions = baseline_predictions(&baseline, task, &eval_data.tables);
+    let predictions = baseline_predictions(
+        &baseline,
+        task,
+        &eval_data.tables,
+        args.predictions.is_some(),
+    );
     let report = score_predictions(&predictions, namespace);
     if let Some(path) = &args.predictions {
         write_predictions(path, &predictions)?;

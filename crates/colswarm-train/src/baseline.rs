@@ -23,9 +23,9 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::compare::TargetPrediction;
+use crate::compare::{TargetPrediction, score_predictions};
 use crate::labels::{Namespace, Task, close_under};
-use crate::metrics::{F1Report, Scored, f1_report};
+use crate::metrics::F1Report;
 
 /// Which baseline to train.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -170,36 +170,44 @@ impl Baseline {
     }
 
     fn predict(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<String> {
-        self.predict_with_probabilities(table, column, subject).0
+        self.labels_of(self.score(table, column, subject).0)
     }
 
-    /// The predicted labels of a target and, for the n-gram baseline, every label's
-    /// probability (its sigmoid or softmax), from one scoring of the target.
-    fn predict_with_probabilities(
+    /// The label ids predicted for a target, closed under the hierarchy, and the n-gram
+    /// baseline's scores they come from (`None` for the majority baseline).
+    fn score(
         &self,
         table: &Table,
         column: usize,
         subject: Option<usize>,
-    ) -> (Vec<String>, Vec<f32>) {
-        let (ids, probabilities) = match &self.model {
-            Model::Constant(answer) => (answer.clone(), Vec::new()),
+    ) -> (Vec<usize>, Option<Vec<f32>>) {
+        let (ids, scores) = match &self.model {
+            Model::Constant(answer) => (answer.clone(), None),
             Model::Linear(featurizer, linear) => {
                 let features = target_features(featurizer, table, column, subject);
                 let scores = linear.scores(&features);
-                let ids = Linear::decide(&scores, self.label_kind);
-                let probabilities = match self.label_kind {
-                    LabelKind::SingleLabel => softmax(&scores),
-                    LabelKind::MultiLabel => scores.into_iter().map(sigmoid).collect(),
-                };
-                (ids, probabilities)
+                (Linear::decide(&scores, self.label_kind), Some(scores))
             }
         };
         let ids = match self.label_kind {
             LabelKind::MultiLabel => close_under(&self.ancestors, ids),
             LabelKind::SingleLabel => ids,
         };
-        let labels = ids.into_iter().map(|i| self.labels[i].clone()).collect();
-        (labels, probabilities)
+        (ids, scores)
+    }
+
+    fn labels_of(&self, ids: Vec<usize>) -> Vec<String> {
+        ids.into_iter().map(|i| self.labels[i].clone()).collect()
+    }
+
+    /// Every label's probability from a target's scores: its sigmoid (multi-label) or the
+    /// softmax (single-label), as the baseline was trained.
+    fn probabilities(&self, scores: Vec<f32>) -> BTreeMap<String, f32> {
+        let probs = match self.label_kind {
+            LabelKind::SingleLabel => softmax(&scores),
+            LabelKind::MultiLabel => scores.into_iter().map(sigmoid).collect(),
+        };
+        self.labels.iter().cloned().zip(probs).collect()
     }
 }
 
@@ -479,37 +487,35 @@ pub fn evaluate_baseline(
     namespace: &Namespace,
     tables: &[Table],
 ) -> F1Report {
-    score_predictions(&baseline_predictions(baseline, task, tables), namespace)
-}
-
-/// Scores a list of predictions against its gold labels; gold labels outside `namespace` count
-/// as unknown (misses).
-pub fn score_predictions(predictions: &[TargetPrediction], namespace: &Namespace) -> F1Report {
-    let scored: Vec<Scored> = predictions.iter().map(TargetPrediction::scored).collect();
-    f1_report(&scored, &|l| namespace.output(l).is_some())
+    score_predictions(
+        &baseline_predictions(baseline, task, tables, false),
+        namespace,
+    )
 }
 
 /// The baseline's prediction for every labelled target of `tables`, in table order (what
-/// [`evaluate_baseline`] scores).
+/// [`evaluate_baseline`] scores), with every label's probability when `probabilities` is set
+/// (for `--predictions`; a map per target) and the baseline has any.
 pub fn baseline_predictions(
     baseline: &Baseline,
     task: Task,
     tables: &[Table],
+    probabilities: bool,
 ) -> Vec<TargetPrediction> {
     let mut predictions = Vec::new();
     for table in tables {
         for target in targets(task, table) {
-            let (predicted, probabilities) =
-                baseline.predict_with_probabilities(table, target.column, target.subject);
-            let probabilities: BTreeMap<String, f32> =
-                baseline.labels.iter().cloned().zip(probabilities).collect();
+            let (ids, scores) = baseline.score(table, target.column, target.subject);
             predictions.push(TargetPrediction {
                 table: table.id.clone(),
                 subject: target.subject,
                 column: target.column,
                 gold: target.gold.to_vec(),
-                predicted,
-                probabilities,
+                predicted: baseline.labels_of(ids),
+                probabilities: scores
+                    .filter(|_| probabilities)
+                    .map(|s| baseline.probabilities(s))
+                    .unwrap_or_default(),
             });
         }
     }

@@ -36,7 +36,8 @@ use serde::{Deserialize, Serialize};
 use colswarm_rwkv::checkpoint::write_atomically;
 
 use crate::error::TrainError;
-use crate::metrics::Scored;
+use crate::labels::Namespace;
+use crate::metrics::{F1Report, Scored, f1_report};
 
 /// One scored target with where it comes from: a column (CTA) or a (subject, column) pair (CPA).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -78,6 +79,13 @@ impl TargetPrediction {
             Some(s) => format!("table {} pair ({s}, {})", self.table, self.column),
         }
     }
+}
+
+/// Scores a list of predictions against its gold labels; gold labels outside `namespace` count
+/// as unknown (misses).
+pub fn score_predictions(predictions: &[TargetPrediction], namespace: &Namespace) -> F1Report {
+    let scored: Vec<Scored> = predictions.iter().map(TargetPrediction::scored).collect();
+    f1_report(&scored, &|l| namespace.output(l).is_some())
 }
 
 /// Writes `targets` to `path` as JSON Lines, atomically (a temporary file, then a rename).

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use colswarm_tables::Table;
 
-use crate::compare::TargetPrediction;
+use crate::compare::{TargetPrediction, score_predictions};
 use crate::dataset::DatasetFormat;
 use crate::error::TrainError;
 use crate::examples::{Columns, Example};
 use crate::labels::{Namespace, Task};
-use crate::metrics::{F1Report, Scored, f1_report};
+use crate::metrics::F1Report;
 use crate::predict::{Model, Outputs, SpecialistUse, decode, namespace_probs};
 use crate::progress::Progress;
 
@@ -214,8 +214,7 @@ pub fn evaluate(
         progress.set((done + 1) * options.batch_size.max(1), "");
     }
     progress.finish("done");
-    let pairs: Vec<Scored> = scored.iter().map(TargetPrediction::scored).collect();
-    let f1 = f1_report(&pairs, &|l| namespace.output(l).is_some());
+    let f1 = score_predictions(&scored, namespace);
     Ok(EvalReport {
         task: options.task,
         namespace: namespace.name.clone(),

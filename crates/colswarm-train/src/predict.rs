@@ -408,19 +408,17 @@ pub fn hierarchy_probs(namespace: &Namespace, probs: Vec<f32>) -> Vec<f32> {
     if namespace.kind == LabelKind::SingleLabel || namespace.ancestors.is_empty() {
         return probs;
     }
-    let mut closed = probs.clone();
+    // Through the same (transitive) closure `decode` adds super-types with, so a grandparent
+    // the hierarchy file lists only through its child is raised too.
+    let mut raised = probs.clone();
     for (label, &p) in probs.iter().enumerate() {
-        for &a in namespace
-            .ancestors
-            .get(label)
-            .map_or(&[][..], Vec::as_slice)
-        {
-            if let Some(c) = closed.get_mut(a) {
-                *c = c.max(p);
+        for a in namespace.close_under_ancestors(vec![label]) {
+            if let Some(r) = raised.get_mut(a) {
+                *r = r.max(p);
             }
         }
     }
-    closed
+    raised
 }
 
 /// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
@@ -697,6 +695,17 @@ mod tests {
         let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
         single.ancestors = multi.ancestors.clone();
         assert_eq!(decode(&single, &namespace_probs(&single, &logits)), [1]);
+    }
+
+    #[test]
+    fn a_grandparent_listed_only_through_its_child_is_raised_as_decode_adds_it() {
+        // 0 person ← 1 film actor ← 2 tv actor: the tv actor lists its parent only.
+        let mut multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 3);
+        multi.ancestors = vec![vec![], vec![0], vec![1]];
+        let probs = namespace_probs(&multi, &[-3.0, -2.0, 2.0]);
+        assert_eq!(decode(&multi, &probs), [0, 1, 2]);
+        let shown = hierarchy_probs(&multi, probs.clone());
+        assert_eq!(shown, [probs[2], probs[2], probs[2]]);
     }
 
     #[test]
