@@ -145,6 +145,15 @@ struct TrainArgs {
     /// states over the column's span of the table (how models before 0.2 were built).
     #[arg(long)]
     no_span_pooling: bool,
+    /// Pool each column's span from a second read of the table that starts from the fused
+    /// state (the specialists' states then shape every column's span, not only its query;
+    /// one more primary pass per table).
+    #[arg(long, conflicts_with = "no_span_pooling")]
+    read_twice: bool,
+    /// Learn a per-head bilinear map for every specialist's state, starting as the identity
+    /// (without it, a specialist of the primary's shape is fused as it is).
+    #[arg(long)]
+    learned_alignment: bool,
     /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
     /// header and first 20 cells, embedded and added to the column's representation); 0 turns
     /// it off. Each bucket costs d_model floats.
@@ -318,7 +327,7 @@ struct EvalArgs {
     /// File or directory of the data.
     #[arg(long)]
     input: Vec<PathBuf>,
-    /// Keep only this part of the hash split (all, train, dev).
+    /// Keep only this part of the hash split (all, train, dev, or folds=I,J,… of the five).
     #[arg(long, default_value = "all")]
     split: Split,
     /// cta or cpa (default: what the format annotates).
@@ -518,6 +527,8 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         fusion: args.fusion.into(),
         d_head_hidden: args.head_hidden,
         span_pooling: !args.no_span_pooling,
+        read_twice: args.read_twice,
+        learned_alignment: args.learned_alignment,
         ngram_buckets: args.ngram_buckets,
         init_from: args.init_from,
         head_skip: args.head_skip,

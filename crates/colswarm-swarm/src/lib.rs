@@ -29,8 +29,8 @@ pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 pub use ngram_embedding::{ColumnNgramsConfig, NgramContext, NgramEmbedding};
 pub use orchestrator::{
-    ColumnPooling, HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm,
-    SwarmOutput, TableBatch, TableRead,
+    AlignmentKind, ColumnPooling, HeadSkip, Orchestrator, OrchestratorConfig, Routing,
+    SpecialistStates, Swarm, SwarmOutput, TableBatch, TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;

@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::alignment::StateShape;
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
+use crate::orchestrator::AlignmentKind;
 use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
@@ -435,7 +436,8 @@ impl ComponentParams {
         let alignments = shapes
             .iter()
             .map(|shape| {
-                if shape.heads == h && shape.head_size == n {
+                let learned = config.alignment == Some(AlignmentKind::Learned);
+                if shape.heads == h && shape.head_size == n && !learned {
                     0
                 } else {
                     sum(&[
@@ -509,7 +511,9 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa, ngrams, skip) in [(5, 0, None, false), (1, 3, Some(7), true)] {
+            for (cta, cpa, ngrams, skip, learned) in
+                [(5, 0, None, false, false), (1, 3, Some(7), true, true)]
+            {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
@@ -518,11 +522,14 @@ mod tests {
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
                         )
                         .with_head_skip(skip.then_some(HeadSkip::Linear))
-                        .with_wide_ngrams(ngrams.map(|_| WideNgramsConfig::new().with_buckets(5)));
+                        .with_wide_ngrams(ngrams.map(|_| WideNgramsConfig::new().with_buckets(5)))
+                        .with_alignment(learned.then_some(AlignmentKind::Learned));
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
                     built.alignments.iter().map(Module::num_params).collect();
+                // A specialist of the primary's shapes has parameters only when learned.
+                assert_eq!(alignments[0] > 0, learned);
                 assert_eq!(
                     counted,
                     ComponentParams {

@@ -42,6 +42,11 @@ pub struct OrchestratorConfig {
     /// Hidden width of the heads.
     #[config(default = 256)]
     pub d_head_hidden: usize,
+    /// How specialists' states are mapped onto the primary's; `None` (the default, and models
+    /// saved before the option existed) uses [`AlignmentProjection::new`]: the identity,
+    /// without parameters, when the shapes agree.
+    #[config(default = "None")]
+    pub alignment: Option<AlignmentKind>,
     /// What is added to a column's query state to represent it; `None` (models saved before
     /// the option existed: their manifests lack the field) adds nothing.
     #[config(default = "None")]
@@ -69,6 +74,14 @@ pub enum HeadSkip {
     Linear,
 }
 
+/// How a specialist's state is aligned with the primary's.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum AlignmentKind {
+    /// Trainable per-head bilinear maps for every specialist, starting as the identity where
+    /// the shapes agree ([`AlignmentProjection::learned`]).
+    Learned,
+}
+
 /// What a column's representation pools besides its query state.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
 pub enum ColumnPooling {
@@ -76,6 +89,12 @@ pub enum ColumnPooling {
     /// (its `<col>` marker, header and sampled cells): the column's content, read in the
     /// context of the table, reaches the heads directly instead of through the query.
     SpanMean,
+    /// The mean over the column's span of a *second* read of the table that starts from the
+    /// fused state ("read twice", Arora et al. 2024): each column is read knowing the whole
+    /// table, and the specialists' states, merged into the one the second read starts from,
+    /// shape every column's span rather than only its short query. The queries then continue
+    /// from the state after the second read. Costs one more primary pass over each table.
+    SecondRead,
 }
 
 /// The trainable modules of a swarm. Specialists are *not* part of it (see [`Swarm`]), so an
@@ -290,7 +309,10 @@ impl OrchestratorConfig {
                 .init(device),
             alignments: specialists
                 .iter()
-                .map(|&s| AlignmentProjection::new(s, target, device))
+                .map(|&s| match self.alignment {
+                    Some(AlignmentKind::Learned) => AlignmentProjection::learned(s, target, device),
+                    None => AlignmentProjection::new(s, target, device),
+                })
                 .collect(),
             fusion: StateFusionConfig::new(
                 self.fusion,
@@ -358,7 +380,8 @@ impl Orchestrator {
         let pooled = span_means(out.hidden.clone(), &whole_tables);
         let column_pooled = match self.column_pooling {
             Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden, &batch.spans)),
-            None => None,
+            // Pooled in `columns`, from the second read.
+            Some(ColumnPooling::SecondRead) | None => None,
         };
         Ok(TableRead {
             state: out.state,
@@ -391,6 +414,20 @@ impl Orchestrator {
     /// must hash each column's n-grams this way into [`TableBatch::ngrams`].
     pub fn column_ngrams(&self) -> Option<&ColumnNgramsConfig> {
         self.column_ngrams.as_ref()
+    }
+
+    /// How each column's span is pooled ([`OrchestratorConfig::column_pooling`]).
+    pub fn column_pooling(&self) -> Option<ColumnPooling> {
+        self.column_pooling
+    }
+
+    /// Tokens the primary reads again before answering the queries: the longest table with
+    /// [`ColumnPooling::SecondRead`], none otherwise.
+    pub fn second_read_tokens(&self, table_lengths: &[usize]) -> usize {
+        match self.column_pooling {
+            Some(ColumnPooling::SecondRead) => table_lengths.iter().copied().max().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// The device the orchestrator's parameters live on.
@@ -469,14 +506,25 @@ impl Orchestrator {
     }
 
     /// The column representations the heads read: [`Self::answer`] from the (fused) state,
-    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read and the
-    /// columns' n-gram embeddings ([`OrchestratorConfig::column_ngrams`]).
+    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read (or, with
+    /// [`ColumnPooling::SecondRead`], from a second read starting at `state`, the queries then
+    /// answered from the state after it) and the columns' n-gram embeddings
+    /// ([`OrchestratorConfig::column_ngrams`]).
     ///
     /// # Shapes
     ///
     /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
     pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
-        let mut columns = self.answer(state, batch);
+        let mut columns = if self.column_pooling == Some(ColumnPooling::SecondRead) {
+            let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
+            let (tokens, lengths) = pad(&tables, &self.device());
+            let second = self
+                .primary
+                .forward(tokens, Some(&lengths), Some(state.clone()));
+            self.answer(&second.state, batch) + span_means(second.hidden, &batch.spans)
+        } else {
+            self.answer(state, batch)
+        };
         if let Some(pooled) = &read.column_pooled {
             columns = columns + pooled.clone();
         }
@@ -660,7 +708,7 @@ impl Swarm {
             ),
             Stage::main(
                 "primary answers the column queries",
-                query_tokens,
+                self.orchestrator.second_read_tokens(&read.lengths) + query_tokens,
                 answer_secs,
             ),
         ]);

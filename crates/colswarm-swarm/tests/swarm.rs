@@ -367,6 +367,68 @@ fn span_pooling_adds_the_mean_hidden_state_of_each_columns_span() {
 }
 
 #[test]
+fn a_second_read_pools_each_span_from_the_table_read_twice() {
+    let device = Device::flex();
+    let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
+    let make = |pooling| {
+        let config = config(FusionMode::WeightedSum).with_column_pooling(Some(pooling));
+        swarm_of(config, &device, specialists.clone())
+    };
+    let s = make(ColumnPooling::SecondRead);
+    let batch = batch();
+    let out = s.forward(&batch, fixed(vec![vec![false]; 2])).unwrap();
+    let columns = values(out.columns);
+
+    // Independently: each table alone, its tokens twice in one sequence from a zero state;
+    // a span's mean over the second copy, plus the query read after both copies.
+    let d = 16;
+    let mut row = 0;
+    let int_tensor = |tokens: &[u32]| {
+        let tokens: Vec<i64> = tokens.iter().map(|&t| i64::from(t)).collect();
+        let n = tokens.len();
+        Tensor::<2, burn::tensor::Int>::from_data(TensorData::new(tokens, [1, n]), &device)
+    };
+    for (t, (table, spans)) in batch.tables.iter().zip(&batch.spans).enumerate() {
+        let twice: Vec<u32> = table.iter().chain(table).copied().collect();
+        let read = s
+            .orchestrator
+            .primary
+            .forward(int_tensor(&twice), None, None);
+        let hidden = read.hidden.into_data().try_to_vec::<f32>().unwrap();
+        for (c, span) in spans.iter().enumerate() {
+            let query = &batch.queries[t][c];
+            let answer =
+                s.orchestrator
+                    .primary
+                    .forward(int_tensor(query), None, Some(read.state.clone()));
+            let answer = answer.hidden.into_data().try_to_vec::<f32>().unwrap();
+            let last = &answer[(query.len() - 1) * d..query.len() * d];
+            for k in 0..d {
+                let second_copy = span.clone().map(|p| hidden[(table.len() + p) * d + k]);
+                let expected = last[k] + second_copy.sum::<f32>() / span.len() as f32;
+                let got = columns[row * d + k];
+                assert!(
+                    (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
+                    "column row {row}, channel {k}: {got} vs {expected}"
+                );
+            }
+            row += 1;
+        }
+    }
+    assert_eq!(row * d, columns.len());
+
+    // The second read is counted on the main path, once per batch (its longest table).
+    let once = make(ColumnPooling::SpanMean)
+        .forward(&batch, fixed(vec![vec![false]; 2]))
+        .unwrap();
+    let longest = batch.tables.iter().map(Vec::len).max().unwrap();
+    assert_eq!(
+        out.steps.critical_tokens(),
+        once.steps.critical_tokens() + longest
+    );
+}
+
+#[test]
 fn spans_must_match_the_queries_and_lie_in_the_table() {
     let specialists = vec![specialist("a", rwkv(16, 2, 8), 10)];
     let s = swarm(FusionMode::WeightedSum, &Device::flex(), specialists);

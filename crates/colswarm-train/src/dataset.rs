@@ -100,17 +100,22 @@ pub enum Split {
     Train,
     /// The hash split's dev share: tables whose id hashes (FNV-1a 64) to 0 mod 5, about 20%.
     Dev,
+    /// Tables whose id hashes to one of these residues mod 5 (bit `r` set: residue `r`), written
+    /// `folds=1,2`: finer parts of the same hash split (`train` is folds 1–4, `dev` fold 0), e.g.
+    /// to hold out part of a training set.
+    Folds(u8),
 }
 
 impl Split {
     /// Whether a table with this id belongs to the split. The rule depends on the id alone, so
     /// it is stable across machines, orderings and subsets.
     pub fn contains(self, table_id: &str) -> bool {
-        let dev = fnv1a(table_id.as_bytes()).is_multiple_of(5);
+        let fold = fnv1a(table_id.as_bytes()) % 5;
         match self {
             Split::All => true,
-            Split::Train => !dev,
-            Split::Dev => dev,
+            Split::Train => fold != 0,
+            Split::Dev => fold == 0,
+            Split::Folds(folds) => folds & (1 << fold) != 0,
         }
     }
 }
@@ -123,18 +128,43 @@ impl FromStr for Split {
             "all" => Ok(Split::All),
             "train" => Ok(Split::Train),
             "dev" => Ok(Split::Dev),
-            _ => Err(format!("unknown split `{s}` (expected all, train or dev)")),
+            _ => match s.strip_prefix("folds=") {
+                Some(list) => {
+                    let mut folds = 0u8;
+                    for fold in list.split(',') {
+                        match fold.trim().parse::<u8>() {
+                            Ok(f) if f < 5 => folds |= 1 << f,
+                            _ => {
+                                return Err(format!(
+                                    "split `{s}`: `{fold}` is not a fold (folds are 0 to 4)"
+                                ));
+                            }
+                        }
+                    }
+                    Ok(Split::Folds(folds))
+                }
+                None => Err(format!(
+                    "unknown split `{s}` (expected all, train, dev or folds=I,J,… with folds 0 to 4)"
+                )),
+            },
         }
     }
 }
 
 impl fmt::Display for Split {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Split::All => "all",
-            Split::Train => "train",
-            Split::Dev => "dev",
-        })
+        match self {
+            Split::All => f.write_str("all"),
+            Split::Train => f.write_str("train"),
+            Split::Dev => f.write_str("dev"),
+            Split::Folds(folds) => {
+                let list: Vec<String> = (0..5)
+                    .filter(|fold| folds & (1 << fold) != 0)
+                    .map(|fold| fold.to_string())
+                    .collect();
+                write!(f, "folds={}", list.join(","))
+            }
+        }
     }
 }
 
@@ -420,5 +450,35 @@ mod tests {
         let train = ids.iter().filter(|id| Split::Train.contains(id)).count();
         assert_eq!(dev + train, ids.len());
         assert!((900..1100).contains(&dev), "{dev}");
+    }
+
+    #[test]
+    fn folds_refine_the_hash_split_and_round_trip() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("table-{i}")).collect();
+        let folds: Vec<Split> = (0..5)
+            .map(|f| format!("folds={f}").parse().unwrap())
+            .collect();
+        for id in &ids {
+            // Every table lies in exactly one fold; fold 0 is `dev`, the others `train`.
+            let in_folds: Vec<bool> = folds.iter().map(|f| f.contains(id)).collect();
+            assert_eq!(in_folds.iter().filter(|&&b| b).count(), 1, "{id}");
+            assert_eq!(in_folds[0], Split::Dev.contains(id), "{id}");
+        }
+        let rest: Split = "folds=2, 3,4".parse().unwrap();
+        let one: Split = "folds=1".parse().unwrap();
+        for id in &ids {
+            assert_eq!(
+                Split::Train.contains(id),
+                one.contains(id) || rest.contains(id)
+            );
+        }
+        assert_eq!(rest.to_string(), "folds=2,3,4");
+        let spec: DataSpec = "t2d=t2d:x#folds=4,0".parse().unwrap();
+        assert_eq!(spec.to_string(), "t2d=t2d:x#folds=0,4");
+        assert_eq!(spec.to_string().parse::<DataSpec>().unwrap(), spec);
+        for bad in ["folds=", "folds=5", "folds=1,x", "folds"] {
+            let err = bad.parse::<Split>().unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
     }
 }

@@ -493,7 +493,10 @@ fn parl_step(
             let steps = TableSteps::new(vec![
                 StageSteps::main_only(example.tokens.len() as u64),
                 StageSteps::with_subtasks(0, &active),
-                StageSteps::main_only(query_tokens[t] as u64),
+                StageSteps::main_only(
+                    (orchestrator.second_read_tokens(&[example.tokens.len()]) + query_tokens[t])
+                        as u64,
+                ),
             ]);
             stats.critical_steps += steps.critical_steps() as f64;
             stats.serial_steps += steps.serial_steps() as f64;

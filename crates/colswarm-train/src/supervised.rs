@@ -30,9 +30,9 @@ use burn::tensor::activation::{log_sigmoid, log_softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
-    ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip, LabelKind,
-    NgramContext, Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput,
-    WideNgramsConfig,
+    AlignmentKind, ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip,
+    LabelKind, NgramContext, Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm,
+    SwarmOutput, WideNgramsConfig,
 };
 use colswarm_tables::Table;
 use rand::seq::SliceRandom;
@@ -141,6 +141,16 @@ pub struct TrainConfig {
     /// the option existed, so they resume unchanged.
     #[serde(default)]
     pub span_pooling: bool,
+    /// Pool each column's span from a second read of the table that starts from the fused
+    /// state ([`ColumnPooling::SecondRead`]) instead of from the first read. Needs
+    /// `span_pooling`. Absent (false) in run directories written before the option existed.
+    #[serde(default)]
+    pub read_twice: bool,
+    /// Trainable alignment maps for every specialist, the identity at the start
+    /// ([`AlignmentKind::Learned`]). Absent (false) in run directories written before the
+    /// option existed.
+    #[serde(default)]
+    pub learned_alignment: bool,
     /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
     /// n-grams. Absent (0) in run directories written before the option existed.
     #[serde(default)]
@@ -228,6 +238,8 @@ impl Default for TrainConfig {
             fusion: FusionMode::WeightedSum,
             d_head_hidden: 128,
             span_pooling: true,
+            read_twice: false,
+            learned_alignment: false,
             ngram_buckets: 1 << 14,
             context_ngrams: false,
             head_skip: false,
@@ -290,6 +302,11 @@ impl TrainConfig {
                 "{} wide n-gram buckets: at most 2^20 = 1048576",
                 self.wide_buckets
             ));
+        }
+        if self.read_twice && !self.span_pooling {
+            return fail(
+                "a second read is pooled over the columns' spans: it needs span pooling".into(),
+            );
         }
         if self.context_ngrams && self.ngram_buckets == 0 {
             return fail(
@@ -839,7 +856,12 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     )
     .with_fusion(config.fusion)
     .with_d_head_hidden(config.d_head_hidden)
-    .with_column_pooling(config.span_pooling.then_some(ColumnPooling::SpanMean))
+    .with_alignment(config.learned_alignment.then_some(AlignmentKind::Learned))
+    .with_column_pooling(config.span_pooling.then_some(if config.read_twice {
+        ColumnPooling::SecondRead
+    } else {
+        ColumnPooling::SpanMean
+    }))
     .with_column_ngrams((config.ngram_buckets > 0).then(|| {
         ColumnNgramsConfig::new()
             .with_buckets(config.ngram_buckets)
@@ -1616,6 +1638,27 @@ mod tests {
         };
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("4294967295 n-gram buckets"), "{err}");
+    }
+
+    #[test]
+    fn a_second_read_needs_span_pooling_and_is_what_the_model_is_built_with() {
+        let config = TrainConfig {
+            train: vec!["t=t2d:x".parse().unwrap()],
+            read_twice: true,
+            ..TrainConfig::default()
+        };
+        assert!(config.validate().is_ok());
+        let space = LabelSpace::default();
+        assert_eq!(
+            orchestrator_config(&config, &space).column_pooling,
+            Some(ColumnPooling::SecondRead)
+        );
+        let without = TrainConfig {
+            span_pooling: false,
+            ..config
+        };
+        let err = without.validate().unwrap_err().to_string();
+        assert!(err.contains("needs span pooling"), "{err}");
     }
 
     #[test]
