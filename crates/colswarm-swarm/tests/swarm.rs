@@ -326,6 +326,14 @@ fn empty_inputs_are_clear_errors() {
     assert!(err.to_string().contains("table 1, column 2"), "{err}");
 }
 
+/// A column representation's channel against its independently computed value.
+fn assert_close(got: f32, expected: f32, row: usize, channel: usize) {
+    assert!(
+        (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
+        "column row {row}, channel {channel}: {got} vs {expected}"
+    );
+}
+
 #[test]
 fn span_pooling_adds_the_mean_hidden_state_of_each_columns_span() {
     let device = Device::flex();
@@ -354,11 +362,7 @@ fn span_pooling_adds_the_mean_hidden_state_of_each_columns_span() {
             for k in 0..d {
                 let mean = span.clone().map(|t| hidden[t * d + k]).sum::<f32>() / span.len() as f32;
                 let expected = answered[row * d + k] + mean;
-                let got = columns[row * d + k];
-                assert!(
-                    (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
-                    "column row {row}, channel {k}: {got} vs {expected}"
-                );
+                assert_close(columns[row * d + k], expected, row, k);
             }
             row += 1;
         }
@@ -406,11 +410,7 @@ fn a_second_read_pools_each_span_from_the_table_read_twice() {
             for k in 0..d {
                 let second_copy = span.clone().map(|p| hidden[(table.len() + p) * d + k]);
                 let expected = last[k] + second_copy.sum::<f32>() / span.len() as f32;
-                let got = columns[row * d + k];
-                assert!(
-                    (got - expected).abs() <= 1e-4 * (1.0 + expected.abs()),
-                    "column row {row}, channel {k}: {got} vs {expected}"
-                );
+                assert_close(columns[row * d + k], expected, row, k);
             }
             row += 1;
         }
