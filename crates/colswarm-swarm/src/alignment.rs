@@ -37,6 +37,17 @@ pub struct AlignmentProjection {
     target_layers: usize,
 }
 
+/// `count` row-major `rows × cols` blocks, each ones on the diagonal (a truncated identity).
+fn identity_blocks(count: usize, rows: usize, cols: usize) -> Vec<f32> {
+    let mut blocks = vec![0.0f32; count * rows * cols];
+    for block in blocks.chunks_mut(rows * cols) {
+        for i in 0..rows.min(cols) {
+            block[i * cols + i] = 1.0;
+        }
+    }
+    blocks
+}
+
 /// The specialist layer read by primary layer `target` (relative depth).
 pub fn source_layer(target: usize, target_layers: usize, source_layers: usize) -> usize {
     if target_layers <= 1 || source_layers <= 1 {
@@ -52,8 +63,18 @@ impl AlignmentProjection {
     /// Non-identity maps start as "truncated identity" maps (`A = B = I` on the shared
     /// channels) with uniform head mixing, so an aligned state starts close to the specialist's.
     pub fn new(source: StateShape, target: StateShape, device: &Device) -> Self {
-        let identity = source.heads == target.heads && source.head_size == target.head_size;
-        Self::build(source, target, identity, device)
+        Self::build(
+            source,
+            target,
+            !Self::has_parameters(source, target, false),
+            device,
+        )
+    }
+
+    /// Whether the alignment from `source` to `target` has parameters: always when `learned`
+    /// ([`Self::learned`]), otherwise only when heads or head sizes differ ([`Self::new`]).
+    pub fn has_parameters(source: StateShape, target: StateShape, learned: bool) -> bool {
+        learned || source.heads != target.heads || source.head_size != target.head_size
     }
 
     /// Like [`Self::new`], but with trainable maps even when the shapes agree, starting as the
@@ -64,14 +85,8 @@ impl AlignmentProjection {
         let mut align = Self::build(source, target, false, device);
         if source.heads == target.heads {
             let (lp, hp) = (target.layers, target.heads);
-            let mut eye = vec![0.0f32; lp * hp * hp];
-            for block in eye.chunks_mut(hp * hp) {
-                for h in 0..hp {
-                    block[h * hp + h] = 1.0;
-                }
-            }
             align.head_mix = Some(Param::from_tensor(Tensor::<3>::from_data(
-                TensorData::new(eye, [lp, hp, hp]),
+                TensorData::new(identity_blocks(lp, hp, hp), [lp, hp, hp]),
                 device,
             )));
         }
@@ -89,12 +104,7 @@ impl AlignmentProjection {
         let (value_map, key_map, head_mix) = if identity {
             (None, None, None)
         } else {
-            let mut eye = vec![0.0f32; lp * hp * np * ns];
-            for block in eye.chunks_mut(np * ns) {
-                for i in 0..np.min(ns) {
-                    block[i * ns + i] = 1.0;
-                }
-            }
+            let eye = identity_blocks(lp * hp, np, ns);
             let map = || {
                 Param::from_tensor(Tensor::<4>::from_data(
                     TensorData::new(eye.clone(), [lp, hp, np, ns]),

@@ -25,11 +25,10 @@ use colswarm_rwkv::save_checkpoint;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::alignment::StateShape;
+use crate::alignment::{AlignmentProjection, StateShape};
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
-use crate::orchestrator::AlignmentKind;
-use crate::orchestrator::{OrchestratorConfig, Swarm};
+use crate::orchestrator::{AlignmentKind, OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
 pub mod fuzzing;
@@ -437,7 +436,12 @@ impl ComponentParams {
             .iter()
             .map(|shape| {
                 let learned = config.alignment == Some(AlignmentKind::Learned);
-                if shape.heads == h && shape.head_size == n && !learned {
+                let target = StateShape {
+                    layers: l,
+                    heads: h,
+                    head_size: n,
+                };
+                if !AlignmentProjection::has_parameters(*shape, target, learned) {
                     0
                 } else {
                     sum(&[

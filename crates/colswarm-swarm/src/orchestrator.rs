@@ -247,6 +247,9 @@ pub struct TableRead {
     pub wide_logits: Option<(Tensor<2>, Tensor<2>)>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
+    /// The tables' tokens, right-padded, `[batch, time]`: what [`ColumnPooling::SecondRead`]
+    /// reads again (once per fused state, so once per PARL rollout).
+    pub tokens: Tensor<2, Int>,
     /// Wall-clock seconds of the read.
     pub seconds: f64,
 }
@@ -371,7 +374,7 @@ impl Orchestrator {
         let device = self.device();
         let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
         let (tokens, lengths) = pad(&tables, &device);
-        let out = self.primary.forward(tokens, Some(&lengths), None);
+        let out = self.primary.forward(tokens.clone(), Some(&lengths), None);
         // The table's mean and each column's mean are the same average over a token range.
         let whole_tables: Vec<Vec<Range<usize>>> = lengths
             .iter()
@@ -390,6 +393,7 @@ impl Orchestrator {
             column_ngrams,
             wide_logits,
             lengths,
+            tokens,
             seconds: start.elapsed().as_secs_f64(),
         })
     }
@@ -414,11 +418,6 @@ impl Orchestrator {
     /// must hash each column's n-grams this way into [`TableBatch::ngrams`].
     pub fn column_ngrams(&self) -> Option<&ColumnNgramsConfig> {
         self.column_ngrams.as_ref()
-    }
-
-    /// How each column's span is pooled ([`OrchestratorConfig::column_pooling`]).
-    pub fn column_pooling(&self) -> Option<ColumnPooling> {
-        self.column_pooling
     }
 
     /// Tokens the primary reads again before answering the queries: the longest table with
@@ -516,11 +515,11 @@ impl Orchestrator {
     /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
     pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
         let mut columns = if self.column_pooling == Some(ColumnPooling::SecondRead) {
-            let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
-            let (tokens, lengths) = pad(&tables, &self.device());
-            let second = self
-                .primary
-                .forward(tokens, Some(&lengths), Some(state.clone()));
+            let second = self.primary.forward(
+                read.tokens.clone(),
+                Some(&read.lengths),
+                Some(state.clone()),
+            );
             self.answer(&second.state, batch) + span_means(second.hidden, &batch.spans)
         } else {
             self.answer(state, batch)
