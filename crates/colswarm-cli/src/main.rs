@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use colswarm_swarm::FusionMode;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
+use colswarm_swarm::{AlignmentKind, FusionMode};
 use colswarm_train::baseline::{
     BaselineConfig, BaselineKind, baseline_predictions, train_baseline,
 };
@@ -841,8 +841,12 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
             );
         }
         out!(
-            "fusion {:?}, threshold {}, budget {:?}",
+            "fusion {:?}, alignment {}, threshold {}, budget {:?}",
             manifest.config.fusion,
+            match manifest.config.alignment {
+                Some(AlignmentKind::Learned) => "learned (bilinear per head, from the identity)",
+                None => "identity where the shapes agree, else trained maps",
+            },
             manifest.config.threshold,
             manifest.config.budget
         );
