@@ -1,0 +1,55 @@
+#!/bin/bash
+# Five-fold cross-validation of T2D CPA: the shipped recipe (version 6, before its PARL stage)
+# against the char n-gram baseline, on all ~1,040 T2D CPA targets instead of the 181 of the
+# hash dev split. Fold K holds the tables whose FNV-1a id hash is K mod 5 (`#folds=K`; fold 0
+# is `#dev`). For each fold a primary is trained on the other four T2D folds plus WikiTables
+# and GitTables cv_0–2 (seed 12, 10 epochs, the mean of epochs 5–10), and the baseline on the
+# same four folds; the five folds' predictions are pooled and compared with a paired bootstrap
+# over tables. One thread per run, two folds at a time: about 12 minutes per pair on the
+# 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/t2d-cv) and prints the comparison.
+# Usage: scripts/t2d-cross-validation.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/t2d-cv}
+BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
+D=datasets
+G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
+S=models/colswarm-small/specialists
+mkdir -p "$OUT/predictions"
+
+fold() {
+  local k=$1 others
+  others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
+  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
+    --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
+    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
+    --specialist wikitables=$S/wikitables.safetensors --specialist gittables=$S/gittables.safetensors \
+    --specialist t2d=$S/t2d.safetensors \
+    --train wikitables=turl-csv:$D/wikitables-turl-subset/train_wikitables_subset_20.csv \
+    --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
+    --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv \
+    --dev gittables=sato-cv:${G}3.csv --dev "t2d=t2d:$D/t2d-webtables#folds=$k" \
+    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet --out "$OUT/fold$k"
+  # The last six epoch checkpoints (steps per epoch depend on the fold's size).
+  # shellcheck disable=SC2046
+  $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null
+  $BIN eval --model "$OUT/fold$k-avg" --format t2d --input $D/t2d-webtables --split "folds=$k" \
+    --no-specialists --json --predictions "$OUT/predictions/model-fold$k.jsonl" > "$OUT/model-fold$k.json"
+  $BIN baseline --kind char-ngram --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
+    --eval "t2d=t2d:$D/t2d-webtables#folds=$k" --json \
+    --predictions "$OUT/predictions/baseline-fold$k.jsonl" > "$OUT/baseline-fold$k.json"
+}
+
+for pair in "0 1" "2 3" "4"; do
+  pids=()
+  for k in $pair; do fold "$k" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid"; done   # a failed fold stops the script
+done
+cat "$OUT"/predictions/model-fold?.jsonl > "$OUT/predictions/model-all.jsonl"
+cat "$OUT"/predictions/baseline-fold?.jsonl > "$OUT/predictions/baseline-all.jsonl"
+for k in 0 1 2 3 4; do
+  python3 -c "import json,sys; m,b=(json.load(open(f)) for f in sys.argv[1:]); print(f'fold $k: {m[\"n_targets\"]} targets, model {m[\"micro_f1\"]:.3f}, baseline {b[\"micro_f1\"]:.3f}')" \
+    "$OUT/model-fold$k.json" "$OUT/baseline-fold$k.json"
+done
+$BIN compare "$OUT/predictions/model-all.jsonl" "$OUT/predictions/baseline-all.jsonl" --json > "$OUT/compare.json"
+$BIN compare "$OUT/predictions/model-all.jsonl" "$OUT/predictions/baseline-all.jsonl"
