@@ -5,7 +5,7 @@
 # is `#dev`). For each fold a primary is trained on the other four T2D folds plus WikiTables
 # and GitTables cv_0–2 (seed 12, 10 epochs, the mean of epochs 5–10), and the baseline on the
 # same four folds; the five folds' predictions are pooled and compared with a paired bootstrap
-# over tables. One thread per run, two folds at a time: about 12 minutes per pair on the
+# over tables. One thread per run, two folds at a time: 23 minutes in all on the
 # 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/t2d-cv) and prints the comparison.
 # Usage: scripts/t2d-cross-validation.sh
 set -euo pipefail
@@ -29,7 +29,7 @@ fold() {
     --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
     --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv \
     --dev gittables=sato-cv:${G}3.csv --dev "t2d=t2d:$D/t2d-webtables#folds=$k" \
-    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet --out "$OUT/fold$k"
+    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null
