@@ -48,7 +48,8 @@ pub struct StateFusionConfig {
 /// specialists entirely, and returns exactly the primary's state when none is active.
 #[derive(Module, Debug)]
 pub struct StateFusion {
-    /// Per-agent logit bias `[layers, agents, heads]` (`WeightedSum`, `Gated`).
+    /// Per-agent logit bias `[layers, agents, heads]` (`WeightedSum`, `Gated`; `None` there
+    /// counts as all zeros).
     pub agent_bias: Option<Param<Tensor<3>>>,
     /// Content query vectors `[layers, heads, N]` (`WeightedSum`).
     pub query: Option<Param<Tensor<3>>>,
@@ -183,18 +184,18 @@ impl StateFusion {
         let device = primary.device();
         let agent_index = Tensor::<1, burn::tensor::Int>::from_data(agent_rows.as_slice(), &device);
         let spec_index = Tensor::<1, burn::tensor::Int>::from_data(&agent_rows[1..], &device) - 1;
-        let bias = self
-            .agent_bias
-            .as_ref()
-            .map(|b| {
+        // A public field a caller may clear: no bias is a zero bias, not a panic.
+        let bias = match &self.agent_bias {
+            Some(b) => {
                 let [_, all_agents, _] = b.dims();
                 b.val()
                     .narrow(0, layer, 1)
                     .reshape([all_agents, heads])
                     .select(0, agent_index)
                     .reshape([1, agents, heads])
-            })
-            .expect("weighted fusion modes have agent biases");
+            }
+            None => Tensor::zeros([1, agents, heads], &device),
+        };
         let stacked = Tensor::stack::<5>(std::iter::once(primary).chain(states).collect(), 1); // [batch, agents, heads, N, N]
         let mut logits = bias.expand([batch, agents, heads]);
         if let (Some(query), Some(probe)) = (&self.query, &self.probe) {
@@ -301,6 +302,33 @@ mod tests {
             let poisoned = Tensor::<4>::full([1, 2, 4, 4], f32::NAN, &Device::flex());
             let b = fusion.forward_layer(0, primary, &[(0, active), (1, poisoned)], m, g);
             assert_eq!(a.into_data(), b.into_data(), "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_agent_bias_counts_as_zero() {
+        let device = Device::flex();
+        for mode in [FusionMode::WeightedSum, FusionMode::Gated] {
+            let mut fusion = perturb(
+                StateFusionConfig::new(mode, 1, 2, 4, 2).init(&device),
+                3,
+                0.5,
+            );
+            let (primary, specialist) = (random([2, 2, 4, 4]), random([2, 2, 4, 4]));
+            let run = |fusion: &StateFusion| {
+                fusion.forward_layer(
+                    0,
+                    primary.clone(),
+                    &[(1, specialist.clone())],
+                    mask(vec![1.0; 4], 2),
+                    mask(vec![0.7; 4], 2),
+                )
+            };
+            fusion.agent_bias = Some(Param::from_tensor(Tensor::zeros([1, 3, 2], &device)));
+            let zero = run(&fusion);
+            fusion.agent_bias = None;
+            let missing = run(&fusion);
+            assert_eq!(zero.into_data(), missing.into_data(), "{mode:?}");
         }
     }
 
