@@ -180,6 +180,10 @@ struct TrainArgs {
     /// --ngram-buckets).
     #[arg(long)]
     context_ngrams: bool,
+    /// Add each table's other columns, their headers and first 8 cells, to every column's
+    /// n-grams, in blocks of their own (needs --ngram-buckets).
+    #[arg(long)]
+    neighbour_ngrams: bool,
     /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
     /// the column n-grams see other rows and cells each epoch).
     #[arg(long)]
@@ -201,6 +205,10 @@ struct TrainArgs {
     /// Dropout on the column representations the heads read (training only; 0: none).
     #[arg(long, default_value_t = 0.0)]
     column_dropout: f32,
+    /// Dropout on the column n-gram bags: each n-gram is left out with this probability,
+    /// anew each epoch (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    ngram_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -430,6 +438,10 @@ struct BaselineArgs {
     /// (char-ngram only).
     #[arg(long)]
     context_ngrams: bool,
+    /// Add each table's other columns, their headers and first 8 cells, to every column's
+    /// n-grams (char-ngram only).
+    #[arg(long)]
+    neighbour_ngrams: bool,
     #[arg(long)]
     json: bool,
     /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
@@ -536,6 +548,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         sigmoid_multi_label: args.sigmoid_multi_label,
         shuffle_rows: args.shuffle_rows,
         context_ngrams: args.context_ngrams,
+        neighbour_ngrams: args.neighbour_ngrams,
         serialize: SerializeSettings {
             max_table_tokens: args.max_table_tokens,
             max_rows: args.max_rows,
@@ -551,6 +564,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         lr_decay: args.lr_decay.into(),
         weight_decay: args.weight_decay,
         column_dropout: args.column_dropout,
+        ngram_dropout: args.ngram_dropout,
         patience: args.patience,
         keep_last: args.keep_last,
         checkpoint_every: args.checkpoint_every,
@@ -860,10 +874,11 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
                 n.min_n,
                 n.max_n,
                 n.max_cells,
-                if n.context.is_some() {
-                    " and the table's titles and caption"
-                } else {
-                    ""
+                match (n.context.is_some(), n.neighbours == Some(true)) {
+                    (true, true) => ", the table's titles and caption and its other columns",
+                    (true, false) => " and the table's titles and caption",
+                    (false, true) => " and the table's other columns",
+                    (false, false) => "",
                 }
             )),
             c.head_skip
@@ -984,10 +999,14 @@ fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         kind: args.kind,
         seed: args.seed,
         table_context: args.context_ngrams,
+        neighbours: args.neighbour_ngrams,
         ..BaselineConfig::default()
     };
-    if args.context_ngrams && args.kind != BaselineKind::CharNgram {
-        bail!("--context-ngrams needs --kind char-ngram (the majority baseline reads no text)");
+    if (args.context_ngrams || args.neighbour_ngrams) && args.kind != BaselineKind::CharNgram {
+        bail!(
+            "--context-ngrams and --neighbour-ngrams need --kind char-ngram (the majority \
+             baseline reads no text)"
+        );
     }
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
     let predictions = baseline_predictions(

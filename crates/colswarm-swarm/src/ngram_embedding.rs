@@ -33,6 +33,10 @@ pub struct ColumnNgramsConfig {
     /// (none) in models written before the option existed.
     #[config(default = "None")]
     pub context: Option<NgramContext>,
+    /// Whether the table's other columns (their headers and first cells) join every column's
+    /// features. Absent (no) in models written before the option existed.
+    #[config(default = "None")]
+    pub neighbours: Option<bool>,
 }
 
 /// Text around a column whose n-grams join its features.

@@ -67,7 +67,7 @@ pub use error::{Result, TableError};
 #[cfg(feature = "parquet")]
 pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
 pub use label_set::{LabelHierarchy, LabelSet};
-pub use ngrams::{NgramConfig, SparseFeatures};
+pub use ngrams::{NgramConfig, SparseFeatures, TableNgrams};
 pub use options::{ReadOptions, ReadReport};
 pub use sato_cv::{SatoCvDataset, SatoCvOptions, read_sato_cv, read_sato_cv_folds};
 pub use semtab::{SemTabDataset, SemTabLayout, load_semtab};

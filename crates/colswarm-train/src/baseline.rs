@@ -86,6 +86,9 @@ pub struct BaselineConfig {
     /// Add the n-grams of the table's page title, section title and caption to every
     /// column's features ([`NgramConfig::table_context`]; default false).
     pub table_context: bool,
+    /// Add blocks of the n-grams of the table's other columns, their headers and first cells,
+    /// to every column's features ([`NgramConfig::neighbours`]; default false).
+    pub neighbours: bool,
     /// Initial SGD step size; it decays linearly to zero over training. Features are unit
     /// length, so steps far above 1 are fine: 2 did best of 0.2–8 on the shipped dev sets.
     pub learning_rate: f32,
@@ -101,6 +104,7 @@ impl Default for BaselineConfig {
             ngram: (2, 4),
             max_cells: 20,
             table_context: false,
+            neighbours: false,
             learning_rate: 2.0,
         }
     }
@@ -212,23 +216,14 @@ impl Baseline {
 }
 
 /// The n-gram features of a CTA column or of a CPA pair's object column (with its subject's
-/// header), with the table's context when the featurizer reads it.
+/// header), with the table's context and other columns when the featurizer reads them.
 fn target_features(
     featurizer: &NgramConfig,
     table: &Table,
     column: usize,
     subject: Option<usize>,
 ) -> SparseFeatures {
-    featurizer.features(
-        table.columns.get(column),
-        subject.and_then(|s| header(table, s)),
-        &featurizer.context_of(table),
-    )
-}
-
-/// The header of a column, if the column exists and has one.
-fn header(table: &Table, column: usize) -> Option<&str> {
-    table.columns.get(column)?.header.as_deref()
+    featurizer.for_table(table).column(column, subject)
 }
 
 /// One scored unit of a table: a column (CTA) or a (subject, object) pair (CPA), with its gold
@@ -360,6 +355,7 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         max_n: config.ngram.1.max(min_n),
         max_cells: config.max_cells,
         table_context: config.table_context,
+        neighbours: config.neighbours,
     }
 }
 

@@ -44,6 +44,7 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         max_n: config.max_n,
         max_cells: config.max_cells,
         table_context: config.context == Some(NgramContext::Table),
+        neighbours: config.neighbours == Some(true),
     }
 }
 
@@ -116,9 +117,10 @@ pub fn encode(
             .map(|&c| serialized.column_spans[c].clone())
             .collect(),
         ngrams: ngrams.map_or_else(Vec::new, |config| {
+            let featurizer = config.for_table(table);
             columns
                 .iter()
-                .map(|&c| config.table_column_features(table, c))
+                .map(|&c| featurizer.column(c, None))
                 .collect()
         }),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),

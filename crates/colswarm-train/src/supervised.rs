@@ -160,6 +160,11 @@ pub struct TrainConfig {
     /// before the option existed.
     #[serde(default)]
     pub context_ngrams: bool,
+    /// Add each table's other columns (their headers and first cells) to every column's
+    /// n-grams ([`ColumnNgramsConfig::neighbours`]). Absent (false) in run directories
+    /// written before the option existed.
+    #[serde(default)]
+    pub neighbour_ngrams: bool,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     #[serde(default)]
     pub head_skip: bool,
@@ -208,6 +213,12 @@ pub struct TrainConfig {
     /// data-parallel run draws the same ones. 0 (and older run directories): none.
     #[serde(default)]
     pub column_dropout: f32,
+    /// Dropout on the column n-gram bags, during training only: each (bucket, weight) entry
+    /// of a bag is dropped with this probability anew each epoch and the rest scaled by
+    /// `1/(1-p)`, so the heads cannot lean on a few n-grams of a training column. The draws
+    /// derive from the seed, the epoch and the table. 0 (and older run directories): none.
+    #[serde(default)]
+    pub ngram_dropout: f32,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
     /// Checkpoints kept (besides `best/`).
@@ -242,6 +253,7 @@ impl Default for TrainConfig {
             learned_alignment: false,
             ngram_buckets: 1 << 14,
             context_ngrams: false,
+            neighbour_ngrams: false,
             head_skip: false,
             wide_buckets: 0,
             sigmoid_multi_label: false,
@@ -255,6 +267,7 @@ impl Default for TrainConfig {
             grad_clip: Some(1.0),
             weight_decay: 0.0,
             column_dropout: 0.0,
+            ngram_dropout: 0.0,
             patience: 3,
             keep_last: 2,
             checkpoint_every: 0,
@@ -308,9 +321,11 @@ impl TrainConfig {
                 "a second read is pooled over the columns' spans: it needs span pooling".into(),
             );
         }
-        if self.context_ngrams && self.ngram_buckets == 0 {
+        if (self.context_ngrams || self.neighbour_ngrams) && self.ngram_buckets == 0 {
             return fail(
-                "context n-grams join the column n-gram bags: they need n-gram buckets > 0".into(),
+                "context and neighbour n-grams join the column n-gram bags: they need n-gram \
+                 buckets > 0"
+                    .into(),
             );
         }
         if self.wide_buckets > 0 && self.ngram_buckets == 0 {
@@ -329,6 +344,12 @@ impl TrainConfig {
             return fail(format!(
                 "column dropout {} is not a probability in [0, 1)",
                 self.column_dropout
+            ));
+        }
+        if !(0.0..1.0).contains(&self.ngram_dropout) {
+            return fail(format!(
+                "n-gram dropout {} is not a probability in [0, 1)",
+                self.ngram_dropout
             ));
         }
         self.primary()
@@ -710,6 +731,27 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
 }
 
 impl RunData {
+    /// The training examples of `epoch`: [`RunData::train`] with the epoch's augmentations
+    /// ([`TrainConfig::shuffle_rows`], [`TrainConfig::ngram_dropout`]), the same targets in
+    /// the same order.
+    pub fn epoch_examples(&self, config: &TrainConfig, epoch: usize) -> Vec<Example> {
+        let mut examples = if config.shuffle_rows {
+            self.shuffled_examples(config, epoch)
+        } else {
+            self.train.clone()
+        };
+        if config.ngram_dropout > 0.0 {
+            for (i, example) in examples.iter_mut().enumerate() {
+                let index = ((epoch as u64) << 32) | i as u64;
+                let mut rng = rng_for(config.seed, NGRAM_DROPOUT_STREAM, index);
+                for bag in &mut example.ngrams {
+                    *bag = drop_ngrams(bag, config.ngram_dropout, &mut rng);
+                }
+            }
+        }
+        examples
+    }
+
     /// The training examples of `epoch` with every table's rows shuffled
     /// ([`TrainConfig::shuffle_rows`]): the same targets in the same order as
     /// [`RunData::train`], from other rows and cells.
@@ -738,6 +780,15 @@ impl RunData {
             })
             .collect()
     }
+}
+
+/// `bag` with each entry dropped with probability `p` and the others scaled by `1/(1-p)`.
+fn drop_ngrams(bag: &[(u32, f32)], p: f32, rng: &mut ChaCha8Rng) -> Vec<(u32, f32)> {
+    let keep = 1.0 / (1.0 - p);
+    bag.iter()
+        .filter(|_| rng.random::<f32>() >= p)
+        .map(|&(bucket, value)| (bucket, value * keep))
+        .collect()
 }
 
 /// `table` with its rows in a random order, every column permuted alike. A column shorter than
@@ -866,6 +917,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
         ColumnNgramsConfig::new()
             .with_buckets(config.ngram_buckets)
             .with_context(config.context_ngrams.then_some(NgramContext::Table))
+            .with_neighbours(config.neighbour_ngrams.then_some(true))
     }))
     .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
     .with_wide_ngrams(
@@ -999,6 +1051,7 @@ const ORDER_STREAM: u64 = 1;
 const ROUTING_STREAM: u64 = 2;
 const DROPOUT_STREAM: u64 = 3;
 const SHUFFLE_STREAM: u64 = 4;
+const NGRAM_DROPOUT_STREAM: u64 = 5;
 
 /// The routing generator of a shard whose first table is table `first` of its batch:
 /// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
@@ -1220,10 +1273,9 @@ pub fn train(
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
-        let shuffled = config
-            .shuffle_rows
-            .then(|| data.shuffled_examples(config, state.epoch));
-        let train = shuffled.as_deref().unwrap_or(&data.train);
+        let augmented = (config.shuffle_rows || config.ngram_dropout > 0.0)
+            .then(|| data.epoch_examples(config, state.epoch));
+        let train = augmented.as_deref().unwrap_or(&data.train);
         let mut progress = Progress::new(
             format!("epoch {}/{}", state.epoch + 1, config.epochs),
             batches,
@@ -1539,6 +1591,69 @@ mod tests {
     }
 
     #[test]
+    fn ngram_dropout_thins_every_bag_anew_each_epoch() {
+        use colswarm_tables::{NgramConfig, SerializeConfig};
+        let mut space = LabelSpace::default();
+        let labels = vec!["a".to_string(), "b".to_string()];
+        let format = crate::dataset::DatasetFormat::T2d;
+        space.push(Task::Cta, "toy", format, LabelKind::SingleLabel, labels);
+        let table = numbered_table(40);
+        let ngrams = NgramConfig::default();
+        let example = encode(
+            &table,
+            &SerializeConfig::default(),
+            Some(&ngrams),
+            &space,
+            Some(0),
+            None,
+            Columns::Targets,
+        );
+        let data = RunData {
+            train: vec![example; 3],
+            train_tables: Vec::new(),
+            space,
+            dev: Vec::new(),
+        };
+        let config = TrainConfig {
+            ngram_dropout: 0.25,
+            ..TrainConfig::default()
+        };
+        let (first, second) = (
+            data.epoch_examples(&config, 0),
+            data.epoch_examples(&config, 1),
+        );
+        assert_eq!(first, data.epoch_examples(&config, 0), "deterministic");
+        assert_ne!(
+            first[0].ngrams, second[0].ngrams,
+            "other n-grams each epoch"
+        );
+        assert_ne!(first[0].ngrams, first[1].ngrams, "other n-grams each table");
+        let (mut kept, mut total) = (0, 0);
+        for (thinned, whole) in first.iter().zip(&data.train) {
+            assert_eq!((&thinned.cta, &thinned.tokens), (&whole.cta, &whole.tokens));
+            for (bag, full) in thinned.ngrams.iter().zip(&whole.ngrams) {
+                (kept, total) = (kept + bag.len(), total + full.len());
+                // Each kept entry is a full one scaled by 1 / (1 - p).
+                for (bucket, value) in bag {
+                    let (_, before) = full.iter().find(|(b, _)| b == bucket).unwrap();
+                    assert!((value - before / 0.75).abs() < 1e-6);
+                }
+            }
+        }
+        let share = kept as f64 / total as f64;
+        assert!((0.65..0.85).contains(&share), "kept {kept} of {total}");
+        let off = TrainConfig::default();
+        assert_eq!(data.epoch_examples(&off, 3), data.train);
+        let refused = TrainConfig {
+            train: vec!["t=t2d:x".parse().unwrap()],
+            ngram_dropout: 1.0,
+            ..TrainConfig::default()
+        };
+        let err = refused.validate().unwrap_err().to_string();
+        assert!(err.contains("n-gram dropout 1 is not"), "{err}");
+    }
+
+    #[test]
     fn namespace_losses_match_a_by_hand_computation() {
         // Rows 0 and 2 of a 3-row head with 5 outputs; the namespace is outputs 1..4.
         let logits = [
@@ -1666,6 +1781,10 @@ mod tests {
         for config in [
             TrainConfig {
                 context_ngrams: true,
+                ..TrainConfig::default()
+            },
+            TrainConfig {
+                neighbour_ngrams: true,
                 ..TrainConfig::default()
             },
             TrainConfig {
