@@ -209,6 +209,11 @@ struct TrainArgs {
     /// anew each epoch (training only; 0: none).
     #[arg(long, default_value_t = 0.0)]
     ngram_dropout: f32,
+    /// Dropout on whole column n-gram bags: each training column's bag is left out with this
+    /// probability, anew each epoch, so the heads also learn to type columns from the table
+    /// read (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    bag_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -565,6 +570,7 @@ fn cmd_train(args: TrainArgs) -> Result<()> {
         weight_decay: args.weight_decay,
         column_dropout: args.column_dropout,
         ngram_dropout: args.ngram_dropout,
+        bag_dropout: args.bag_dropout,
         patience: args.patience,
         keep_last: args.keep_last,
         checkpoint_every: args.checkpoint_every,

@@ -219,6 +219,11 @@ pub struct TrainConfig {
     /// derive from the seed, the epoch and the table. 0 (and older run directories): none.
     #[serde(default)]
     pub ngram_dropout: f32,
+    /// Whole-bag dropout on the column n-gram bags, during training only: each training
+    /// column's bag is left out with this probability anew each epoch (no rescaling), so the
+    /// heads must also type columns from the table read. 0 (and older run directories): none.
+    #[serde(default)]
+    pub bag_dropout: f32,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
     /// Checkpoints kept (besides `best/`).
@@ -268,6 +273,7 @@ impl Default for TrainConfig {
             weight_decay: 0.0,
             column_dropout: 0.0,
             ngram_dropout: 0.0,
+            bag_dropout: 0.0,
             patience: 3,
             keep_last: 2,
             checkpoint_every: 0,
@@ -350,6 +356,12 @@ impl TrainConfig {
             return fail(format!(
                 "n-gram dropout {} is not a probability in [0, 1)",
                 self.ngram_dropout
+            ));
+        }
+        if !(0.0..1.0).contains(&self.bag_dropout) {
+            return fail(format!(
+                "bag dropout {} is not a probability in [0, 1)",
+                self.bag_dropout
             ));
         }
         self.primary()
@@ -732,7 +744,8 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
 
 impl RunData {
     /// The training examples of `epoch`: [`RunData::train`] with the epoch's augmentations
-    /// ([`TrainConfig::shuffle_rows`], [`TrainConfig::ngram_dropout`]), the same targets in
+    /// ([`TrainConfig::shuffle_rows`], [`TrainConfig::ngram_dropout`],
+    /// [`TrainConfig::bag_dropout`]), the same targets in
     /// the same order.
     pub fn epoch_examples(&self, config: &TrainConfig, epoch: usize) -> Vec<Example> {
         let mut examples = if config.shuffle_rows {
@@ -740,12 +753,16 @@ impl RunData {
         } else {
             self.train.clone()
         };
-        if config.ngram_dropout > 0.0 {
+        if config.ngram_dropout > 0.0 || config.bag_dropout > 0.0 {
             for (i, example) in examples.iter_mut().enumerate() {
                 let index = ((epoch as u64) << 32) | i as u64;
                 let mut rng = rng_for(config.seed, NGRAM_DROPOUT_STREAM, index);
                 for bag in &mut example.ngrams {
-                    *bag = drop_ngrams(bag, config.ngram_dropout, &mut rng);
+                    if config.bag_dropout > 0.0 && rng.random::<f32>() < config.bag_dropout {
+                        bag.clear();
+                    } else if config.ngram_dropout > 0.0 {
+                        *bag = drop_ngrams(bag, config.ngram_dropout, &mut rng);
+                    }
                 }
             }
         }
@@ -1273,8 +1290,9 @@ pub fn train(
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
-        let augmented = (config.shuffle_rows || config.ngram_dropout > 0.0)
-            .then(|| data.epoch_examples(config, state.epoch));
+        let augmented =
+            (config.shuffle_rows || config.ngram_dropout > 0.0 || config.bag_dropout > 0.0)
+                .then(|| data.epoch_examples(config, state.epoch));
         let train = augmented.as_deref().unwrap_or(&data.train);
         let mut progress = Progress::new(
             format!("epoch {}/{}", state.epoch + 1, config.epochs),
@@ -1651,6 +1669,57 @@ mod tests {
         };
         let err = refused.validate().unwrap_err().to_string();
         assert!(err.contains("n-gram dropout 1 is not"), "{err}");
+    }
+
+    #[test]
+    fn bag_dropout_leaves_whole_bags_out_and_the_rest_as_they_were() {
+        use colswarm_tables::{NgramConfig, SerializeConfig};
+        let mut space = LabelSpace::default();
+        let labels = vec!["a".to_string(), "b".to_string()];
+        let format = crate::dataset::DatasetFormat::T2d;
+        space.push(Task::Cta, "toy", format, LabelKind::SingleLabel, labels);
+        let example = encode(
+            &numbered_table(10),
+            &SerializeConfig::default(),
+            Some(&NgramConfig::default()),
+            &space,
+            Some(0),
+            None,
+            Columns::Targets,
+        );
+        let data = RunData {
+            train: vec![example; 20],
+            train_tables: Vec::new(),
+            space,
+            dev: Vec::new(),
+        };
+        let config = TrainConfig {
+            bag_dropout: 0.5,
+            ..TrainConfig::default()
+        };
+        let epoch = data.epoch_examples(&config, 0);
+        assert_eq!(epoch, data.epoch_examples(&config, 0), "deterministic");
+        assert_ne!(
+            epoch,
+            data.epoch_examples(&config, 1),
+            "other bags each epoch"
+        );
+        let (mut dropped, mut total) = (0, 0);
+        for (thinned, whole) in epoch.iter().zip(&data.train) {
+            for (bag, full) in thinned.ngrams.iter().zip(&whole.ngrams) {
+                assert!(!full.is_empty());
+                total += 1;
+                if bag.is_empty() {
+                    dropped += 1;
+                } else {
+                    assert_eq!(bag, full, "a kept bag is not rescaled");
+                }
+            }
+        }
+        assert!(
+            (18..=42).contains(&dropped),
+            "{dropped} of {total} bags left out"
+        );
     }
 
     #[test]
