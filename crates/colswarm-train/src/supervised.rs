@@ -346,23 +346,14 @@ impl TrainConfig {
                 self.weight_decay
             ));
         }
-        if !(0.0..1.0).contains(&self.column_dropout) {
-            return fail(format!(
-                "column dropout {} is not a probability in [0, 1)",
-                self.column_dropout
-            ));
-        }
-        if !(0.0..1.0).contains(&self.ngram_dropout) {
-            return fail(format!(
-                "n-gram dropout {} is not a probability in [0, 1)",
-                self.ngram_dropout
-            ));
-        }
-        if !(0.0..1.0).contains(&self.bag_dropout) {
-            return fail(format!(
-                "bag dropout {} is not a probability in [0, 1)",
-                self.bag_dropout
-            ));
+        for (what, p) in [
+            ("column dropout", self.column_dropout),
+            ("n-gram dropout", self.ngram_dropout),
+            ("bag dropout", self.bag_dropout),
+        ] {
+            if !(0.0..1.0).contains(&p) {
+                return fail(format!("{what} {p} is not a probability in [0, 1)"));
+            }
         }
         self.primary()
             .validate()
@@ -1608,30 +1599,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn ngram_dropout_thins_every_bag_anew_each_epoch() {
+    /// `copies` training examples of `numbered_table(rows)`, each with its n-gram bags.
+    fn bagged_run_data(rows: usize, copies: usize) -> RunData {
         use colswarm_tables::{NgramConfig, SerializeConfig};
         let mut space = LabelSpace::default();
         let labels = vec!["a".to_string(), "b".to_string()];
         let format = crate::dataset::DatasetFormat::T2d;
         space.push(Task::Cta, "toy", format, LabelKind::SingleLabel, labels);
-        let table = numbered_table(40);
-        let ngrams = NgramConfig::default();
         let example = encode(
-            &table,
+            &numbered_table(rows),
             &SerializeConfig::default(),
-            Some(&ngrams),
+            Some(&NgramConfig::default()),
             &space,
             Some(0),
             None,
             Columns::Targets,
         );
-        let data = RunData {
-            train: vec![example; 3],
+        RunData {
+            train: vec![example; copies],
             train_tables: Vec::new(),
             space,
             dev: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn ngram_dropout_thins_every_bag_anew_each_epoch() {
+        let data = bagged_run_data(40, 3);
         let config = TrainConfig {
             ngram_dropout: 0.25,
             ..TrainConfig::default()
@@ -1673,26 +1667,7 @@ mod tests {
 
     #[test]
     fn bag_dropout_leaves_whole_bags_out_and_the_rest_as_they_were() {
-        use colswarm_tables::{NgramConfig, SerializeConfig};
-        let mut space = LabelSpace::default();
-        let labels = vec!["a".to_string(), "b".to_string()];
-        let format = crate::dataset::DatasetFormat::T2d;
-        space.push(Task::Cta, "toy", format, LabelKind::SingleLabel, labels);
-        let example = encode(
-            &numbered_table(10),
-            &SerializeConfig::default(),
-            Some(&NgramConfig::default()),
-            &space,
-            Some(0),
-            None,
-            Columns::Targets,
-        );
-        let data = RunData {
-            train: vec![example; 20],
-            train_tables: Vec::new(),
-            space,
-            dev: Vec::new(),
-        };
+        let data = bagged_run_data(10, 20);
         let config = TrainConfig {
             bag_dropout: 0.5,
             ..TrainConfig::default()
