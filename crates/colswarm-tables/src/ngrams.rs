@@ -129,8 +129,8 @@ impl NgramConfig {
             config: self,
             table,
             context: self.context_of(table),
-            header_total: headers.iter().fold(Vec::new(), |sum, h| add(&sum, h, 1.0)),
-            cell_total: cells.iter().fold(Vec::new(), |sum, c| add(&sum, c, 1.0)),
+            header_total: total(&headers),
+            cell_total: total(&cells),
             headers,
             cells,
         }
@@ -290,16 +290,27 @@ fn sum_blocks(blocks: Vec<(SparseFeatures, f32)>) -> SparseFeatures {
             weighted.extend(block.into_iter().map(|(b, v)| (b, weight * v / norm)));
         }
     }
-    // A stable sort keeps block order among equal buckets: the same sums on every run.
-    weighted.sort_by_key(|&(bucket, _)| bucket);
-    let mut features: SparseFeatures = Vec::with_capacity(weighted.len());
-    for (bucket, v) in weighted {
-        match features.last_mut() {
+    merge(weighted)
+}
+
+/// The element-wise sum of count vectors, in one sort (a pairwise fold would be quadratic in
+/// a wide table's columns).
+fn total(per_column: &[SparseFeatures]) -> SparseFeatures {
+    merge(per_column.iter().flatten().copied().collect())
+}
+
+/// `(bucket, value)` pairs sorted by bucket, the values of equal buckets summed. The sort is
+/// stable, so equal buckets are summed in the order given: the same sums on every run.
+fn merge(mut pairs: SparseFeatures) -> SparseFeatures {
+    pairs.sort_by_key(|&(bucket, _)| bucket);
+    let mut merged: SparseFeatures = Vec::with_capacity(pairs.len());
+    for (bucket, v) in pairs {
+        match merged.last_mut() {
             Some((last, sum)) if *last == bucket => *sum += v,
-            _ => features.push((bucket, v)),
+            _ => merged.push((bucket, v)),
         }
     }
-    features
+    merged
 }
 
 /// A column's non-null cells, in row order.
