@@ -180,8 +180,9 @@ struct TrainArgs {
     /// --ngram-buckets).
     #[arg(long)]
     context_ngrams: bool,
-    /// Add each table's other columns, their headers and first 8 cells, to every column's
-    /// n-grams, in blocks of their own (needs --ngram-buckets).
+    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
+    /// first 8 cells, to every column's n-grams, in blocks of their own (needs
+    /// --ngram-buckets).
     #[arg(long)]
     neighbour_ngrams: bool,
     /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
@@ -443,8 +444,8 @@ struct BaselineArgs {
     /// (char-ngram only).
     #[arg(long)]
     context_ngrams: bool,
-    /// Add each table's other columns, their headers and first 8 cells, to every column's
-    /// n-grams (char-ngram only).
+    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
+    /// first 8 cells, to every column's n-grams (char-ngram only).
     #[arg(long)]
     neighbour_ngrams: bool,
     #[arg(long)]

@@ -45,6 +45,11 @@ const NEIGHBOUR_HEADER_WEIGHT: f32 = 1.0;
 const NEIGHBOUR_CELL_WEIGHT: f32 = 0.3;
 /// Non-null cells of each other column that give neighbour features.
 const NEIGHBOUR_CELLS: usize = 8;
+/// Other columns a column's neighbour blocks read at most: in a table wider than this, the
+/// nearest ones (half on each side where there are enough), so that a column's features and
+/// their cost stay bounded however wide the table. No table of the shipped datasets is that
+/// wide (WikiTables has at most 7 columns, T2D 28).
+const MAX_NEIGHBOURS: usize = 64;
 /// Bytes of a cell that give n-grams: long free text adds cost, little signal.
 const MAX_CELL_BYTES: usize = 128;
 /// Mark the start and the end of a text, so that n-grams can tell prefixes and suffixes.
@@ -256,11 +261,27 @@ impl TableNgrams<'_> {
     pub fn column(&self, column: usize, subject: Option<usize>) -> SparseFeatures {
         let mut blocks = Vec::new();
         if self.config.neighbours {
-            // Every other column's counts: the table's sum less the column's own.
-            let others = |total: &SparseFeatures, per_column: &[SparseFeatures]| {
-                per_column
-                    .get(column)
-                    .map_or_else(|| total.clone(), |own| add(total, own, -1.0))
+            // The other columns' counts: the sum over the column's window less its own. The
+            // window is the whole table unless it is wider than MAX_NEIGHBOURS + 1 columns.
+            let n = self.headers.len();
+            let window = if n <= MAX_NEIGHBOURS + 1 {
+                None
+            } else if column >= n {
+                Some(n - MAX_NEIGHBOURS..n)
+            } else {
+                let start = column.saturating_sub(MAX_NEIGHBOURS / 2);
+                let start = start.min(n - MAX_NEIGHBOURS - 1);
+                Some(start..start + MAX_NEIGHBOURS + 1)
+            };
+            let others = |table_total: &SparseFeatures, per_column: &[SparseFeatures]| {
+                let sum = match &window {
+                    None => table_total.clone(),
+                    Some(range) => total(&per_column[range.clone()]),
+                };
+                match per_column.get(column) {
+                    Some(own) => add(&sum, own, -1.0),
+                    None => sum,
+                }
             };
             blocks.push((
                 others(&self.header_total, &self.headers),
@@ -521,6 +542,43 @@ mod tests {
         assert_eq!(
             config.table_column_features(&single, 0),
             plain.column_features(single.columns.first(), None)
+        );
+    }
+
+    #[test]
+    fn a_wide_table_gives_each_column_its_nearest_neighbours() {
+        let n = 3 * MAX_NEIGHBOURS;
+        let columns: Vec<Column> = (0..n)
+            .map(|c| column(Some(&format!("h{c}")), &[&format!("v{c}")]))
+            .collect();
+        let table = Table::new("wide", columns);
+        let config = NgramConfig {
+            neighbours: true,
+            ..NgramConfig::default()
+        };
+        let featurizer = config.for_table(&table);
+        // Column c of the wide table sees what column c - start of the window's own table sees.
+        for (c, start) in [
+            (0, 0),
+            (5, 0),
+            (100, 100 - MAX_NEIGHBOURS / 2),
+            (n - 1, n - MAX_NEIGHBOURS - 1),
+        ] {
+            let window = Table::new(
+                "window",
+                table.columns[start..start + MAX_NEIGHBOURS + 1].to_vec(),
+            );
+            assert_eq!(
+                featurizer.column(c, None),
+                config.table_column_features(&window, c - start),
+                "column {c}"
+            );
+        }
+        // A column past the end sees the last MAX_NEIGHBOURS columns.
+        let last = Table::new("last", table.columns[n - MAX_NEIGHBOURS..].to_vec());
+        assert_eq!(
+            featurizer.column(n + 2, None),
+            config.table_column_features(&last, MAX_NEIGHBOURS + 2)
         );
     }
 
