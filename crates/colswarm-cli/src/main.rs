@@ -881,12 +881,13 @@ fn cmd_inspect(args: InspectArgs) -> Result<()> {
                 n.min_n,
                 n.max_n,
                 n.max_cells,
-                match (n.context.is_some(), n.neighbours == Some(true)) {
-                    (true, true) => ", the table's titles and caption and its other columns",
-                    (true, false) => " and the table's titles and caption",
-                    (false, true) => " and the table's other columns",
-                    (false, false) => "",
-                }
+                [
+                    n.context.map(|_| " and the table's titles and caption"),
+                    (n.neighbours == Some(true)).then_some(" and its other columns"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<String>()
             )),
             c.head_skip
         );

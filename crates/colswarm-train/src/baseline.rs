@@ -18,7 +18,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use colswarm_swarm::LabelKind;
-use colswarm_tables::{NgramConfig, SparseFeatures, Table};
+use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -174,22 +174,33 @@ impl Baseline {
     }
 
     fn predict(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<String> {
-        self.labels_of(self.score(table, column, subject).0)
+        let ngrams = self.table_ngrams(table);
+        self.labels_of(self.score(ngrams.as_ref(), column, subject).0)
     }
 
-    /// The label ids predicted for a target, closed under the hierarchy, and the n-gram
-    /// baseline's scores they come from (`None` for the majority baseline).
+    /// The featurizer of `table`'s targets (the n-gram baseline's; none for the majority
+    /// one): what its columns share is computed once per table, not once per target.
+    fn table_ngrams<'t>(&'t self, table: &'t Table) -> Option<TableNgrams<'t>> {
+        match &self.model {
+            Model::Linear(featurizer, _) => Some(featurizer.for_table(table)),
+            Model::Constant(_) => None,
+        }
+    }
+
+    /// The label ids predicted for a target of the table `ngrams` featurizes (a CTA column,
+    /// or a CPA pair's object column with its subject), closed under the hierarchy, and the
+    /// n-gram baseline's scores they come from (`None` for the majority baseline).
     fn score(
         &self,
-        table: &Table,
+        ngrams: Option<&TableNgrams<'_>>,
         column: usize,
         subject: Option<usize>,
     ) -> (Vec<usize>, Option<Vec<f32>>) {
         let (ids, scores) = match &self.model {
             Model::Constant(answer) => (answer.clone(), None),
-            Model::Linear(featurizer, linear) => {
-                let features = target_features(featurizer, table, column, subject);
-                let scores = linear.scores(&features);
+            Model::Linear(_, linear) => {
+                let features = ngrams.map(|t| t.column(column, subject));
+                let scores = linear.scores(features.as_deref().unwrap_or_default());
                 (Linear::decide(&scores, self.label_kind), Some(scores))
             }
         };
@@ -215,16 +226,8 @@ impl Baseline {
     }
 }
 
-/// The n-gram features of a CTA column or of a CPA pair's object column (with its subject's
-/// header), with the table's context and other columns when the featurizer reads them.
-fn target_features(
-    featurizer: &NgramConfig,
-    table: &Table,
-    column: usize,
-    subject: Option<usize>,
-) -> SparseFeatures {
-    featurizer.for_table(table).column(column, subject)
-}
+/// A target with its gold labels' indices in the namespace.
+type LabelledTarget<'t> = (Target<'t>, Vec<usize>);
 
 /// One scored unit of a table: a column (CTA) or a (subject, object) pair (CPA), with its gold
 /// labels.
@@ -276,9 +279,10 @@ pub fn train_baseline(
         .enumerate()
         .map(|(i, l)| (l.as_str(), i))
         .collect();
-    // (table, target, gold label indices), in table order.
-    let mut examples: Vec<(&Table, Target<'_>, Vec<usize>)> = Vec::new();
+    // Per table, its (target, gold label indices), in table order.
+    let mut examples: Vec<(&Table, Vec<LabelledTarget<'_>>)> = Vec::new();
     for table in tables {
+        let mut labelled = Vec::new();
         for target in targets(task, table) {
             let mut gold: Vec<usize> = target
                 .gold
@@ -288,8 +292,11 @@ pub fn train_baseline(
             gold.sort_unstable();
             gold.dedup();
             if !gold.is_empty() {
-                examples.push((table, target, gold));
+                labelled.push((target, gold));
             }
+        }
+        if !labelled.is_empty() {
+            examples.push((table, labelled));
         }
     }
     let model = if examples.is_empty() {
@@ -297,19 +304,21 @@ pub fn train_baseline(
     } else {
         match config.kind {
             BaselineKind::Majority => {
-                let golds: Vec<&[usize]> = examples.iter().map(|(_, _, g)| g.as_slice()).collect();
+                let golds: Vec<&[usize]> = examples
+                    .iter()
+                    .flat_map(|(_, labelled)| labelled.iter().map(|(_, g)| g.as_slice()))
+                    .collect();
                 Model::Constant(majority(&golds, namespace.labels.len(), namespace.kind))
             }
             BaselineKind::CharNgram => {
                 let featurizer = featurizer(config);
-                let data: Vec<(SparseFeatures, Vec<usize>)> = examples
-                    .into_iter()
-                    .map(|(table, target, gold)| {
-                        let features =
-                            target_features(&featurizer, table, target.column, target.subject);
-                        (features, gold)
-                    })
-                    .collect();
+                let mut data: Vec<(SparseFeatures, Vec<usize>)> = Vec::new();
+                for (table, labelled) in examples {
+                    let ngrams = featurizer.for_table(table);
+                    for (target, gold) in labelled {
+                        data.push((ngrams.column(target.column, target.subject), gold));
+                    }
+                }
                 let linear = Linear::train(config, featurizer.buckets as usize, namespace, &data);
                 Model::Linear(featurizer, linear)
             }
@@ -500,8 +509,9 @@ pub fn baseline_predictions(
 ) -> Vec<TargetPrediction> {
     let mut predictions = Vec::new();
     for table in tables {
+        let ngrams = baseline.table_ngrams(table);
         for target in targets(task, table) {
-            let (ids, scores) = baseline.score(table, target.column, target.subject);
+            let (ids, scores) = baseline.score(ngrams.as_ref(), target.column, target.subject);
             predictions.push(TargetPrediction {
                 table: table.id.clone(),
                 subject: target.subject,
