@@ -1,0 +1,65 @@
+#!/bin/bash
+# The seed spread of version 6's recipe trained on WikiTables alone, against the char n-gram
+# baseline's: how large a WikiTables difference must be before one run's score says anything
+# (docs/TRAINING.md, "The seed spread, and one training set against three").
+#
+# For each seed in $SEEDS a primary is trained on the WikiTables training subset alone (version
+# 6's flags, no specialists, 10 epochs), its last six epochs are averaged as version 6's were,
+# and the average is scored on the dev split; then the baseline is trained with SGD orders 0–4.
+# $EXTRA goes to both `train` and `baseline` (flags they share, e.g. EXTRA=--neighbour-ngrams),
+# $TRAIN_EXTRA to `train` alone (e.g. TRAIN_EXTRA="--wide-buckets 4096"), and $TOKENS sets the
+# table read's length (default 128, version 6's).
+# One thread per run, two runs at a time: about one minute per pair of seeds on the 2-core
+# machine of docs/TRAINING.md. Writes $OUT (default runs/wikitables-seeds) and prints one line
+# per run and the means.
+# Usage: [SEEDS="11 12 13 14 15"] [EXTRA=--neighbour-ngrams] [TOKENS=128] scripts/wikitables-seed-spread.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/wikitables-seeds}
+BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
+SEEDS=${SEEDS:-"11 12 13 14 15"}
+EXTRA=${EXTRA:-}
+TRAIN_EXTRA=${TRAIN_EXTRA:-}
+TOKENS=${TOKENS:-128}
+W=datasets/wikitables-turl-subset
+TRAIN_SET="wikitables=turl-csv:$W/train_wikitables_subset_20.csv"
+DEV_SET="wikitables=turl-csv:$W/dev_wikitables_subset_2.csv"
+mkdir -p "$OUT"
+
+micro_f1() { python3 -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["micro_f1"])'; }
+
+run() {
+  local seed=$1 dir="$OUT/seed$1"
+  # shellcheck disable=SC2086
+  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
+    --max-table-tokens "$TOKENS" --max-rows 8 --query-cells 0 --query-header-bytes 0 \
+    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
+    --epochs 10 --patience 10 --keep-last 6 --seed "$seed" --quiet $EXTRA $TRAIN_EXTRA \
+    --train "$TRAIN_SET" --dev "$DEV_SET" --out "$dir" > "$dir.train.json"
+  # shellcheck disable=SC2046
+  $BIN average $(ls -d "$dir"/checkpoints/step-*/model) --out "$dir-avg" > /dev/null
+  $BIN --threads 1 eval --model "$dir-avg" --format turl-csv --input "$W/dev_wikitables_subset_2.csv" \
+    --no-specialists --json > "$dir-avg.eval.json"
+  echo "model seed $seed: $(micro_f1 < "$dir-avg.eval.json")"
+}
+
+# shellcheck disable=SC2206
+seeds=($SEEDS)
+for ((i = 0; i < ${#seeds[@]}; i += 2)); do
+  run "${seeds[i]}" &
+  if ((i + 1 < ${#seeds[@]})); then run "${seeds[i + 1]}"; fi
+  wait
+done
+for order in 0 1 2 3 4; do
+  # shellcheck disable=SC2086
+  $BIN baseline --kind char-ngram $EXTRA --seed "$order" --train "$TRAIN_SET" --eval "$DEV_SET" \
+    --json > "$OUT/baseline-order$order.json"
+  echo "baseline SGD order $order: $(micro_f1 < "$OUT/baseline-order$order.json")"
+done
+python3 - "$OUT" <<'PY'
+import glob, json, statistics, sys
+for kind, pattern in (("model", "seed*-avg.eval.json"), ("baseline", "baseline-order*.json")):
+    scores = [json.load(open(p))["micro_f1"] for p in glob.glob(f"{sys.argv[1]}/{pattern}")]
+    print(f"{kind}: mean {statistics.mean(scores):.3f}, range {min(scores):.3f}–{max(scores):.3f}"
+          f" over {len(scores)} runs")
+PY
