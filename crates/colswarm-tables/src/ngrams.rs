@@ -283,13 +283,17 @@ impl TableNgrams<'_> {
                 Some(start..start + MAX_NEIGHBOURS + 1)
             };
             let others = |table_total: &SparseFeatures, per_column: &[SparseFeatures]| {
+                let windowed;
                 let sum = match &window {
-                    None => table_total.clone(),
-                    Some(range) => total(&per_column[range.clone()]),
+                    None => table_total,
+                    Some(range) => {
+                        windowed = total(&per_column[range.clone()]);
+                        &windowed
+                    }
                 };
                 match per_column.get(column) {
-                    Some(own) => add(&sum, own, -1.0),
-                    None => sum,
+                    Some(own) => add(sum, own, -1.0),
+                    None => sum.clone(),
                 }
             };
             blocks.push((

@@ -19,6 +19,7 @@
 //!   a shard is its part of the batch's loss ([`shard_loss`]) and its router masks are the ones
 //!   the undivided batch would draw, so the step is the one-device step up to float rounding.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -736,15 +737,19 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
 impl RunData {
     /// The training examples of `epoch`: [`RunData::train`] with the epoch's augmentations
     /// ([`TrainConfig::shuffle_rows`], [`TrainConfig::ngram_dropout`],
-    /// [`TrainConfig::bag_dropout`]), the same targets in
-    /// the same order.
-    pub fn epoch_examples(&self, config: &TrainConfig, epoch: usize) -> Vec<Example> {
+    /// [`TrainConfig::bag_dropout`]), the same targets in the same order; borrowed as they
+    /// are when the run augments nothing.
+    pub fn epoch_examples(&self, config: &TrainConfig, epoch: usize) -> Cow<'_, [Example]> {
+        let thins_bags = config.ngram_dropout > 0.0 || config.bag_dropout > 0.0;
+        if !config.shuffle_rows && !thins_bags {
+            return Cow::Borrowed(&self.train);
+        }
         let mut examples = if config.shuffle_rows {
             self.shuffled_examples(config, epoch)
         } else {
             self.train.clone()
         };
-        if config.ngram_dropout > 0.0 || config.bag_dropout > 0.0 {
+        if thins_bags {
             for (i, example) in examples.iter_mut().enumerate() {
                 let index = ((epoch as u64) << 32) | i as u64;
                 let mut rng = rng_for(config.seed, NGRAM_DROPOUT_STREAM, index);
@@ -757,7 +762,7 @@ impl RunData {
                 }
             }
         }
-        examples
+        Cow::Owned(examples)
     }
 
     /// The training examples of `epoch` with every table's rows shuffled
@@ -1281,10 +1286,7 @@ pub fn train(
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
-        let augmented =
-            (config.shuffle_rows || config.ngram_dropout > 0.0 || config.bag_dropout > 0.0)
-                .then(|| data.epoch_examples(config, state.epoch));
-        let train = augmented.as_deref().unwrap_or(&data.train);
+        let train = data.epoch_examples(config, state.epoch);
         let mut progress = Progress::new(
             format!("epoch {}/{}", state.epoch + 1, config.epochs),
             batches,
@@ -1655,7 +1657,7 @@ mod tests {
         let share = kept as f64 / total as f64;
         assert!((0.65..0.85).contains(&share), "kept {kept} of {total}");
         let off = TrainConfig::default();
-        assert_eq!(data.epoch_examples(&off, 3), data.train);
+        assert_eq!(*data.epoch_examples(&off, 3), *data.train);
         let refused = TrainConfig {
             train: vec!["t=t2d:x".parse().unwrap()],
             ngram_dropout: 1.0,
