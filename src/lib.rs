@@ -7,18 +7,8 @@
 //! **specialist** checkpoints, whose recurrent states are aligned and fused into the primary's
 //! state; the primary then answers one short query per column.
 //!
-//! This facade re-exports the workspace crates:
-//!
-//! | module | crate | what |
-//! |---|---|---|
-//! | [`rwkv`] | `colswarm-rwkv` | the RWKV-7 model, its state and checkpoints |
-//! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence and state fusion (reference and fused) |
-//! | [`tables`] | `colswarm-tables` | tables, dataset readers, serialization, byte tokenizer |
-//! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator |
-//! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, critical steps, policy objective |
-//! | [`train`] | `colswarm-train` | supervised and PARL training, evaluation, prediction |
-//!
-//! To annotate tables with a trained model, use [`Annotator`]:
+//! To annotate tables with a trained model, use [`Annotator`] (and [`read_table`] to read a
+//! table file the way `colswarm annotate` does):
 //!
 //! ```
 //! use colswarm::Annotator;
@@ -39,8 +29,22 @@
 //!     let best = &column.types[0].labels[0];
 //!     println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
 //! }
-//! # Ok::<(), colswarm::train::TrainError>(())
+//! # Ok::<(), colswarm::ModelError>(())
 //! ```
+//!
+//! The workspace's crates, re-exported:
+//!
+//! | module | crate | what |
+//! |---|---|---|
+//! | [`model`] | `colswarm-model` | inference: load a model directory, read table files, annotate |
+//! | [`tables`] | `colswarm-tables` | tables, dataset readers, serialization, byte tokenizer |
+//! | [`rwkv`] | `colswarm-rwkv` | the RWKV-7 model, its state and checkpoints |
+//! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence and state fusion (reference and fused) |
+//! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator |
+//! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, critical steps, policy objective |
+//! | [`train`] | `colswarm-train` | supervised and PARL training, evaluation, baselines |
+//!
+//! The RWKV-7 model on its own:
 //!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
@@ -56,13 +60,14 @@
 #![warn(missing_docs)]
 
 pub use colswarm_kernels as kernels;
+pub use colswarm_model as model;
 pub use colswarm_parl as parl;
 pub use colswarm_rwkv as rwkv;
 pub use colswarm_swarm as swarm;
 pub use colswarm_tables as tables;
 pub use colswarm_train as train;
 
-mod annotator;
-
-pub use annotator::{Annotator, AnnotatorBuilder};
-pub use colswarm_train::predict::SpecialistUse;
+pub use colswarm_model::{
+    Annotator, AnnotatorBuilder, ColumnAnnotation, ModelError, ReadTableOptions, SpecialistUse,
+    TableAnnotation, read_table, read_table_with,
+};

@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use colswarm::Annotator;
 use colswarm_arrow::{AnnotateRecordBatch, BatchOptions};
+use colswarm_model::Annotator;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -9,10 +9,10 @@ use std::error::Error;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray};
-use colswarm::Annotator;
 use colswarm_arrow::{
     AnnotateRecordBatch, BatchOptions, annotations_to_record_batch, router_to_record_batch,
 };
+use colswarm_model::Annotator;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 fn main() -> Result<(), Box<dyn Error>> {

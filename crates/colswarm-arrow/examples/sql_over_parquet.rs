@@ -12,8 +12,8 @@
 use std::error::Error;
 use std::path::PathBuf;
 
-use colswarm::Annotator;
 use colswarm_arrow::AnnotateColumn;
+use colswarm_model::Annotator;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, Float32Builder, StringBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use colswarm::train::predict::TableAnnotation;
+use colswarm_model::TableAnnotation;
 
 use crate::ArrowError;
 
@@ -136,7 +136,7 @@ mod tests {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Float32Type, UInt32Type};
-    use colswarm::train::predict::{
+    use colswarm_model::{
         ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TypeAnnotation,
     };
 

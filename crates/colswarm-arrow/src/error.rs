@@ -1,6 +1,6 @@
 //! The errors of this crate.
 
-use colswarm::train::TrainError;
+use colswarm_model::ModelError;
 
 /// What can go wrong converting Arrow data or annotating it.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum ArrowError {
     },
     /// The model failed.
     #[error(transparent)]
-    Annotate(#[from] TrainError),
+    Annotate(#[from] ModelError),
     /// Building an output batch failed.
     #[error("building the annotation batch: {0}")]
     Build(#[source] arrow_schema::ArrowError),

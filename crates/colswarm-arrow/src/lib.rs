@@ -12,7 +12,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-//! use colswarm::Annotator;
+//! use colswarm_model::Annotator;
 //! use colswarm_arrow::{AnnotateRecordBatch, BatchOptions, annotations_to_record_batch};
 //!
 //! let annotator = Annotator::builder(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small"))
@@ -31,7 +31,7 @@
 //! ```
 //!
 //! Batches wider than [`BatchOptions::max_columns`] (32) are annotated in windows of columns,
-//! and an [`Annotator`](colswarm::Annotator) built with `.threads(n)` annotates `n` windows at
+//! and an [`Annotator`](colswarm_model::Annotator) built with `.threads(n)` annotates `n` windows at
 //! once: a 1,000-column batch is 32 tables.
 //!
 //! ## Annotating columns from SQL (feature `datafusion`)
@@ -39,7 +39,7 @@
 //! ```
 //! # #[cfg(feature = "datafusion")]
 //! # {
-//! use colswarm::Annotator;
+//! use colswarm_model::Annotator;
 //! use colswarm_arrow::AnnotateColumn;
 //! use datafusion::prelude::*;
 //!

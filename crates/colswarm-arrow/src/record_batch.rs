@@ -2,9 +2,9 @@
 
 use arrow_array::{Array, RecordBatch};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use colswarm::Annotator;
-use colswarm::tables::{Cell, Column, Table};
-use colswarm::train::predict::TableAnnotation;
+use colswarm_model::Annotator;
+use colswarm_model::TableAnnotation;
+use colswarm_tables::{Cell, Column, Table};
 
 use crate::ArrowError;
 

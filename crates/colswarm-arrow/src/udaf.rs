@@ -18,9 +18,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, Float32Array, StringArray, StructArray};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
-use colswarm::Annotator;
-use colswarm::tables::{Cell, Column, Table};
-use colswarm::train::labels::Task;
+use colswarm_model::Annotator;
+use colswarm_model::Task;
+use colswarm_tables::{Cell, Column, Table};
 use datafusion::common::{DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
@@ -53,7 +53,7 @@ impl AnnotateColumn {
             .first()
             .map(|n| n.name.clone())
             .ok_or_else(|| {
-                ArrowError::Annotate(colswarm::train::TrainError::Config(
+                ArrowError::Annotate(colswarm_model::ModelError::UnknownNamespace(
                     "the model has no CTA namespace".into(),
                 ))
             })?;
@@ -77,12 +77,12 @@ impl AnnotateColumn {
             .map(|n| n.name.clone())
             .collect();
         if !names.iter().any(|n| n == namespace) {
-            return Err(ArrowError::Annotate(colswarm::train::TrainError::Config(
-                format!(
+            return Err(ArrowError::Annotate(
+                colswarm_model::ModelError::UnknownNamespace(format!(
                     "the model has no CTA namespace `{namespace}` (it has: {})",
                     names.join(", ")
-                ),
-            )));
+                )),
+            ));
         }
         self.namespace = namespace.to_string();
         Ok(self)

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
 use arrow_array::{Array, RecordBatch};
-use colswarm::Annotator;
-use colswarm::train::labels::Task;
 use colswarm_arrow::{AnnotateColumn, AnnotateRecordBatch, BatchOptions};
+use colswarm_model::Annotator;
+use colswarm_model::Task;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use colswarm_train::predict::SerializeSettings;
+use colswarm_model::SerializeSettings;
 use colswarm_train::supervised::{TrainConfig, TrainOptions, train};
 
 fn root() -> PathBuf {

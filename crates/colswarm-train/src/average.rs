@@ -13,8 +13,8 @@ use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::SwarmManifest;
 
 use crate::error::TrainError;
-use crate::predict::{SerializeSettings, load_model_extras};
 use crate::supervised::save_model;
+use colswarm_model::{SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
 type HostParam = (Vec<usize>, Vec<f32>);

@@ -24,8 +24,8 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::compare::{TargetPrediction, score_predictions};
-use crate::labels::{Namespace, Task, close_under};
 use crate::metrics::F1Report;
+use colswarm_model::{Namespace, Task, close_under};
 
 /// Which baseline to train.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

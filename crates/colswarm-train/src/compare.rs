@@ -36,8 +36,8 @@ use serde::{Deserialize, Serialize};
 use colswarm_rwkv::checkpoint::write_atomically;
 
 use crate::error::TrainError;
-use crate::labels::Namespace;
 use crate::metrics::{F1Report, Scored, f1_report};
+use colswarm_model::Namespace;
 
 /// One scored target with where it comes from: a column (CTA) or a (subject, column) pair (CPA).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -8,6 +8,9 @@ pub enum TrainError {
     /// A dataset could not be read.
     #[error(transparent)]
     Table(#[from] colswarm_tables::TableError),
+    /// A model directory or a table file could not be read, or a table not annotated.
+    #[error(transparent)]
+    Model(#[from] colswarm_model::ModelError),
     /// A model could not be built, loaded or saved.
     #[error(transparent)]
     Swarm(#[from] colswarm_swarm::SwarmError),

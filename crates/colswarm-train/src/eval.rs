@@ -10,11 +10,11 @@ use colswarm_tables::Table;
 use crate::compare::{TargetPrediction, score_predictions};
 use crate::dataset::DatasetFormat;
 use crate::error::TrainError;
-use crate::examples::{Columns, Example};
-use crate::labels::{Namespace, Task};
 use crate::metrics::F1Report;
-use crate::predict::{Model, Outputs, SpecialistUse, decode, namespace_probs};
-use crate::progress::Progress;
+use colswarm_model::Progress;
+use colswarm_model::{Columns, Example};
+use colswarm_model::{Model, Outputs, SpecialistUse, decode, namespace_probs};
+use colswarm_model::{Namespace, Task};
 
 /// What to score.
 #[derive(Clone, Debug)]
@@ -134,7 +134,7 @@ pub fn evaluate(
                 t.cpa_targets
                     .first()
                     .map(|c| c.subject_column)
-                    .unwrap_or_else(|| crate::predict::subject_column(t))
+                    .unwrap_or_else(|| colswarm_model::subject_column(t))
             })
             .collect();
         let start = Instant::now();

@@ -21,17 +21,13 @@ pub mod data_parallel;
 pub mod dataset;
 pub mod error;
 pub mod eval;
-pub mod examples;
-pub mod labels;
 pub mod metrics;
 pub mod param_ids;
 pub mod parl;
-pub mod predict;
-pub mod progress;
 pub mod run_dir;
 pub mod supervised;
 
+pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
 pub use dataset::{DataSpec, DatasetFormat, LoadedData, Split, load_tables};
 pub use error::TrainError;
-pub use labels::{Activation, LabelSpace, Namespace, Task};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};

@@ -39,15 +39,15 @@ use serde::{Deserialize, Serialize};
 use crate::data_parallel::non_finite_gradients;
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
-use crate::examples::{Columns, Example, encode, featurizer, to_batch};
-use crate::labels::{LabelSpace, Task};
 use crate::param_ids::renumber;
-use crate::predict::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
-use crate::progress::Progress;
 use crate::run_dir::{RunDir, RunState};
 use crate::supervised::{
     Log, dev_reports, epoch_order, save_checkpoint, save_model, supervised_loss,
 };
+use colswarm_model::Progress;
+use colswarm_model::{Columns, Example, encode, featurizer, to_batch};
+use colswarm_model::{LabelSpace, Task};
+use colswarm_model::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
 
 /// Which λ schedule the stage uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

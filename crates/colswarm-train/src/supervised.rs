@@ -45,12 +45,12 @@ use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, sha
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
-use crate::examples::{Columns, Example, encode, ngram_config, to_batch};
-use crate::labels::{Activation, LabelSpace, Namespace, Task};
 use crate::param_ids::renumber;
-use crate::predict::{Model, SerializeSettings, SpecialistUse, save_model_extras};
-use crate::progress::{Progress, format_duration};
 use crate::run_dir::{RunDir, RunState};
+use colswarm_model::{Activation, LabelSpace, Namespace, Task};
+use colswarm_model::{Columns, Example, encode, ngram_config, to_batch};
+use colswarm_model::{Model, SerializeSettings, SpecialistUse, save_model_extras};
+use colswarm_model::{Progress, format_duration};
 
 /// A frozen specialist to read tables beside the primary: `NAME=PATH`, where `PATH` is an RWKV
 /// checkpoint or a model directory (its primary is used).
@@ -948,7 +948,7 @@ pub fn save_model(
     dir: &Path,
 ) -> Result<(), TrainError> {
     swarm.save(dir, config, &space.flat(Task::Cta), &space.flat(Task::Cpa))?;
-    save_model_extras(dir, space, serialize)
+    Ok(save_model_extras(dir, space, serialize)?)
 }
 
 /// Scores the dev sets; the score is the mean micro-F1.

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use colswarm_model::{Namespace, Task};
 use colswarm_swarm::LabelKind;
 use colswarm_train::baseline::{BaselineConfig, BaselineKind, evaluate_baseline, train_baseline};
 use colswarm_train::dataset::{DatasetFormat, LoadedData, Split, load_tables};
-use colswarm_train::labels::{Namespace, Task};
 
 fn datasets() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets"))

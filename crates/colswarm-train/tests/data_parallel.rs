@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
+use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::Swarm;
 use colswarm_train::DataSpec;
-use colswarm_train::predict::SerializeSettings;
 use colswarm_train::supervised::{SpecialistSpec, TrainConfig, TrainOptions, train};
 
 fn t2d_train() -> DataSpec {

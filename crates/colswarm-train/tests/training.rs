@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
+use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::manifest::sha256_file;
 use colswarm_train::parl::{ParlConfig, ScheduleChoice, train_router};
-use colswarm_train::predict::SerializeSettings;
 use colswarm_train::supervised::{
     NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, train,
 };
@@ -146,7 +146,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     }
     assert_eq!(log_without_times(&whole), log_without_times(&split));
     // The best model is a loadable model directory.
-    let model = colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
+    let model = colswarm_model::Model::load(&summary.model_dir, &Device::flex()).unwrap();
     assert_eq!(model.specialist_names, ["a"]);
 }
 
@@ -187,8 +187,7 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
         first_loss(&warm),
         first_loss(&scratch)
     );
-    let model =
-        colswarm_train::predict::Model::load(&warm_summary.model_dir, &Device::flex()).unwrap();
+    let model = colswarm_model::Model::load(&warm_summary.model_dir, &Device::flex()).unwrap();
     let ngrams = model.swarm.orchestrator.ngrams.as_ref().unwrap();
     assert_eq!(ngrams.buckets(), 64);
 
@@ -212,8 +211,7 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let mut config = quick(dir.path());
     config.ngram_buckets = 0;
     let norm = |run: &Path| {
-        let model =
-            colswarm_train::predict::Model::load(&run.join("best"), &Device::flex()).unwrap();
+        let model = colswarm_model::Model::load(&run.join("best"), &Device::flex()).unwrap();
         let weight = model.swarm.orchestrator.cta.hidden.weight.val();
         weight.powf_scalar(2.0).sum().into_scalar::<f32>()
     };
@@ -342,7 +340,7 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
     // Aegir's schedule at p = 0: λ = (0.3, 0.1).
     assert_eq!(steps[0]["lambda_parallel"], 0.3);
     assert!(log.iter().any(|v| v["event"] == "dev"));
-    colswarm_train::predict::Model::load(&summary.model_dir, &Device::flex()).unwrap();
+    colswarm_model::Model::load(&summary.model_dir, &Device::flex()).unwrap();
     // The saved model carries its specialists: every file it names lies inside it.
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(summary.model_dir.join("swarm.json")).unwrap())
@@ -401,7 +399,7 @@ fn wide_ngrams_train_and_a_runs_checkpoints_average_into_a_model() {
         assert!((m - (x + y) / 2.0).abs() <= 1e-6, "{m} vs {x}, {y}");
     }
     // The frozen specialist is the run's, untouched; the averaged directory loads and annotates.
-    let model = colswarm_train::predict::Model::load(&out, &Device::flex()).unwrap();
+    let model = colswarm_model::Model::load(&out, &Device::flex()).unwrap();
     assert_eq!(model.specialist_names, vec!["a".to_string()]);
 
     // Never overwritten; a model of another run configuration is refused, naming it.

@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use burn::tensor::Device;
 use colswarm_tables::Table;
-use colswarm_train::TrainError;
-use colswarm_train::predict::{AnnotateOptions, Model, SpecialistUse, TableAnnotation};
+
+use crate::annotation::{AnnotateOptions, SpecialistUse, TableAnnotation};
+use crate::error::ModelError;
+use crate::model::Model;
 
 /// Configures and loads an [`Annotator`].
 #[derive(Clone, Debug)]
@@ -64,7 +66,7 @@ impl AnnotatorBuilder {
     }
 
     /// Loads the model directory, verifying every file's checksum.
-    pub fn build(self) -> Result<Annotator, TrainError> {
+    pub fn build(self) -> Result<Annotator, ModelError> {
         let model = Model::load(&self.model_dir, &self.device)?;
         Ok(Annotator {
             model: Arc::new(model),
@@ -95,7 +97,7 @@ impl Annotator {
     }
 
     /// Annotates every column of one table.
-    pub fn annotate(&self, table: &Table) -> Result<TableAnnotation, TrainError> {
+    pub fn annotate(&self, table: &Table) -> Result<TableAnnotation, ModelError> {
         let mut all = self
             .model
             .annotate(std::slice::from_ref(table), &self.options)?;
@@ -103,12 +105,12 @@ impl Annotator {
     }
 
     /// Annotates a batch of tables (one result per table, in order).
-    pub fn annotate_all(&self, tables: &[Table]) -> Result<Vec<TableAnnotation>, TrainError> {
+    pub fn annotate_all(&self, tables: &[Table]) -> Result<Vec<TableAnnotation>, ModelError> {
         if self.threads <= 1 || tables.len() <= 1 {
             return self.model.annotate(tables, &self.options);
         }
         let share = tables.len().div_ceil(self.threads);
-        let results: Vec<Result<Vec<TableAnnotation>, TrainError>> = std::thread::scope(|scope| {
+        let results: Vec<Result<Vec<TableAnnotation>, ModelError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = tables
                 .chunks(share)
                 .map(|part| scope.spawn(move || self.model.annotate(part, &self.options)))
@@ -124,6 +126,20 @@ impl Annotator {
             annotations.extend(part?);
         }
         Ok(annotations)
+    }
+
+    /// The same annotator (sharing its weights) with another choice of specialists: how
+    /// `colswarm bench` measures the primary alone, the router's choice and every specialist
+    /// on one loaded model.
+    pub fn with_specialists(&self, specialists: SpecialistUse) -> Annotator {
+        let mut other = self.clone();
+        other.options.specialists = specialists;
+        other
+    }
+
+    /// How it annotates (namespaces, `top_k`, batch size, specialists).
+    pub fn options(&self) -> &AnnotateOptions {
+        &self.options
     }
 
     /// How many threads [`Annotator::annotate_all`] uses.
@@ -152,7 +168,7 @@ mod tests {
     fn threads_sharing_one_annotator_agree_with_a_single_thread() {
         let annotator = Annotator::builder(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/colswarm-small"
+            "/../../models/colswarm-small"
         ))
         .build()
         .unwrap();
@@ -203,7 +219,7 @@ mod tests {
 
     #[test]
     fn specialist_use_decides_which_specialists_run() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/colswarm-small");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small");
         let table = Table::from_rows(
             "t",
             Some(vec!["city".into(), "country".into()]),
@@ -226,7 +242,7 @@ mod tests {
 
     #[test]
     fn two_annotating_threads_give_the_single_threaded_result_in_order() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/colswarm-small");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small");
         let one = Annotator::builder(dir).batch_size(2).build().unwrap();
         let two = Annotator::builder(dir)
             .batch_size(2)

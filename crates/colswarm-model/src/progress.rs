@@ -29,6 +29,13 @@ impl Progress {
         }
     }
 
+    /// A progress line that prints only when stderr is a terminal: a person watching sees
+    /// it, a log file or a pipeline does not.
+    pub fn on_terminal(label: impl Into<String>, total: usize) -> Self {
+        use std::io::IsTerminal;
+        Progress::new(label, total, std::io::stderr().is_terminal())
+    }
+
     /// Sets the position (units done) and prints when due.
     pub fn set(&mut self, position: usize, message: &str) {
         self.position = position.min(self.total);

@@ -13,8 +13,8 @@ use colswarm_swarm::LabelKind;
 use colswarm_tables::LabelSet;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::DatasetFormat;
-use crate::error::TrainError;
+use crate::error::ModelError;
+use crate::format::DatasetFormat;
 
 /// File name of the label space inside a model directory.
 pub const LABELS_FILE: &str = "labels.json";
@@ -229,8 +229,8 @@ impl LabelSpace {
     }
 
     /// Writes `labels.json` atomically.
-    pub fn save(&self, path: &Path) -> Result<(), TrainError> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| TrainError::Run {
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| ModelError::File {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
@@ -239,9 +239,9 @@ impl LabelSpace {
     }
 
     /// Reads `labels.json` and checks that namespaces tile the outputs.
-    pub fn load(path: &Path) -> Result<Self, TrainError> {
-        let bytes = std::fs::read(path).map_err(|e| TrainError::io(path, e))?;
-        let space: LabelSpace = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
+        let space: LabelSpace = serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
             path: path.to_path_buf(),
             reason: format!("invalid label space: {e}"),
         })?;
@@ -249,7 +249,7 @@ impl LabelSpace {
             let mut end = 0;
             for n in space.list(task) {
                 if n.offset != end {
-                    return Err(TrainError::Run {
+                    return Err(ModelError::File {
                         path: path.to_path_buf(),
                         reason: format!(
                             "{task} namespace `{}` starts at {} but the previous one ends at {end}",
@@ -262,7 +262,7 @@ impl LabelSpace {
                     && (n.ancestors.len() != n.labels.len()
                         || n.ancestors.iter().flatten().any(|&a| a >= n.labels.len()));
                 if broken {
-                    return Err(TrainError::Run {
+                    return Err(ModelError::File {
                         path: path.to_path_buf(),
                         reason: format!(
                             "{task} namespace `{}`: its super-type lists do not index its {} labels",

@@ -62,7 +62,7 @@ pub enum Columns {
 /// Serializes `table` (and, when the model reads them, hashes each queried column's n-grams)
 /// and maps its labels to head outputs of the given namespaces. Labels the namespace does not
 /// know are left out of the targets (evaluation counts them as misses from the table itself,
-/// see [`crate::eval`]).
+/// see the evaluation of `colswarm-train`).
 pub fn encode(
     table: &Table,
     serialize: &SerializeConfig,
@@ -163,7 +163,7 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::DatasetFormat;
+    use crate::format::DatasetFormat;
     use colswarm_swarm::LabelKind;
     use colswarm_tables::{Cell, Column, CpaTarget};
 

@@ -1,0 +1,356 @@
+//! `annotate`, `inspect` and `bench`: everything that runs a trained model goes through the
+//! [`Annotator`].
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use colswarm_model::{
+    Annotator, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
+    read_table_with, table_files,
+};
+use colswarm_swarm::AlignmentKind;
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
+use colswarm_tables::Table;
+
+use crate::Stdout;
+use crate::evaluate::specialist_use;
+use crate::shard::Shard;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub(crate) enum Output {
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct AnnotateArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Table files or directories (CSV, TSV, SOTAB .json.gz, parquet); `-` reads a CSV from stdin.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Json)]
+    output: Output,
+    /// Labels listed per column.
+    #[arg(long, default_value_t = 3)]
+    top_k: usize,
+    /// Only this CTA namespace (repeatable; default all).
+    #[arg(long)]
+    namespace: Vec<String>,
+    /// Annotate only shard i of n (contiguous blocks of the sorted files; shards concatenate
+    /// to the unsharded output).
+    #[arg(long)]
+    shard: Option<Shard>,
+    /// Run the primary alone.
+    #[arg(long)]
+    no_specialists: bool,
+    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
+    #[arg(long)]
+    lossy: bool,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct InspectArgs {
+    /// A model directory (or its swarm.json) or a .safetensors checkpoint.
+    path: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BenchArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Table files or directories.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Passes over the inputs.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<Table>> {
+    let options = ReadTableOptions {
+        lossy,
+        ..ReadTableOptions::default()
+    };
+    inputs
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                Ok(read_table_from(std::io::stdin().lock(), "stdin", &options)?)
+            } else {
+                read_table_with(path, &options)
+                    .with_context(|| format!("reading {}", path.display()))
+            }
+        })
+        .collect()
+}
+
+fn load_annotator(dir: &Path, top_k: usize, batch_size: usize) -> Result<Annotator> {
+    Annotator::builder(dir)
+        .top_k(top_k)
+        .batch_size(batch_size)
+        .build()
+        .with_context(|| format!("loading the model in {}", dir.display()))
+}
+
+pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
+    let annotator = Annotator::builder(&args.model)
+        .top_k(args.top_k)
+        .batch_size(args.batch_size)
+        .specialists(specialist_use(args.no_specialists))
+        .namespaces(args.namespace.clone())
+        .build()
+        .with_context(|| format!("loading the model in {}", args.model.display()))?;
+    let mut files = table_files(&args.inputs)?;
+    if let Some(shard) = args.shard {
+        files = files[shard.range(files.len())].to_vec();
+    }
+    let mut out = Stdout::lock();
+    if args.output == Output::Csv {
+        writeln!(
+            out,
+            "table,column,header,namespace,label,confidence,relation,relation_confidence,active_specialists"
+        )?;
+    }
+    // Shown on a terminal only: a pipeline's logs stay clean.
+    let mut progress = Progress::on_terminal("annotate: tables", files.len());
+    let mut done = 0;
+    // Read and annotate in batches, so a directory of any size streams in bounded memory.
+    for chunk in files.chunks(args.batch_size.max(1)) {
+        let tables = read_inputs(chunk, args.lossy)?;
+        let annotations = annotator.annotate_all(&tables)?;
+        for annotation in &annotations {
+            match args.output {
+                Output::Json => writeln!(out, "{}", serde_json::to_string(annotation)?)?,
+                Output::Csv => write_csv(&mut out, annotation)?,
+            }
+        }
+        done += chunk.len();
+        progress.set(done, "");
+    }
+    progress.finish("");
+    Ok(())
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
+    let active: Vec<&str> = annotation
+        .router
+        .iter()
+        .filter(|g| g.active)
+        .map(|g| g.specialist.as_str())
+        .collect();
+    for column in &annotation.columns {
+        let relation = column.relations.first();
+        for types in &column.types {
+            let labels: Vec<&str> = types.labels.iter().map(|l| l.label.as_str()).collect();
+            let confidence = types.labels.first().map_or(0.0, |l| l.confidence);
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.4},{},{},{}",
+                csv_field(&annotation.table),
+                column.index,
+                csv_field(column.header.as_deref().unwrap_or("")),
+                csv_field(&types.namespace),
+                csv_field(&labels.join("|")),
+                confidence,
+                csv_field(relation.map_or("", |r| r.relation.label.as_str())),
+                relation.map_or(String::new(), |r| format!("{:.4}", r.relation.confidence)),
+                csv_field(&active.join("|")),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
+    let path = &args.path;
+    let manifest_path = if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.clone()
+    };
+    if manifest_path.extension().is_some_and(|e| e == "json") {
+        let bytes = std::fs::read(&manifest_path)
+            .with_context(|| format!("reading {}", manifest_path.display()))?;
+        let manifest: SwarmManifest = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{}: not a swarm manifest", manifest_path.display()))?;
+        let dir = manifest_path.parent().unwrap_or(Path::new("."));
+        // Loading verifies every checksum and every tensor shape.
+        let annotator = load_annotator(dir, 1, 1)?;
+        let model = annotator.model();
+        let mut files = vec![
+            ("primary", &manifest.primary),
+            ("router", &manifest.router),
+            ("fusion", &manifest.fusion),
+            ("cta head", &manifest.cta_head),
+            ("cpa head", &manifest.cpa_head),
+        ];
+        if let Some(ngrams) = &manifest.column_ngrams {
+            files.push(("n-grams", ngrams));
+        }
+        if let Some(wide) = &manifest.wide_ngrams {
+            files.push(("wide n-grams", wide));
+        }
+        for s in &manifest.specialists {
+            files.push(("specialist", &s.checkpoint));
+            files.push(("alignment", &s.alignment));
+        }
+        out!("model directory {}", dir.display());
+        out!(
+            "primary: d_model {} layers {} head size {} ({} parameters)",
+            manifest.config.primary.d_model,
+            manifest.config.primary.n_layers,
+            manifest.config.primary.head_size,
+            manifest.config.primary.num_params()
+        );
+        for s in &model.swarm.specialists {
+            let c = s.config();
+            out!(
+                "specialist {}: d_model {} layers {} ({} parameters)",
+                s.name(),
+                c.d_model,
+                c.n_layers,
+                c.num_params()
+            );
+        }
+        for ns in &model.space.cta {
+            out!(
+                "CTA namespace {} ({}, {:?}, {:?}): {} labels",
+                ns.name,
+                ns.format,
+                ns.kind,
+                ns.activation,
+                ns.labels.len()
+            );
+        }
+        for ns in &model.space.cpa {
+            out!(
+                "CPA namespace {} ({}): {} relations",
+                ns.name,
+                ns.format,
+                ns.labels.len()
+            );
+        }
+        out!(
+            "fusion {:?}, alignment {}, threshold {}, budget {:?}",
+            manifest.config.fusion,
+            match manifest.config.alignment {
+                Some(AlignmentKind::Learned) => "learned (bilinear per head, from the identity)",
+                None => "identity where the shapes agree, else trained maps",
+            },
+            manifest.config.threshold,
+            manifest.config.budget
+        );
+        let c = &manifest.config;
+        out!(
+            "column: pooling {:?}, n-grams {}, head skip {:?}",
+            c.column_pooling,
+            c.column_ngrams.map_or("none".into(), |n| format!(
+                "{} buckets of {}-{}-grams over the header and {} cells{}",
+                n.buckets,
+                n.min_n,
+                n.max_n,
+                n.max_cells,
+                [
+                    n.context.map(|_| " and the table's titles and caption"),
+                    (n.neighbours == Some(true)).then_some(" and its other columns"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<String>()
+            )),
+            c.head_skip
+        );
+        if let Some(wide) = c.wide_ngrams {
+            out!(
+                "wide n-gram logits: {} buckets × ({} CTA + {} CPA outputs)",
+                wide.buckets,
+                c.cta_labels,
+                c.cpa_labels
+            );
+        }
+        let mut total = 0;
+        for (what, file) in files {
+            let full = dir.join(&file.path);
+            let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
+            total += size;
+            out!(
+                "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
+                file.path,
+                size,
+                file.sha256
+            );
+        }
+        out!(
+            "total {:.2} MB, every checksum verified",
+            total as f64 / 1e6
+        );
+    } else {
+        let file = colswarm_rwkv::checkpoint::CheckpointFile::open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let config = colswarm_rwkv::checkpoint::read_config(&file)?;
+        let size = std::fs::metadata(path)?.len();
+        out!("RWKV-7 checkpoint {}", path.display());
+        out!("{}", serde_json::to_string_pretty(&config)?);
+        out!(
+            "{} parameters, {size} bytes, sha256 {} (embedded checksum verified)",
+            config.num_params(),
+            sha256_file(path)?
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
+    let annotator = load_annotator(&args.model, 3, args.batch_size)?;
+    let tables = read_inputs(&table_files(&args.inputs)?, false)?;
+    let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
+    let runs = [
+        (SpecialistUse::Off, "primary alone"),
+        (SpecialistUse::Router, "with specialists (router decides)"),
+        (SpecialistUse::All, "with every specialist on every table"),
+    ];
+    for (specialists, name) in runs {
+        let annotator = annotator.with_specialists(specialists);
+        let warm_up = annotator.annotate_all(&tables)?;
+        let gates: usize = warm_up.iter().map(|a| a.router.len()).sum();
+        let active: usize = warm_up
+            .iter()
+            .map(|a| a.router.iter().filter(|g| g.active).count())
+            .sum();
+        let mut seconds = Vec::new();
+        for _ in 0..args.repeat.max(1) {
+            let start = Instant::now();
+            annotator.annotate_all(&tables)?;
+            seconds.push(start.elapsed().as_secs_f64());
+        }
+        seconds.sort_by(f64::total_cmp);
+        let median = seconds[seconds.len() / 2];
+        out!(
+            "{name}: {} tables, {} columns, {active} of {gates} (table, specialist) pairs active, median {:.3} s over {} runs = {:.0} columns/s",
+            tables.len(),
+            columns,
+            median,
+            seconds.len(),
+            columns as f64 / median
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! `eval`, `baseline` and `compare`: scores against gold labels, and two systems compared.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use burn::tensor::Device;
+use clap::Args;
+use colswarm_model::{Model, SpecialistUse, Task};
+use colswarm_train::baseline::{
+    BaselineConfig, BaselineKind, baseline_predictions, train_baseline,
+};
+use colswarm_train::compare::{
+    BootstrapConfig, paired_bootstrap, read_predictions, score_predictions, write_predictions,
+};
+use colswarm_train::eval::{EvalOptions, default_task, evaluate};
+use colswarm_train::{DataSpec, DatasetFormat, Split, load_tables};
+
+#[derive(Args, Debug)]
+pub(crate) struct EvalArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Input format.
+    #[arg(long)]
+    format: DatasetFormat,
+    /// File or directory of the data.
+    #[arg(long)]
+    input: Vec<PathBuf>,
+    /// Keep only this part of the hash split (all, train, dev, or folds=I,J,… of the five).
+    #[arg(long, default_value = "all")]
+    split: Split,
+    /// cta or cpa (default: what the format annotates).
+    #[arg(long)]
+    task: Option<Task>,
+    /// The model's label namespace to predict (default: the one trained on this format).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Score the primary alone (no specialist is run).
+    #[arg(long)]
+    no_specialists: bool,
+    /// Run every specialist on every table, whatever the router says (an ablation of routing).
+    #[arg(long, conflicts_with = "no_specialists")]
+    all_specialists: bool,
+    /// Print one JSON object (with the per-label report) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also write every scored target (table, column, gold and predicted labels) to this file,
+    /// one JSON object per line, for `colswarm compare`.
+    #[arg(long)]
+    predictions: Option<PathBuf>,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BaselineArgs {
+    /// majority or char-ngram.
+    #[arg(long)]
+    kind: BaselineKind,
+    /// Training set NAME=FORMAT:PATH[#SPLIT].
+    #[arg(long)]
+    train: String,
+    /// Evaluation set, same syntax.
+    #[arg(long)]
+    eval: String,
+    /// cta or cpa (default: what the format annotates).
+    #[arg(long)]
+    task: Option<Task>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Add each table's page title, section title and caption to its columns' n-grams
+    /// (char-ngram only).
+    #[arg(long)]
+    context_ngrams: bool,
+    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
+    /// first 8 cells, to every column's n-grams (char-ngram only).
+    #[arg(long)]
+    neighbour_ngrams: bool,
+    #[arg(long)]
+    json: bool,
+    /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
+    #[arg(long)]
+    predictions: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CompareArgs {
+    /// Predictions of system A (`eval --predictions` or `baseline --predictions`).
+    a: PathBuf,
+    /// Predictions of system B, on the same targets.
+    b: PathBuf,
+    /// Bootstrap resamples (tables drawn with replacement).
+    #[arg(long, default_value_t = 10_000)]
+    resamples: usize,
+    /// Confidence of the interval of A − B.
+    #[arg(long, default_value_t = 0.95)]
+    confidence: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn load_model(dir: &Path) -> Result<Model> {
+    Model::load(dir, &Device::flex())
+        .with_context(|| format!("loading the model in {}", dir.display()))
+}
+
+pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
+    if args.input.is_empty() {
+        bail!("--input names no file or directory");
+    }
+    let model = load_model(&args.model)?;
+    let data = load_tables(args.format, &args.input, args.split)?;
+    let task = args
+        .task
+        .unwrap_or_else(|| default_task(args.format, &data.tables));
+    let options = EvalOptions {
+        task,
+        namespace: args.namespace.clone(),
+        batch_size: args.batch_size,
+        specialists: if args.all_specialists {
+            SpecialistUse::All
+        } else {
+            specialist_use(args.no_specialists)
+        },
+        progress: !args.json,
+        probabilities: args.predictions.is_some(),
+    };
+    let report = evaluate(&model, &data.tables, args.format, &options)?;
+    if let Some(path) = &args.predictions {
+        write_predictions(path, &report.targets)?;
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["format"] = serde_json::json!(args.format.name());
+        value["split"] = serde_json::json!(args.split.to_string());
+        value["columns_per_second"] =
+            serde_json::json!(report.n_columns as f64 / report.seconds.max(1e-9));
+        out!("{}", serde_json::to_string(&value)?);
+    } else {
+        let f = &report.f1;
+        out!(
+            "{} on {} ({}, namespace {}): {} tables, {} targets, {} gold labels unknown to the model",
+            task,
+            args.format,
+            args.split,
+            report.namespace,
+            report.n_tables,
+            report.n_columns,
+            f.labels_unknown
+        );
+        out!(
+            "micro-F1 {:.4} (P {:.4} R {:.4})  macro-F1 {:.4}  weighted-F1 {:.4}  specialists active {:.1}%",
+            f.micro_f1,
+            f.micro_precision,
+            f.micro_recall,
+            f.macro_f1,
+            f.weighted_f1,
+            100.0 * report.activation_rate
+        );
+        out!(
+            "{:<48} {:>7} {:>7} {:>7} {:>7}",
+            "label",
+            "support",
+            "P",
+            "R",
+            "F1"
+        );
+        for l in &f.per_label {
+            out!(
+                "{:<48} {:>7} {:>7.3} {:>7.3} {:>7.3}",
+                l.label,
+                l.support,
+                l.precision,
+                l.recall,
+                l.f1
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--no-specialists` runs the primary alone; otherwise the router decides.
+pub(crate) fn specialist_use(no_specialists: bool) -> SpecialistUse {
+    if no_specialists {
+        SpecialistUse::Off
+    } else {
+        SpecialistUse::Router
+    }
+}
+
+pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
+    let train_spec: DataSpec = args.train.parse()?;
+    let eval_spec: DataSpec = args.eval.parse()?;
+    let train_data = train_spec.load()?;
+    let eval_data = eval_spec.load()?;
+    let task = args
+        .task
+        .unwrap_or_else(|| default_task(train_spec.format, &train_data.tables));
+    let mut space = colswarm_train::LabelSpace::default();
+    let (labels, kind) = match task {
+        Task::Cta => (&train_data.cta_labels, train_spec.format.cta_kind()),
+        Task::Cpa => (
+            &train_data.cpa_labels,
+            colswarm_swarm::LabelKind::SingleLabel,
+        ),
+    };
+    // The same label hierarchy as a model trained on this set closes its predictions with.
+    space.push_label_set(task, &train_spec.namespace, train_spec.format, kind, labels);
+    let namespace = space
+        .list(task)
+        .first()
+        .context("the training set has no label for this task")?;
+    let config = BaselineConfig {
+        kind: args.kind,
+        seed: args.seed,
+        table_context: args.context_ngrams,
+        neighbours: args.neighbour_ngrams,
+        ..BaselineConfig::default()
+    };
+    if (args.context_ngrams || args.neighbour_ngrams) && args.kind != BaselineKind::CharNgram {
+        bail!(
+            "--context-ngrams and --neighbour-ngrams need --kind char-ngram (the majority \
+             baseline reads no text)"
+        );
+    }
+    let baseline = train_baseline(&config, task, namespace, &train_data.tables);
+    let predictions = baseline_predictions(
+        &baseline,
+        task,
+        &eval_data.tables,
+        args.predictions.is_some(),
+    );
+    let report = score_predictions(&predictions, namespace);
+    if let Some(path) = &args.predictions {
+        write_predictions(path, &predictions)?;
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["task"] = serde_json::json!(task);
+        value["baseline"] = serde_json::json!(args.kind.to_string());
+        value["n_columns"] = serde_json::json!(report.n_targets);
+        out!("{}", serde_json::to_string(&value)?);
+    } else {
+        out!(
+            "{} baseline, {task}: micro-F1 {:.4}  macro-F1 {:.4}  ({} targets, {} gold labels unknown)",
+            args.kind,
+            report.micro_f1,
+            report.macro_f1,
+            report.n_targets,
+            report.labels_unknown
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn cmd_compare(args: CompareArgs) -> Result<()> {
+    let read = |path: &PathBuf| read_predictions(path).map_err(anyhow::Error::from);
+    let (a, b) = (read(&args.a)?, read(&args.b)?);
+    let config = BootstrapConfig {
+        resamples: args.resamples,
+        confidence: args.confidence,
+        seed: args.seed,
+    };
+    let c = paired_bootstrap(&a, &b, &config)
+        .with_context(|| format!("comparing {} with {}", args.a.display(), args.b.display()))?;
+    if args.json {
+        out!("{}", serde_json::to_string(&c)?);
+    } else {
+        out!(
+            "micro-F1 A {:.4}  B {:.4}  A − B {:+.4}  ({:.0}% interval {:+.4} to {:+.4}; {} tables, {} targets, {} resamples)",
+            c.micro_f1_a,
+            c.micro_f1_b,
+            c.difference,
+            100.0 * c.confidence,
+            c.ci_low,
+            c.ci_high,
+            c.n_tables,
+            c.n_targets,
+            c.resamples
+        );
+        out!(
+            "A is not above B in {:.2}% of the resamples",
+            100.0 * c.p_a_not_better
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,340 @@
+//! `train`, `train-router` and `average`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use burn::tensor::Device;
+use clap::{Args, ValueEnum};
+use colswarm_model::SerializeSettings;
+use colswarm_swarm::FusionMode;
+use colswarm_train::DataSpec;
+use colswarm_train::parl::{ParlConfig, train_router};
+use colswarm_train::supervised::{
+    LrDecay, NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+};
+
+#[derive(Args, Debug)]
+pub(crate) struct AverageArgs {
+    /// Model directories to average (a run's `best/` or `checkpoints/*/model`).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The new model directory (must not exist).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TrainArgs {
+    /// Training set, NAME=FORMAT:PATH[,PATH...][#SPLIT] (repeatable).
+    #[arg(long = "train", required = true)]
+    train: Vec<String>,
+    /// Dev set for evaluation and early stopping, same syntax (repeatable).
+    #[arg(long = "dev")]
+    dev: Vec<String>,
+    /// Frozen specialist, NAME=PATH (checkpoint or model directory; repeatable).
+    #[arg(long = "specialist")]
+    specialists: Vec<String>,
+    /// Run directory (checkpoints, log, best model); an existing run there is resumed.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 128)]
+    d_model: usize,
+    #[arg(long, default_value_t = 2)]
+    layers: usize,
+    #[arg(long, default_value_t = 32)]
+    head_size: usize,
+    #[arg(long, default_value_t = 128)]
+    head_hidden: usize,
+    /// Represent a column by its query state only, without the mean of the primary's hidden
+    /// states over the column's span of the table (how models before 0.2 were built).
+    #[arg(long)]
+    no_span_pooling: bool,
+    /// Pool each column's span from a second read of the table that starts from the fused
+    /// state (the specialists' states then shape every column's span, not only its query;
+    /// one more primary pass per table).
+    #[arg(long, conflicts_with = "no_span_pooling")]
+    read_twice: bool,
+    /// Learn a per-head bilinear map for every specialist's state, starting as the identity
+    /// (without it, a specialist of the primary's shape is fused as it is).
+    #[arg(long)]
+    learned_alignment: bool,
+    /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
+    /// header and first 20 cells, embedded and added to the column's representation); 0 turns
+    /// it off. Each bucket costs d_model floats.
+    #[arg(long, default_value_t = 1 << 14)]
+    ngram_buckets: u32,
+    /// Start from this model directory's weights (same label space and architecture; an
+    /// n-gram embedding it lacks starts at zero) instead of random ones.
+    #[arg(long)]
+    init_from: Option<PathBuf>,
+    /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
+    #[arg(long)]
+    head_skip: bool,
+    /// Hash buckets of the wide n-gram logits: a per-label linear map from each column's n-gram
+    /// bag straight to its CTA (and, as a pair's object, CPA) logits, added to the heads'
+    /// (starts at zero). Each bucket costs a float per label; 0 turns it off. Needs
+    /// --ngram-buckets.
+    #[arg(long, default_value_t = 0)]
+    wide_buckets: u32,
+    /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
+    /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
+    #[arg(long)]
+    sigmoid_multi_label: bool,
+    /// Add each table's page title, section title and caption to its columns' n-grams (needs
+    /// --ngram-buckets).
+    #[arg(long)]
+    context_ngrams: bool,
+    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
+    /// first 8 cells, to every column's n-grams, in blocks of their own (needs
+    /// --ngram-buckets).
+    #[arg(long)]
+    neighbour_ngrams: bool,
+    /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
+    /// the column n-grams see other rows and cells each epoch).
+    #[arg(long)]
+    shuffle_rows: bool,
+    #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
+    fusion: Fusion,
+    #[arg(long, default_value_t = 10)]
+    epochs: usize,
+    #[arg(long, default_value_t = 8)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 2e-3)]
+    lr: f64,
+    /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
+    #[arg(long, value_enum, default_value_t = Decay::Constant)]
+    lr_decay: Decay,
+    /// Decoupled weight decay (AdamW); 0 is plain Adam.
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f32,
+    /// Dropout on the column representations the heads read (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    column_dropout: f32,
+    /// Dropout on the column n-gram bags: each n-gram is left out with this probability,
+    /// anew each epoch (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    ngram_dropout: f32,
+    /// Dropout on whole column n-gram bags: each training column's bag is left out with this
+    /// probability, anew each epoch, so the heads also learn to type columns from the table
+    /// read (training only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    bag_dropout: f32,
+    /// Epochs without dev improvement before stopping.
+    #[arg(long, default_value_t = 3)]
+    patience: usize,
+    /// Checkpoint every N steps as well as at epoch ends (0: epoch ends only).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: usize,
+    #[arg(long, default_value_t = 2)]
+    keep_last: usize,
+    /// Use at most N tables of each training set (0: all).
+    #[arg(long, default_value_t = 0)]
+    max_tables: usize,
+    #[arg(long, default_value_t = 384)]
+    max_table_tokens: usize,
+    #[arg(long, default_value_t = 12)]
+    max_rows: usize,
+    #[arg(long, default_value_t = 24)]
+    max_cell_bytes: usize,
+    /// Sample cells repeated in each column's query (after its header).
+    #[arg(long, default_value_t = 2)]
+    query_cells: usize,
+    /// Most bytes of the header inside a column's query (0: the query names the column only
+    /// by its index; with span pooling and n-grams the column's content still reaches the heads).
+    #[arg(long, default_value_t = 32)]
+    query_header_bytes: usize,
+    /// Most bytes of each sample cell inside a column's query.
+    #[arg(long, default_value_t = 16)]
+    query_cell_bytes: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Skip a batch whose loss is NaN/inf (logged) instead of stopping.
+    #[arg(long)]
+    skip_non_finite: bool,
+    /// Data-parallel replicas of the model: each batch is split among them and their gradients
+    /// summed (docs/TRAINING.md). On the CPU they share its cores, so this mostly tests the code
+    /// path. A resumed run may use another count (same weights up to float rounding).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    replicas: u64,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Fusion {
+    WeightedSum,
+    Gated,
+    ConcatProject,
+}
+
+impl From<Fusion> for FusionMode {
+    fn from(f: Fusion) -> Self {
+        match f {
+            Fusion::WeightedSum => FusionMode::WeightedSum,
+            Fusion::Gated => FusionMode::Gated,
+            Fusion::ConcatProject => FusionMode::ConcatProject,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Decay {
+    Constant,
+    Linear,
+}
+
+impl From<Decay> for LrDecay {
+    fn from(d: Decay) -> Self {
+        match d {
+            Decay::Constant => LrDecay::Constant,
+            Decay::Linear => LrDecay::Linear,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TrainRouterArgs {
+    /// Model directory from `colswarm train` with specialists.
+    #[arg(long)]
+    model: PathBuf,
+    /// Training set (repeatable), as for `train`.
+    #[arg(long = "train", required = true)]
+    train: Vec<String>,
+    /// Dev set (repeatable).
+    #[arg(long = "dev")]
+    dev: Vec<String>,
+    /// Run directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 200)]
+    steps: usize,
+    /// Rollouts (sampled router masks) per table.
+    #[arg(long, default_value_t = 4)]
+    rollouts: usize,
+    #[arg(long, default_value_t = 4)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
+    #[arg(long, default_value = "aegir")]
+    schedule: String,
+    /// Critical-step budget per table rollout, in tokens: an activated specialist whose read
+    /// ends past it has not finished, which lowers r_finish (default: no budget, every
+    /// activated specialist finishes).
+    #[arg(long)]
+    step_budget: Option<u64>,
+    /// Evaluate on the dev sets every N steps.
+    #[arg(long, default_value_t = 50)]
+    eval_every: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
+    list.iter()
+        .map(|s| s.parse().map_err(anyhow::Error::from))
+        .collect()
+}
+
+pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
+    let config = TrainConfig {
+        train: specs(&args.train)?,
+        dev: specs(&args.dev)?,
+        d_model: args.d_model,
+        n_layers: args.layers,
+        head_size: args.head_size,
+        specialists: args
+            .specialists
+            .iter()
+            .map(|s| s.parse::<SpecialistSpec>())
+            .collect::<Result<_, _>>()?,
+        fusion: args.fusion.into(),
+        d_head_hidden: args.head_hidden,
+        span_pooling: !args.no_span_pooling,
+        read_twice: args.read_twice,
+        learned_alignment: args.learned_alignment,
+        ngram_buckets: args.ngram_buckets,
+        init_from: args.init_from,
+        head_skip: args.head_skip,
+        wide_buckets: args.wide_buckets,
+        sigmoid_multi_label: args.sigmoid_multi_label,
+        shuffle_rows: args.shuffle_rows,
+        context_ngrams: args.context_ngrams,
+        neighbour_ngrams: args.neighbour_ngrams,
+        serialize: SerializeSettings {
+            max_table_tokens: args.max_table_tokens,
+            max_rows: args.max_rows,
+            max_cell_bytes: args.max_cell_bytes,
+            query_cells: args.query_cells,
+            query_header_bytes: args.query_header_bytes,
+            query_cell_bytes: args.query_cell_bytes,
+            ..SerializeSettings::default()
+        },
+        epochs: args.epochs,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        lr_decay: args.lr_decay.into(),
+        weight_decay: args.weight_decay,
+        column_dropout: args.column_dropout,
+        ngram_dropout: args.ngram_dropout,
+        bag_dropout: args.bag_dropout,
+        patience: args.patience,
+        keep_last: args.keep_last,
+        checkpoint_every: args.checkpoint_every,
+        max_tables: args.max_tables,
+        seed: args.seed,
+        on_non_finite: if args.skip_non_finite {
+            NonFinitePolicy::Skip
+        } else {
+            NonFinitePolicy::Stop
+        },
+        ..TrainConfig::default()
+    };
+    let summary = train(
+        &config,
+        &args.out,
+        &TrainOptions {
+            progress: !args.quiet,
+            stop_after_steps: None,
+            devices: vec![Device::flex(); args.replicas as usize],
+        },
+    )?;
+    out!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
+    let mut config = ParlConfig {
+        model: args.model,
+        train: specs(&args.train)?,
+        dev: specs(&args.dev)?,
+        steps: args.steps,
+        rollouts: args.rollouts,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        schedule: args.schedule.parse()?,
+        eval_every: args.eval_every,
+        seed: args.seed,
+        ..ParlConfig::default()
+    };
+    config.reward.step_budget = args.step_budget;
+    let summary = train_router(&config, &args.out, !args.quiet)?;
+    out!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+pub(crate) fn cmd_average(args: AverageArgs) -> Result<()> {
+    colswarm_train::average::average_model_dirs(&args.inputs, &args.out)
+        .with_context(|| format!("averaging into {}", args.out.display()))?;
+    eprintln!(
+        "averaged {} models into {}",
+        args.inputs.len(),
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! What the model says about a table: types and relations per column, the router's gates.
+
+use burn::tensor::Tensor;
+use colswarm_swarm::SwarmOutput;
+use colswarm_tables::Table;
+use serde::{Deserialize, Serialize};
+
+use crate::decode::{decode, hierarchy_probs, namespace_probs, subject_column, top_k};
+use crate::encode::Example;
+use crate::labels::Task;
+use crate::model::Model;
+
+/// A label and the model's confidence in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    /// The label.
+    pub label: String,
+    /// Probability (softmax within its namespace).
+    pub confidence: f32,
+}
+
+/// The types of a column in one namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TypeAnnotation {
+    /// The namespace (training set) the labels come from.
+    pub namespace: String,
+    /// The predicted labels: the argmax (single-label), or every label with at least half the
+    /// best one's probability (multi-label).
+    pub labels: Vec<Scored>,
+    /// The `k` most probable labels.
+    pub top_k: Vec<Scored>,
+}
+
+/// The relation of a column to the subject column.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RelationAnnotation {
+    /// The namespace the relations come from.
+    pub namespace: String,
+    /// The subject column.
+    pub subject_column: usize,
+    /// The predicted relation.
+    pub relation: Scored,
+    /// The `k` most probable relations.
+    pub top_k: Vec<Scored>,
+}
+
+/// Everything the model says about one column.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ColumnAnnotation {
+    /// Column index in the table.
+    pub index: usize,
+    /// Its header, when the table has one.
+    pub header: Option<String>,
+    /// Types, one entry per namespace asked for.
+    pub types: Vec<TypeAnnotation>,
+    /// Relations to the subject column (none for the subject column itself).
+    pub relations: Vec<RelationAnnotation>,
+}
+
+/// A specialist's gate for a table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateAnnotation {
+    /// Specialist name.
+    pub specialist: String,
+    /// Gate probability `g`.
+    pub gate: f32,
+    /// Whether it ran (`g > τ`, within the budget).
+    pub active: bool,
+}
+
+/// Annotations of one table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableAnnotation {
+    /// Table id (file name or benchmark id).
+    pub table: String,
+    /// The column relations are predicted from.
+    pub subject_column: usize,
+    /// The router's decision.
+    pub router: Vec<GateAnnotation>,
+    /// One entry per column.
+    pub columns: Vec<ColumnAnnotation>,
+}
+
+/// How to annotate.
+#[derive(Clone, Debug)]
+pub struct AnnotateOptions {
+    /// CTA namespaces to report (empty: all).
+    pub cta_namespaces: Vec<String>,
+    /// CPA namespaces to report (empty: all).
+    pub cpa_namespaces: Vec<String>,
+    /// How many labels `top_k` lists.
+    pub top_k: usize,
+    /// Tables per forward pass.
+    pub batch_size: usize,
+    /// Which specialists read the tables (default: the router's choice).
+    pub specialists: SpecialistUse,
+}
+
+/// Which specialists read the tables at inference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpecialistUse {
+    /// Those whose gate is above the router's threshold.
+    #[default]
+    Router,
+    /// None: the primary alone.
+    Off,
+    /// Every specialist on every table, whatever the router says (the swarm's full cost, for
+    /// benchmarks).
+    All,
+}
+
+impl Default for AnnotateOptions {
+    fn default() -> Self {
+        AnnotateOptions {
+            cta_namespaces: Vec::new(),
+            cpa_namespaces: Vec::new(),
+            top_k: 3,
+            batch_size: 16,
+            specialists: SpecialistUse::Router,
+        }
+    }
+}
+
+/// Host copies of a forward pass's logits, indexed by (table, query).
+pub struct Outputs {
+    /// CTA logits, one row per query.
+    pub cta: Vec<Vec<f32>>,
+    /// CPA logits per table: `(subject query, object query, logits)`.
+    pub cpa: Vec<Vec<(usize, usize, Vec<f32>)>>,
+    /// First row of each table.
+    pub row_start: Vec<usize>,
+    /// Gate probabilities and activity per table.
+    pub gates: Vec<Vec<(f32, bool)>>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs")
+            .field("rows", &self.cta.len())
+            .finish()
+    }
+}
+
+/// A `[rows, n]` tensor as host rows.
+pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+    let [_, n] = tensor.dims();
+    let values = tensor
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap_or_default();
+    if n == 0 {
+        return Vec::new();
+    }
+    values.chunks(n).map(<[f32]>::to_vec).collect()
+}
+
+impl Outputs {
+    /// Copies what annotation and evaluation need; CPA pairs are (subject, every other query),
+    /// `subjects` giving each table's subject *column*.
+    pub fn new(
+        model: &Model,
+        out: &SwarmOutput,
+        examples: &[&Example],
+        subjects: &[usize],
+    ) -> Self {
+        let mut row_start = Vec::with_capacity(examples.len());
+        let mut pairs = Vec::new();
+        let mut pair_owner = Vec::new();
+        let mut row = 0;
+        for (b, example) in examples.iter().enumerate() {
+            row_start.push(row);
+            let subject = example.columns.iter().position(|&c| c == subjects[b]);
+            if let Some(s) = subject
+                && model.space.len(Task::Cpa) > 0
+            {
+                for o in (0..example.columns.len()).filter(|&o| o != s) {
+                    pairs.push((row + s, row + o));
+                    pair_owner.push((b, s, o));
+                }
+            }
+            row += example.columns.len();
+        }
+        let mut cpa = vec![Vec::new(); examples.len()];
+        if !pairs.is_empty() {
+            let logits = rows_of(model.swarm.orchestrator.cpa_logits(out, &pairs));
+            for ((b, s, o), l) in pair_owner.into_iter().zip(logits) {
+                cpa[b].push((s, o, l));
+            }
+        }
+        let probs = rows_of(out.router.probs.clone());
+        let gates = (0..examples.len())
+            .map(|b| {
+                let active = out.router.active.get(b);
+                probs
+                    .get(b)
+                    .map(|row| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(i, &g)| (g, active.is_some_and(|a| a[i])))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        Outputs {
+            cta: rows_of(out.cta_logits.clone()),
+            cpa,
+            row_start,
+            gates,
+        }
+    }
+
+    pub(crate) fn table(
+        &self,
+        model: &Model,
+        b: usize,
+        table: &Table,
+        cta: &[usize],
+        cpa: &[usize],
+        k: usize,
+    ) -> TableAnnotation {
+        let subject = subject_column(table);
+        let columns = (0..table.n_columns())
+            .map(|c| {
+                let logits = &self.cta[self.row_start[b] + c];
+                let types = cta
+                    .iter()
+                    .map(|&i| {
+                        let ns = &model.space.cta[i];
+                        let probs = namespace_probs(ns, logits);
+                        let predicted = decode(ns, &probs);
+                        let probs = hierarchy_probs(ns, probs);
+                        let mut labels: Vec<Scored> = predicted
+                            .into_iter()
+                            .map(|j| Scored {
+                                label: ns.labels[j].clone(),
+                                confidence: probs[j],
+                            })
+                            .collect();
+                        labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+                        TypeAnnotation {
+                            namespace: ns.name.clone(),
+                            labels,
+                            top_k: top_k(ns, &probs, k),
+                        }
+                    })
+                    .collect();
+                let relations = self.cpa[b]
+                    .iter()
+                    .filter(|(_, o, _)| *o == c)
+                    .flat_map(|(_, _, logits)| {
+                        cpa.iter().map(move |&i| {
+                            let ns = &model.space.cpa[i];
+                            let probs = namespace_probs(ns, logits);
+                            // A namespace is never empty, so the best relation exists.
+                            let best = top_k(ns, &probs, 1).remove(0);
+                            RelationAnnotation {
+                                namespace: ns.name.clone(),
+                                subject_column: subject,
+                                relation: best,
+                                top_k: top_k(ns, &probs, k),
+                            }
+                        })
+                    })
+                    .collect();
+                ColumnAnnotation {
+                    index: c,
+                    header: table.columns[c].header.clone(),
+                    types,
+                    relations,
+                }
+            })
+            .collect();
+        TableAnnotation {
+            table: table.id.clone(),
+            subject_column: subject,
+            router: self.gates[b]
+                .iter()
+                .zip(&model.specialist_names)
+                .map(|(&(gate, active), s)| GateAnnotation {
+                    specialist: s.clone(),
+                    gate,
+                    active,
+                })
+                .collect(),
+            columns,
+        }
+    }
+}

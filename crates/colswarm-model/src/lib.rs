@@ -1,0 +1,53 @@
+//! Annotating tables with a trained colswarm model, and nothing of training.
+//!
+//! - [`Annotator`]: a loaded model directory, ready to annotate tables from any number of
+//!   threads; [`TableAnnotation`] is what it says about a table.
+//! - [`read_table`]: any supported table file, read the way `colswarm annotate` reads it.
+//! - [`Model`]: the loaded swarm with its label space and serialization settings, for
+//!   evaluation and training code that needs the forward pass itself.
+//!
+//! ```
+//! use colswarm_model::{Annotator, read_table};
+//!
+//! let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+//! let annotator = Annotator::builder(format!("{models}/models/colswarm-small"))
+//!     .top_k(5)
+//!     .build()?;
+//! let table = read_table(format!(
+//!     "{models}/datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv"
+//! ))?;
+//! let annotation = annotator.annotate(&table)?;
+//! for column in &annotation.columns {
+//!     let best = &column.types[0].labels[0];
+//!     println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
+//! }
+//! # Ok::<(), colswarm_model::ModelError>(())
+//! ```
+#![warn(missing_docs)]
+
+mod annotation;
+mod annotator;
+mod decode;
+mod encode;
+mod error;
+mod format;
+mod labels;
+mod model;
+mod progress;
+mod read;
+
+pub use annotation::{
+    AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
+    SpecialistUse, TableAnnotation, TypeAnnotation, rows_of,
+};
+pub use annotator::{Annotator, AnnotatorBuilder};
+pub use decode::{decode, hierarchy_probs, namespace_probs, subject_column};
+pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
+pub use error::ModelError;
+pub use format::DatasetFormat;
+pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under};
+pub use model::{Model, SERIALIZE_FILE, SerializeSettings, load_model_extras, save_model_extras};
+pub use progress::{Progress, format_duration};
+pub use read::{
+    ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,
+};

@@ -1,0 +1,281 @@
+//! A trained model directory, loaded: the swarm, its label space and how it serializes tables.
+//!
+//! A model directory is a swarm (see `colswarm_swarm::manifest`) plus `labels.json` (the label
+//! space) and `serialize.json` (how tables were serialized in training, so annotation sees the
+//! same layout).
+
+use std::borrow::Borrow;
+use std::path::Path;
+
+use burn::module::Module;
+use burn::tensor::Device;
+use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::manifest::SwarmManifest;
+use colswarm_swarm::{Routing, Swarm, SwarmOutput};
+use colswarm_tables::{SerializeConfig, Table};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::annotation::{AnnotateOptions, Outputs, SpecialistUse, TableAnnotation};
+use crate::decode::subject_column;
+use crate::encode::{Columns, Example, encode, featurizer, to_batch};
+use crate::error::ModelError;
+use crate::labels::{LABELS_FILE, LabelSpace, Task};
+
+/// File name of the serialization settings inside a model directory.
+pub const SERIALIZE_FILE: &str = "serialize.json";
+
+/// The budgets of [`SerializeConfig`] that a model is trained with (the serialization seed is
+/// part of it, so annotation samples the same rows as evaluation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SerializeSettings {
+    /// Most tokens of a serialized table.
+    pub max_table_tokens: usize,
+    /// Most rows sampled per table.
+    pub max_rows: usize,
+    /// Most bytes per cell.
+    pub max_cell_bytes: usize,
+    /// Sample cells repeated in each column query.
+    pub query_cells: usize,
+    /// Most bytes of the header inside a column query (absent in models saved before it
+    /// existed: the serializer's default, 32).
+    #[serde(default = "default_query_header_bytes")]
+    pub query_header_bytes: usize,
+    /// Most bytes of each sample cell inside a column query (default 16, as above).
+    #[serde(default = "default_query_cell_bytes")]
+    pub query_cell_bytes: usize,
+    /// Row-sampling seed.
+    pub seed: u64,
+}
+
+fn default_query_header_bytes() -> usize {
+    SerializeConfig::default().query_header_bytes
+}
+
+fn default_query_cell_bytes() -> usize {
+    SerializeConfig::default().query_cell_bytes
+}
+
+impl Default for SerializeSettings {
+    fn default() -> Self {
+        SerializeSettings {
+            max_table_tokens: 384,
+            max_rows: 12,
+            max_cell_bytes: 24,
+            query_cells: 2,
+            query_header_bytes: default_query_header_bytes(),
+            query_cell_bytes: default_query_cell_bytes(),
+            seed: 0,
+        }
+    }
+}
+
+impl SerializeSettings {
+    /// The serializer configuration.
+    pub fn config(&self) -> SerializeConfig {
+        SerializeConfig {
+            max_table_tokens: self.max_table_tokens,
+            max_rows: self.max_rows,
+            max_cell_bytes: self.max_cell_bytes,
+            min_cell_bytes: 8.min(self.max_cell_bytes),
+            query_cells: self.query_cells,
+            query_header_bytes: self.query_header_bytes,
+            query_cell_bytes: self.query_cell_bytes,
+            seed: self.seed,
+            ..SerializeConfig::default()
+        }
+    }
+}
+
+/// A loaded model directory.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// The swarm, without autodiff.
+    pub swarm: Swarm,
+    /// Specialist names, in router order.
+    pub specialist_names: Vec<String>,
+    /// Its label space.
+    pub space: LabelSpace,
+    /// Its serialization settings.
+    pub serialize: SerializeSettings,
+}
+
+/// Writes the label space and serialization settings beside a saved swarm.
+pub fn save_model_extras(
+    dir: &Path,
+    space: &LabelSpace,
+    serialize: &SerializeSettings,
+) -> Result<(), ModelError> {
+    space.save(&dir.join(LABELS_FILE))?;
+    let path = dir.join(SERIALIZE_FILE);
+    let json = serde_json::to_vec_pretty(serialize).map_err(|e| ModelError::File {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    write_atomically(&path, &json)?;
+    Ok(())
+}
+
+/// Reads the label space and serialization settings of a model directory and checks the
+/// label space against the manifest's label lists.
+pub fn load_model_extras(
+    dir: &Path,
+    manifest: &SwarmManifest,
+) -> Result<(LabelSpace, SerializeSettings), ModelError> {
+    let space = LabelSpace::load(&dir.join(LABELS_FILE))?;
+    for task in [Task::Cta, Task::Cpa] {
+        let flat = space.flat(task);
+        let stored = match task {
+            Task::Cta => &manifest.cta_labels,
+            Task::Cpa => &manifest.cpa_labels,
+        };
+        if &flat != stored {
+            return Err(ModelError::File {
+                path: dir.join(LABELS_FILE),
+                reason: format!(
+                    "its {task} labels ({}) differ from the manifest's ({})",
+                    flat.len(),
+                    stored.len()
+                ),
+            });
+        }
+    }
+    let path = dir.join(SERIALIZE_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| ModelError::io(&path, e))?;
+    let serialize = serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
+        path: path.clone(),
+        reason: format!("invalid serialization settings: {e}"),
+    })?;
+    Ok((space, serialize))
+}
+
+impl Model {
+    /// Loads a model directory (checksums verified) onto `device`.
+    pub fn load(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+        let (swarm, manifest) = Swarm::load(dir, device)?;
+        let (space, serialize) = load_model_extras(dir, &manifest)?;
+        let swarm = Swarm::new(swarm.orchestrator.valid(), swarm.specialists)?;
+        Ok(Model {
+            swarm,
+            specialist_names: manifest
+                .specialists
+                .iter()
+                .map(|s| s.name.clone())
+                .collect(),
+            space,
+            serialize,
+        })
+    }
+
+    /// Annotates every column of every table.
+    pub fn annotate(
+        &self,
+        tables: &[Table],
+        options: &AnnotateOptions,
+    ) -> Result<Vec<TableAnnotation>, ModelError> {
+        let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, ModelError> {
+            let list = self.space.list(task);
+            if wanted.is_empty() {
+                return Ok((0..list.len()).collect());
+            }
+            wanted
+                .iter()
+                .map(|name| {
+                    list.iter().position(|n| &n.name == name).ok_or_else(|| {
+                        ModelError::UnknownNamespace(format!(
+                            "the model has no {task} namespace `{name}` (it has: {})",
+                            list.iter()
+                                .map(|n| n.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+                })
+                .collect()
+        };
+        let cta = pick(Task::Cta, &options.cta_namespaces)?;
+        let cpa = pick(Task::Cpa, &options.cpa_namespaces)?;
+        let mut annotations = Vec::with_capacity(tables.len());
+        for chunk in tables.chunks(options.batch_size.max(1)) {
+            let examples = self.encode(chunk, Columns::All);
+            let refs: Vec<&Example> = examples.iter().collect();
+            let out = self.forward(&refs, options.specialists)?;
+            let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
+            let outputs = Outputs::new(self, &out, &refs, &subjects);
+            for (b, table) in chunk.iter().enumerate() {
+                annotations.push(outputs.table(self, b, table, &cta, &cpa, options.top_k));
+            }
+        }
+        Ok(annotations)
+    }
+
+    /// Tables as this model reads them: its serialization and, when it reads them, its column
+    /// n-grams (targets are left unmapped: no namespace is chosen).
+    pub fn encode<T: Borrow<Table>>(&self, tables: &[T], which: Columns) -> Vec<Example> {
+        let serialize = self.serialize.config();
+        let ngrams = featurizer(&self.swarm.orchestrator);
+        let space = &self.space;
+        tables
+            .iter()
+            .map(|t| {
+                encode(
+                    t.borrow(),
+                    &serialize,
+                    ngrams.as_ref(),
+                    space,
+                    None,
+                    None,
+                    which,
+                )
+            })
+            .collect()
+    }
+
+    /// One forward pass at inference.
+    pub fn forward(
+        &self,
+        examples: &[&Example],
+        specialists: SpecialistUse,
+    ) -> Result<SwarmOutput, ModelError> {
+        let batch = to_batch(examples);
+        let every = |on: bool| vec![vec![on; self.swarm.specialists.len()]; examples.len()];
+        let routing: Routing<'_, ChaCha8Rng> = match specialists {
+            SpecialistUse::Router => Routing::Threshold,
+            SpecialistUse::Off => Routing::Fixed(every(false)),
+            SpecialistUse::All => Routing::Fixed(every(true)),
+        };
+        Ok(self.swarm.forward(&batch, routing)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_budgets_reach_the_serializer_and_old_settings_keep_the_defaults() {
+        let old: SerializeSettings = serde_json::from_str(
+            r#"{"max_table_tokens":256,"max_rows":8,"max_cell_bytes":24,"query_cells":2,"seed":0}"#,
+        )
+        .unwrap();
+        assert_eq!((old.query_header_bytes, old.query_cell_bytes), (32, 16));
+
+        let short = SerializeSettings {
+            query_cells: 0,
+            query_header_bytes: 0,
+            ..old
+        };
+        let config = short.config();
+        assert_eq!((config.query_cells, config.query_header_bytes), (0, 0));
+        let table = Table::from_rows(
+            "cities",
+            Some(vec!["name".into(), "population".into()]),
+            vec![vec!["Oslo".into(), "709000".into()]],
+        );
+        let serialized = colswarm_tables::serialize_table(&table, &config);
+        // <query>, the index, an empty header, </query>: the column is named by its index only.
+        assert!(serialized.column_queries.iter().all(|q| q.len() == 5));
+        let full = colswarm_tables::serialize_table(&table, &old.config());
+        assert!(full.column_queries[1].len() > 5 + "population".len());
+    }
+}
