@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm::rwkv::RwkvConfig;
-use colswarm::rwkv::testing::perturb;
+use colswarm_testing::perturb;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

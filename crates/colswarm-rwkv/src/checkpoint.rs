@@ -25,6 +25,8 @@ use crate::config::RwkvConfig;
 use crate::error::RwkvError;
 use crate::model::Rwkv;
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
 pub mod fuzzing;
 
 /// Value of the `colswarm.format` metadata entry.

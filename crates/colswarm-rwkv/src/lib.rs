@@ -42,7 +42,6 @@ pub mod init;
 mod model;
 mod padding;
 mod state;
-pub mod testing;
 mod time_mix;
 
 pub use block::Block;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::{CheckpointFile, named_tensors, save_module};
-use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{RwkvConfig, RwkvError, load_checkpoint, save_checkpoint};
+use colswarm_testing::perturb;
 
 /// A fresh directory per test (tests run in parallel), holding `name`.
 fn scratch(name: &str) -> PathBuf {

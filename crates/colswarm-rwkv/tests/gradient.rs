@@ -3,8 +3,8 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Gradients;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use colswarm_rwkv::testing::{Direction, perturb};
 use colswarm_rwkv::{Rwkv, RwkvConfig};
+use colswarm_testing::{Direction, perturb};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -1,8 +1,8 @@
 //! Sequence mode, step mode and padding agree.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{Rwkv, RwkvConfig, RwkvState};
+use colswarm_testing::perturb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -4,8 +4,8 @@
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, DeviceKind, Int, Tensor, TensorData};
-use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{Rwkv, RwkvConfig};
+use colswarm_testing::perturb;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use burn::tensor::{Device, Distribution, Tensor};
 use colswarm_rwkv::RwkvConfig;
-use colswarm_rwkv::testing::perturb;
 use colswarm_swarm::{
     FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, RouterDecision, SpecialistStates,
     StateShape, Swarm, TableBatch,
 };
+use colswarm_testing::perturb;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 fn specialist_config() -> RwkvConfig {

@@ -242,7 +242,7 @@ impl StateFusion {
 mod tests {
     use super::*;
     use burn::tensor::{Distribution, TensorData};
-    use colswarm_rwkv::testing::perturb;
+    use colswarm_testing::perturb;
 
     const MODES: [FusionMode; 3] = [
         FusionMode::WeightedSum,

@@ -31,6 +31,8 @@ use crate::fusion::{FusionMode, StateFusionConfig};
 use crate::orchestrator::{AlignmentKind, OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
 pub mod fuzzing;
 
 /// The manifest's `format` value.

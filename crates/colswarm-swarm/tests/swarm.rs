@@ -4,12 +4,12 @@ use burn::module::Param;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::checkpoint::named_tensors;
-use colswarm_rwkv::testing::perturb;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::{
     ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig,
     Routing, Swarm, SwarmError, TableBatch, WideNgramsConfig,
 };
+use colswarm_testing::perturb;
 use rand_chacha::ChaCha8Rng;
 
 fn rwkv(d: usize, layers: usize, head: usize) -> RwkvConfig {

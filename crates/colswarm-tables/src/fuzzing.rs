@@ -1,5 +1,5 @@
 //! Bodies of the fuzz targets in the workspace's `fuzz/` folder, kept here so they compile
-//! (and run, from `tests/fuzz_smoke.rs`) as ordinary code. Each one feeds arbitrary bytes to a
+//! (and run, from its `smoke_tests` module, under `cargo test`) as ordinary code. Each one feeds arbitrary bytes to a
 //! reader and, when the reader accepts them, checks what the rest of colswarm relies on (CPA
 //! targets and the subject column inside the table, the serializer's invariants). They must
 //! never panic; a panic is a bug of the reader or the serializer.
@@ -533,3 +533,6 @@ fn text_runs_are_utf8(tokens: &[u32]) -> bool {
         .split(|t| *t >= 256)
         .all(|run| std::str::from_utf8(&run.iter().map(|t| *t as u8).collect::<Vec<_>>()).is_ok())
 }
+
+#[cfg(test)]
+mod smoke_tests;

@@ -42,6 +42,8 @@
 pub mod cell;
 pub mod delimited;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "parquet")]
 pub mod gittables;

@@ -1,5 +1,5 @@
 //! Body of the `checkpoint` fuzz target in the workspace's `fuzz-models/` folder, kept here so
-//! it compiles (and runs, from `tests/fuzz_smoke.rs`) as ordinary code. It must never panic:
+//! it compiles (and runs, from its `smoke_tests` module, under `cargo test`) as ordinary code. It must never panic:
 //! arbitrary bytes given as a checkpoint file give a checkpoint or an error that names the file.
 
 use std::path::Path;
@@ -91,3 +91,6 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let _ = std::fs::remove_dir_all(&dir);
     written.into_iter().collect()
 }
+
+#[cfg(test)]
+mod smoke_tests;

@@ -1,5 +1,5 @@
 //! Body of the `manifest` fuzz target in the workspace's `fuzz-models/` folder, kept here so it
-//! compiles (and runs, from `tests/fuzz_smoke.rs`) as ordinary code. It must never panic:
+//! compiles (and runs, from its `smoke_tests` module, under `cargo test`) as ordinary code. It must never panic:
 //! whatever `swarm.json` or component file it is given, [`Swarm::load`] gives a swarm or an
 //! error that names a file.
 //!
@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::tensor::Device;
-use colswarm_rwkv::checkpoint::fuzzing::tiny_config;
 use colswarm_rwkv::{RwkvConfig, RwkvError, save_checkpoint};
 use sha2::{Digest, Sha256};
 
@@ -46,8 +45,8 @@ fn build_base() -> Result<Base, SwarmError> {
     let spec_config = specialist_config();
     save_checkpoint(&spec_config.init(1, &device), &spec_config, &spec_path)?;
     let specialist = FrozenSpecialist::load("spec", &spec_path, &device)?;
-    let config =
-        OrchestratorConfig::new(tiny_config(), 3, LabelKind::MultiLabel, 2).with_d_head_hidden(2);
+    let config = OrchestratorConfig::new(RwkvConfig::minimal(4, 2, 1), 3, LabelKind::MultiLabel, 2)
+        .with_d_head_hidden(2);
     let orchestrator = config.init(&[specialist.state_shape()], 0, &device);
     let swarm = Swarm::new(orchestrator, vec![specialist])?;
     let labels =
@@ -166,3 +165,6 @@ pub fn seeds() -> Vec<Vec<u8>> {
     }
     seeds
 }
+
+#[cfg(test)]
+mod smoke_tests;

@@ -2,7 +2,7 @@
 //! model's `swarm.json` and component files, none may panic, every error names a file. The same
 //! body runs under cargo-fuzz from the workspace's `fuzz-models/` folder.
 
-use colswarm_swarm::manifest::fuzzing::{fuzz_manifest, seeds};
+use crate::manifest::fuzzing::{fuzz_manifest, seeds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -2,7 +2,7 @@
 //! checkpoint and of the malformed corpus, none may panic, every error names the file. The same
 //! body runs under cargo-fuzz from the workspace's `fuzz-models/` folder.
 
-use colswarm_rwkv::checkpoint::fuzzing::{fuzz_checkpoint, seeds};
+use crate::checkpoint::fuzzing::{fuzz_checkpoint, seeds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

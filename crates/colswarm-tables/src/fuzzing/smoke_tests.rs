@@ -5,7 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use colswarm_tables::fuzzing::{
+use crate::fuzzing::{
     fuzz_csv, fuzz_python_literal, fuzz_semtab, fuzz_serialize, fuzz_sotab_json, fuzz_t2d,
     fuzz_turl_json, fuzz_wikitables_csv,
 };
@@ -164,12 +164,12 @@ fn wikitables_csv_reader_never_panics() {
 #[cfg(feature = "parquet")]
 #[test]
 fn gittables_parquet_reader_never_panics() {
-    let seeds = colswarm_tables::fuzzing::gittables_parquet_seeds();
+    let seeds = crate::fuzzing::gittables_parquet_seeds();
     assert!(!seeds.is_empty());
     let seeds: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
     run_cases(
         &seeds,
-        colswarm_tables::fuzzing::fuzz_gittables_parquet,
+        crate::fuzzing::fuzz_gittables_parquet,
         8,
         FILE_CASES,
     );

@@ -1,4 +1,5 @@
-//! Helpers for tests and benchmarks of modules built on burn.
+//! Helpers for the tests and benchmarks of the workspace's burn modules (a dev-dependency only:
+//! nothing here is part of the libraries' API).
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{Tensor, TensorData};
