@@ -20,16 +20,9 @@ import struct
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-K = Path(os.environ.get("KNOWLEDGE_DIR", ROOT / ".knowledge"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import K, ROOT, sha256_file  # noqa: E402
 
-
-def sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def safetensors_header(p: Path) -> dict:

@@ -41,8 +41,9 @@ import numpy as np  # noqa: E402
 from safetensors.numpy import load_file, save_file  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-K = Path(os.environ.get("KNOWLEDGE_DIR", ROOT / ".knowledge"))  # override for a scratch copy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import K, ROOT, sha256_file  # noqa: E402
+
 DEFAULT_LIMIT = 600_000  # non-header strings: ~33 min at the ~300/s measured on one busy core
 
 # sha256 of sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41
@@ -56,14 +57,6 @@ UPSTREAM_SHA256 = {
 # The similarity matrix that sentence-transformers' README prints for this model.
 REFERENCE_SENTENCES = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 REFERENCE_SIMILARITY = [[1.0000, 0.6660, 0.1046], [0.6660, 1.0000, 0.1411], [0.1046, 0.1411, 1.0000]]
-
-
-def sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ------------------------------------------------------------------ MiniLM in NumPy

@@ -32,20 +32,13 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-K = Path(os.environ.get("KNOWLEDGE_DIR", ROOT / ".knowledge"))  # override for a scratch copy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import K, ROOT, sha256_file  # noqa: E402
+
 MAX_ROWS = 2000  # per exported table
 MAX_BYTES = 64  # per string in strings.jsonl
 
 # --------------------------------------------------------------------------- utils
-
-
-def sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def pkg_dir(module: str) -> Path:
