@@ -205,33 +205,6 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
 }
 
 #[test]
-fn the_table_aware_baseline_reads_other_columns_and_only_for_char_ngrams() {
-    let t2d = "datasets/t2d-webtables";
-    let (train, eval) = (format!("t2d=t2d:{t2d}#train"), format!("t2d=t2d:{t2d}#dev"));
-    let run = |extra: &[&str]| {
-        let mut args = vec!["baseline", "--train", &train, "--eval", &eval, "--json"];
-        args.extend_from_slice(extra);
-        colswarm(&args)
-    };
-    let report = |extra: &[&str]| -> serde_json::Value {
-        serde_json::from_str(stdout(&run(extra)).trim()).unwrap()
-    };
-    let plain = report(&["--kind", "char-ngram"]);
-    let aware = report(&["--kind", "char-ngram", "--neighbour-ngrams"]);
-    assert_eq!(plain["n_columns"], aware["n_columns"]);
-    assert_ne!(
-        plain["per_label"], aware["per_label"],
-        "the other columns change some predictions"
-    );
-    let refused = run(&["--kind", "majority", "--neighbour-ngrams"]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && stderr.contains("--neighbour-ngrams"),
-        "{stderr}"
-    );
-}
-
-#[test]
 fn a_reader_that_stops_early_is_not_an_error() {
     use std::io::Read;
     // `colswarm annotate … | head -c 100`: far more output than a pipe buffers.

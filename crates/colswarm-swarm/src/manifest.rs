@@ -6,7 +6,6 @@
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
 //!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
 //!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
-//!   wide_ngrams.safetensors       the wide n-gram logits, when the config has them
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
 //! ```
@@ -28,7 +27,7 @@ use sha2::{Digest, Sha256};
 use crate::alignment::{AlignmentProjection, StateShape};
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
-use crate::orchestrator::{AlignmentKind, OrchestratorConfig, Swarm};
+use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
 pub mod fuzzing;
@@ -84,9 +83,6 @@ pub struct SwarmManifest {
     /// The column n-gram embedding (present exactly when the config reads n-grams).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column_ngrams: Option<FileRef>,
-    /// The wide n-gram logits (present exactly when the config has them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wide_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
 }
@@ -218,11 +214,6 @@ impl Swarm {
                 .as_ref()
                 .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
                 .transpose()?,
-            wide_ngrams: o
-                .wide
-                .as_ref()
-                .map(|w| save_component(w, dir, "wide_ngrams.safetensors"))
-                .transpose()?,
             specialists,
         };
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
@@ -330,12 +321,6 @@ impl Swarm {
             "column n-gram embedding",
             "reads column n-grams",
         )?;
-        let wide = optional(
-            &manifest.wide_ngrams,
-            params.wide,
-            "wide n-gram logits",
-            "has wide n-gram logits",
-        )?;
         let alignments = manifest
             .specialists
             .iter()
@@ -359,9 +344,6 @@ impl Swarm {
         if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
             orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
         }
-        if let (Some(path), Some(wide)) = (&wide, orchestrator.wide.take()) {
-            orchestrator.wide = Some(open(path)?.load_into(wide, device)?);
-        }
         let initial = std::mem::take(&mut orchestrator.alignments);
         for (alignment, path) in initial.into_iter().zip(&alignments) {
             orchestrator
@@ -383,7 +365,6 @@ struct ComponentParams {
     cta: usize,
     cpa: usize,
     ngrams: Option<usize>,
-    wide: Option<usize>,
     alignments: Vec<usize>,
 }
 
@@ -435,13 +416,12 @@ impl ComponentParams {
         let alignments = shapes
             .iter()
             .map(|shape| {
-                let learned = config.alignment == Some(AlignmentKind::Learned);
                 let target = StateShape {
                     layers: l,
                     heads: h,
                     head_size: n,
                 };
-                if !AlignmentProjection::has_parameters(*shape, target, learned) {
+                if !AlignmentProjection::has_parameters(*shape, target) {
                     0
                 } else {
                     sum(&[
@@ -460,9 +440,6 @@ impl ComponentParams {
             ngrams: config
                 .column_ngrams
                 .map(|n| product(&[n.buckets as usize, d])),
-            wide: config
-                .wide_ngrams
-                .map(|w| w.params(config.cta_labels.max(1), config.cpa_labels.max(1))),
             alignments,
         }
     }
@@ -485,7 +462,6 @@ mod tests {
     use crate::heads::LabelKind;
     use crate::ngram_embedding::ColumnNgramsConfig;
     use crate::orchestrator::HeadSkip;
-    use crate::wide_ngrams::WideNgramsConfig;
 
     #[test]
     fn component_params_count_the_built_modules() {
@@ -515,9 +491,7 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa, ngrams, skip, learned) in
-                [(5, 0, None, false, false), (1, 3, Some(7), true, true)]
-            {
+            for (cta, cpa, ngrams, skip) in [(5, 0, None, false), (1, 3, Some(7), true)] {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
@@ -525,15 +499,13 @@ mod tests {
                         .with_column_ngrams(
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
                         )
-                        .with_head_skip(skip.then_some(HeadSkip::Linear))
-                        .with_wide_ngrams(ngrams.map(|_| WideNgramsConfig::new().with_buckets(5)))
-                        .with_alignment(learned.then_some(AlignmentKind::Learned));
+                        .with_head_skip(skip.then_some(HeadSkip::Linear));
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
                     built.alignments.iter().map(Module::num_params).collect();
-                // A specialist of the primary's shapes has parameters only when learned.
-                assert_eq!(alignments[0] > 0, learned);
+                // A specialist of the primary's shapes is aligned as it is.
+                assert_eq!(alignments[0], 0);
                 assert_eq!(
                     counted,
                     ComponentParams {
@@ -543,7 +515,6 @@ mod tests {
                         cta: built.cta.num_params(),
                         cpa: built.cpa.num_params(),
                         ngrams: built.ngrams.as_ref().map(Module::num_params),
-                        wide: built.wide.as_ref().map(Module::num_params),
                         alignments,
                     },
                     "{fusion:?}, {cta} CTA and {cpa} CPA labels"

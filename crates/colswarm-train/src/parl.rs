@@ -456,7 +456,6 @@ fn parl_step(
         let columns = orchestrator.columns(&fused, &batch, &read);
         let out = orchestrator.output(
             columns,
-            &read,
             decision.clone(),
             colswarm_swarm::CriticalSteps::new(Vec::new()),
         );
@@ -493,10 +492,7 @@ fn parl_step(
             let steps = TableSteps::new(vec![
                 StageSteps::main_only(example.tokens.len() as u64),
                 StageSteps::with_subtasks(0, &active),
-                StageSteps::main_only(
-                    (orchestrator.second_read_tokens(&[example.tokens.len()]) + query_tokens[t])
-                        as u64,
-                ),
+                StageSteps::main_only(query_tokens[t] as u64),
             ]);
             stats.critical_steps += steps.critical_steps() as f64;
             stats.serial_steps += steps.serial_steps() as f64;

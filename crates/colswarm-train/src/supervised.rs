@@ -19,7 +19,6 @@
 //!   a shard is its part of the batch's loss ([`shard_loss`]) and its router masks are the ones
 //!   the undivided batch would draw, so the step is the one-device step up to float rounding.
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -31,11 +30,9 @@ use burn::tensor::activation::{log_sigmoid, log_softmax};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
-    AlignmentKind, ColumnNgramsConfig, ColumnPooling, FrozenSpecialist, FusionMode, HeadSkip,
-    LabelKind, NgramContext, Orchestrator, OrchestratorConfig, Routing, StateShape, Swarm,
-    SwarmOutput, WideNgramsConfig,
+    ColumnNgramsConfig, FrozenSpecialist, FusionMode, HeadSkip, LabelKind, Orchestrator,
+    OrchestratorConfig, Routing, StateShape, Swarm, SwarmOutput,
 };
-use colswarm_tables::Table;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -137,55 +134,18 @@ pub struct TrainConfig {
     pub fusion: FusionMode,
     /// Hidden width of the heads.
     pub d_head_hidden: usize,
-    /// Column representation = query state + span mean of the table read
-    /// ([`ColumnPooling::SpanMean`]). Absent (false) in run directories written before
-    /// the option existed, so they resume unchanged.
-    #[serde(default)]
-    pub span_pooling: bool,
-    /// Pool each column's span from a second read of the table that starts from the fused
-    /// state ([`ColumnPooling::SecondRead`]) instead of from the first read. Needs
-    /// `span_pooling`. Absent (false) in run directories written before the option existed.
-    #[serde(default)]
-    pub read_twice: bool,
-    /// Trainable alignment maps for every specialist, the identity at the start
-    /// ([`AlignmentKind::Learned`]). Absent (false) in run directories written before the
-    /// option existed.
-    #[serde(default)]
-    pub learned_alignment: bool,
     /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
     /// n-grams. Absent (0) in run directories written before the option existed.
     #[serde(default)]
     pub ngram_buckets: u32,
-    /// Add each table's page title, section title and caption to its columns' n-grams
-    /// ([`ColumnNgramsConfig::context`]). Absent (false) in run directories written
-    /// before the option existed.
-    #[serde(default)]
-    pub context_ngrams: bool,
-    /// Add each table's other columns (their headers and first cells) to every column's
-    /// n-grams ([`ColumnNgramsConfig::neighbours`]). Absent (false) in run directories
-    /// written before the option existed.
-    #[serde(default)]
-    pub neighbour_ngrams: bool,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     #[serde(default)]
     pub head_skip: bool,
-    /// Hash buckets of the wide n-gram logits ([`OrchestratorConfig::wide_ngrams`]); 0 adds
-    /// none. Needs `ngram_buckets`. Absent (0) in run directories written before the option
-    /// existed.
-    #[serde(default)]
-    pub wide_buckets: u32,
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`Activation::Sigmoid`]) instead of a softmax. Absent (false) in run directories
     /// written before the option existed.
     #[serde(default)]
     pub sigmoid_multi_label: bool,
-    /// Shuffle the rows of every training table anew each epoch (data augmentation): the
-    /// table read then samples other rows, and the column n-grams come from other cells, in
-    /// every epoch. The order derives from the seed, the epoch and the table, so a resumed
-    /// run sees the same tables. Dev and evaluation tables are never shuffled. Absent (false)
-    /// in run directories written before the option existed.
-    #[serde(default)]
-    pub shuffle_rows: bool,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     #[serde(default)]
@@ -214,17 +174,6 @@ pub struct TrainConfig {
     /// data-parallel run draws the same ones. 0 (and older run directories): none.
     #[serde(default)]
     pub column_dropout: f32,
-    /// Dropout on the column n-gram bags, during training only: each (bucket, weight) entry
-    /// of a bag is dropped with this probability anew each epoch and the rest scaled by
-    /// `1/(1-p)`, so the heads cannot lean on a few n-grams of a training column. The draws
-    /// derive from the seed, the epoch and the table. 0 (and older run directories): none.
-    #[serde(default)]
-    pub ngram_dropout: f32,
-    /// Whole-bag dropout on the column n-gram bags, during training only: each training
-    /// column's bag is left out with this probability anew each epoch (no rescaling), so the
-    /// heads must also type columns from the table read. 0 (and older run directories): none.
-    #[serde(default)]
-    pub bag_dropout: f32,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
     /// Checkpoints kept (besides `best/`).
@@ -254,16 +203,9 @@ impl Default for TrainConfig {
             specialists: Vec::new(),
             fusion: FusionMode::WeightedSum,
             d_head_hidden: 128,
-            span_pooling: true,
-            read_twice: false,
-            learned_alignment: false,
             ngram_buckets: 1 << 14,
-            context_ngrams: false,
-            neighbour_ngrams: false,
             head_skip: false,
-            wide_buckets: 0,
             sigmoid_multi_label: false,
-            shuffle_rows: false,
             init_from: None,
             serialize: SerializeSettings::default(),
             epochs: 10,
@@ -273,8 +215,6 @@ impl Default for TrainConfig {
             grad_clip: Some(1.0),
             weight_decay: 0.0,
             column_dropout: 0.0,
-            ngram_dropout: 0.0,
-            bag_dropout: 0.0,
             patience: 3,
             keep_last: 2,
             checkpoint_every: 0,
@@ -316,45 +256,17 @@ impl TrainConfig {
                 self.ngram_buckets
             ));
         }
-        // Each wide bucket holds a float per CTA label and CPA relation (hundreds).
-        if self.wide_buckets > 1 << 20 {
-            return fail(format!(
-                "{} wide n-gram buckets: at most 2^20 = 1048576",
-                self.wide_buckets
-            ));
-        }
-        if self.read_twice && !self.span_pooling {
-            return fail(
-                "a second read is pooled over the columns' spans: it needs span pooling".into(),
-            );
-        }
-        if (self.context_ngrams || self.neighbour_ngrams) && self.ngram_buckets == 0 {
-            return fail(
-                "context and neighbour n-grams join the column n-gram bags: they need n-gram \
-                 buckets > 0"
-                    .into(),
-            );
-        }
-        if self.wide_buckets > 0 && self.ngram_buckets == 0 {
-            return fail(
-                "wide n-gram logits read the column n-gram bags: they need n-gram buckets > 0"
-                    .into(),
-            );
-        }
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return fail(format!(
                 "weight decay {} is not a finite number ≥ 0",
                 self.weight_decay
             ));
         }
-        for (what, p) in [
-            ("column dropout", self.column_dropout),
-            ("n-gram dropout", self.ngram_dropout),
-            ("bag dropout", self.bag_dropout),
-        ] {
-            if !(0.0..1.0).contains(&p) {
-                return fail(format!("{what} {p} is not a probability in [0, 1)"));
-            }
+        if !(0.0..1.0).contains(&self.column_dropout) {
+            return fail(format!(
+                "column dropout {} is not a probability in [0, 1)",
+                self.column_dropout
+            ));
         }
         self.primary()
             .validate()
@@ -649,12 +561,8 @@ pub fn shard_loss(
 pub struct RunData {
     /// The label space.
     pub space: LabelSpace,
-    /// Training examples (only those with targets), encoded from unshuffled tables.
+    /// Training examples (only those with targets).
     pub train: Vec<Example>,
-    /// With [`TrainConfig::shuffle_rows`], the tables of [`RunData::train`], in the same order,
-    /// with the CTA and CPA namespaces they are encoded for: what
-    /// [`RunData::shuffled_examples`] encodes again each epoch. Empty otherwise.
-    pub train_tables: Vec<(Table, Option<usize>, Option<usize>)>,
     /// Dev sets.
     pub dev: Vec<(DataSpec, LoadedData)>,
 }
@@ -694,7 +602,6 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         .as_ref()
         .map(ngram_config);
     let mut examples = Vec::new();
-    let mut train_tables = Vec::new();
     for (spec, data) in train {
         let position = |task: Task| {
             space
@@ -715,9 +622,6 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
             );
             if example.has_targets() {
                 examples.push(example);
-                if config.shuffle_rows {
-                    train_tables.push((table, cta, cpa));
-                }
             }
         }
     }
@@ -729,96 +633,8 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
     Ok(RunData {
         space,
         train: examples,
-        train_tables,
         dev,
     })
-}
-
-impl RunData {
-    /// The training examples of `epoch`: [`RunData::train`] with the epoch's augmentations
-    /// ([`TrainConfig::shuffle_rows`], [`TrainConfig::ngram_dropout`],
-    /// [`TrainConfig::bag_dropout`]), the same targets in the same order; borrowed as they
-    /// are when the run augments nothing.
-    pub fn epoch_examples(&self, config: &TrainConfig, epoch: usize) -> Cow<'_, [Example]> {
-        let thins_bags = config.ngram_dropout > 0.0 || config.bag_dropout > 0.0;
-        if !config.shuffle_rows && !thins_bags {
-            return Cow::Borrowed(&self.train);
-        }
-        let mut examples = if config.shuffle_rows {
-            self.shuffled_examples(config, epoch)
-        } else {
-            self.train.clone()
-        };
-        if thins_bags {
-            for (i, example) in examples.iter_mut().enumerate() {
-                let index = ((epoch as u64) << 32) | i as u64;
-                let mut rng = rng_for(config.seed, NGRAM_DROPOUT_STREAM, index);
-                for bag in &mut example.ngrams {
-                    if config.bag_dropout > 0.0 && rng.random::<f32>() < config.bag_dropout {
-                        bag.clear();
-                    } else if config.ngram_dropout > 0.0 {
-                        *bag = drop_ngrams(bag, config.ngram_dropout, &mut rng);
-                    }
-                }
-            }
-        }
-        Cow::Owned(examples)
-    }
-
-    /// The training examples of `epoch` with every table's rows shuffled
-    /// ([`TrainConfig::shuffle_rows`]): the same targets in the same order as
-    /// [`RunData::train`], from other rows and cells.
-    pub fn shuffled_examples(&self, config: &TrainConfig, epoch: usize) -> Vec<Example> {
-        let serialize = config.serialize.config();
-        let ngrams = orchestrator_config(config, &self.space)
-            .column_ngrams
-            .as_ref()
-            .map(ngram_config);
-        self.train_tables
-            .iter()
-            .enumerate()
-            .map(|(i, (table, cta, cpa))| {
-                let index = ((epoch as u64) << 32) | i as u64;
-                let shuffled =
-                    shuffle_rows(table, &mut rng_for(config.seed, SHUFFLE_STREAM, index));
-                encode(
-                    &shuffled,
-                    &serialize,
-                    ngrams.as_ref(),
-                    &self.space,
-                    *cta,
-                    *cpa,
-                    Columns::Targets,
-                )
-            })
-            .collect()
-    }
-}
-
-/// `bag` with each entry dropped with probability `p` and the others scaled by `1/(1-p)`.
-fn drop_ngrams(bag: &[(u32, f32)], p: f32, rng: &mut ChaCha8Rng) -> Vec<(u32, f32)> {
-    let keep = 1.0 / (1.0 - p);
-    bag.iter()
-        .filter(|_| rng.random::<f32>() >= p)
-        .map(|&(bucket, value)| (bucket, value * keep))
-        .collect()
-}
-
-/// `table` with its rows in a random order, every column permuted alike. A column shorter than
-/// the table (hand-built tables; the readers pad theirs) keeps its own cells, in the order
-/// their rows were drawn, so they no longer line up with the other columns' rows.
-fn shuffle_rows(table: &Table, rng: &mut ChaCha8Rng) -> Table {
-    let mut order: Vec<usize> = (0..table.n_rows()).collect();
-    order.shuffle(rng);
-    let mut shuffled = table.clone();
-    for column in &mut shuffled.columns {
-        let cells = std::mem::take(&mut column.cells);
-        column.cells = order
-            .iter()
-            .filter_map(|&r| cells.get(r).cloned())
-            .collect();
-    }
-    shuffled
 }
 
 /// Builds the swarm of a fresh run.
@@ -883,7 +699,6 @@ fn initial_weights(
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
     config.head_skip = target.head_skip;
-    config.wide_ngrams = target.wide_ngrams;
     if &config != target {
         return refuse(format!(
             "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
@@ -894,11 +709,6 @@ fn initial_weights(
     let mut orchestrator = swarm
         .orchestrator
         .with_column_ngrams(target.column_ngrams, device);
-    if manifest.config.wide_ngrams != target.wide_ngrams {
-        orchestrator.wide = target
-            .wide_ngrams
-            .map(|w| w.init(target.cta_labels.max(1), target.cpa_labels.max(1), device));
-    }
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
@@ -920,23 +730,11 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     )
     .with_fusion(config.fusion)
     .with_d_head_hidden(config.d_head_hidden)
-    .with_alignment(config.learned_alignment.then_some(AlignmentKind::Learned))
-    .with_column_pooling(config.span_pooling.then_some(if config.read_twice {
-        ColumnPooling::SecondRead
-    } else {
-        ColumnPooling::SpanMean
-    }))
-    .with_column_ngrams((config.ngram_buckets > 0).then(|| {
-        ColumnNgramsConfig::new()
-            .with_buckets(config.ngram_buckets)
-            .with_context(config.context_ngrams.then_some(NgramContext::Table))
-            .with_neighbours(config.neighbour_ngrams.then_some(true))
-    }))
-    .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
-    .with_wide_ngrams(
-        (config.wide_buckets > 0)
-            .then(|| WideNgramsConfig::new().with_buckets(config.wide_buckets)),
+    .with_column_ngrams(
+        (config.ngram_buckets > 0)
+            .then(|| ColumnNgramsConfig::new().with_buckets(config.ngram_buckets)),
     )
+    .with_head_skip(config.head_skip.then_some(HeadSkip::Linear))
 }
 
 /// Saves a model directory (swarm + label space + serialization settings).
@@ -1063,8 +861,6 @@ fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
 const ORDER_STREAM: u64 = 1;
 const ROUTING_STREAM: u64 = 2;
 const DROPOUT_STREAM: u64 = 3;
-const SHUFFLE_STREAM: u64 = 4;
-const NGRAM_DROPOUT_STREAM: u64 = 5;
 
 /// The routing generator of a shard whose first table is table `first` of its batch:
 /// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
@@ -1286,7 +1082,7 @@ pub fn train(
     let mut steps_here = 0;
     while !state.finished && state.epoch < config.epochs {
         let order = epoch_order(config.seed, state.epoch, n);
-        let train = data.epoch_examples(config, state.epoch);
+        let train = &data.train;
         let mut progress = Progress::new(
             format!("epoch {}/{}", state.epoch + 1, config.epochs),
             batches,
@@ -1496,209 +1292,6 @@ mod tests {
     use burn::tensor::Distribution;
     use colswarm_swarm::SpecialistRouterConfig;
 
-    /// A table whose row `r` reads `r` in every column (the last column one cell short).
-    fn numbered_table(rows: usize) -> Table {
-        use colswarm_tables::{Cell, Column};
-        let column = |n: usize, label: &str| {
-            let mut c = Column::new(None, (0..n).map(|r| Cell::new(r.to_string())).collect());
-            c.labels = vec![label.to_string()];
-            c
-        };
-        Table::new(
-            "numbered",
-            vec![column(rows, "a"), column(rows, "b"), column(rows - 1, "a")],
-        )
-    }
-
-    #[test]
-    fn shuffled_rows_stay_whole_and_follow_the_generator() {
-        let table = numbered_table(30);
-        let shuffle = |index| shuffle_rows(&table, &mut rng_for(3, SHUFFLE_STREAM, index));
-        let once = shuffle(0);
-        let texts = |c: usize| -> Vec<String> {
-            once.columns[c]
-                .cells
-                .iter()
-                .map(|x| x.text().to_string())
-                .collect()
-        };
-        assert_eq!(texts(0), texts(1), "every column is permuted alike");
-        assert_ne!(
-            texts(0),
-            table.columns[0]
-                .cells
-                .iter()
-                .map(|x| x.text().to_string())
-                .collect::<Vec<_>>()
-        );
-        let mut sorted: Vec<usize> = texts(0).iter().map(|t| t.parse().unwrap()).collect();
-        sorted.sort_unstable();
-        assert_eq!(
-            sorted,
-            (0..30).collect::<Vec<_>>(),
-            "a permutation of the rows"
-        );
-        // The short column loses only its missing cell, the others keep their rows' order.
-        assert_eq!(
-            texts(2),
-            texts(0)
-                .into_iter()
-                .filter(|t| t != "29")
-                .collect::<Vec<_>>()
-        );
-        assert_eq!(shuffle(0), once, "the same generator, the same order");
-        assert_ne!(shuffle(1), once);
-        assert_eq!(
-            (once.id.as_str(), &once.columns[1].labels),
-            ("numbered", &table.columns[1].labels)
-        );
-    }
-
-    #[test]
-    fn shuffled_examples_keep_the_targets_and_change_the_cells_each_epoch() {
-        let table = numbered_table(40);
-        let config = TrainConfig {
-            serialize: SerializeSettings {
-                max_rows: 4,
-                ..SerializeSettings::default()
-            },
-            ..TrainConfig::default()
-        };
-        let mut space = LabelSpace::default();
-        space.push(
-            Task::Cta,
-            "toy",
-            crate::dataset::DatasetFormat::T2d,
-            LabelKind::SingleLabel,
-            vec!["a".to_string(), "b".to_string()],
-        );
-        let example = |t: &Table| {
-            encode(
-                t,
-                &config.serialize.config(),
-                None,
-                &space,
-                Some(0),
-                None,
-                Columns::Targets,
-            )
-        };
-        let data = RunData {
-            train: vec![example(&table)],
-            train_tables: vec![(table.clone(), Some(0), None)],
-            space: space.clone(),
-            dev: Vec::new(),
-        };
-        let epoch = |e| data.shuffled_examples(&config, e);
-        let (first, second) = (epoch(0), epoch(1));
-        assert_eq!(first, epoch(0), "deterministic");
-        assert_ne!(first[0].tokens, second[0].tokens, "other rows each epoch");
-        assert_ne!(first[0].tokens, data.train[0].tokens);
-        for shuffled in [&first[0], &second[0]] {
-            assert_eq!(shuffled.cta, data.train[0].cta);
-            assert_eq!(shuffled.columns, data.train[0].columns);
-            assert_eq!(shuffled.table_id, data.train[0].table_id);
-        }
-    }
-
-    /// `copies` training examples of `numbered_table(rows)`, each with its n-gram bags.
-    fn bagged_run_data(rows: usize, copies: usize) -> RunData {
-        use colswarm_tables::{NgramConfig, SerializeConfig};
-        let mut space = LabelSpace::default();
-        let labels = vec!["a".to_string(), "b".to_string()];
-        let format = crate::dataset::DatasetFormat::T2d;
-        space.push(Task::Cta, "toy", format, LabelKind::SingleLabel, labels);
-        let example = encode(
-            &numbered_table(rows),
-            &SerializeConfig::default(),
-            Some(&NgramConfig::default()),
-            &space,
-            Some(0),
-            None,
-            Columns::Targets,
-        );
-        RunData {
-            train: vec![example; copies],
-            train_tables: Vec::new(),
-            space,
-            dev: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn ngram_dropout_thins_every_bag_anew_each_epoch() {
-        let data = bagged_run_data(40, 3);
-        let config = TrainConfig {
-            ngram_dropout: 0.25,
-            ..TrainConfig::default()
-        };
-        let (first, second) = (
-            data.epoch_examples(&config, 0),
-            data.epoch_examples(&config, 1),
-        );
-        assert_eq!(first, data.epoch_examples(&config, 0), "deterministic");
-        assert_ne!(
-            first[0].ngrams, second[0].ngrams,
-            "other n-grams each epoch"
-        );
-        assert_ne!(first[0].ngrams, first[1].ngrams, "other n-grams each table");
-        let (mut kept, mut total) = (0, 0);
-        for (thinned, whole) in first.iter().zip(&data.train) {
-            assert_eq!((&thinned.cta, &thinned.tokens), (&whole.cta, &whole.tokens));
-            for (bag, full) in thinned.ngrams.iter().zip(&whole.ngrams) {
-                (kept, total) = (kept + bag.len(), total + full.len());
-                // Each kept entry is a full one scaled by 1 / (1 - p).
-                for (bucket, value) in bag {
-                    let (_, before) = full.iter().find(|(b, _)| b == bucket).unwrap();
-                    assert!((value - before / 0.75).abs() < 1e-6);
-                }
-            }
-        }
-        let share = kept as f64 / total as f64;
-        assert!((0.65..0.85).contains(&share), "kept {kept} of {total}");
-        let off = TrainConfig::default();
-        assert_eq!(*data.epoch_examples(&off, 3), *data.train);
-        let refused = TrainConfig {
-            train: vec!["t=t2d:x".parse().unwrap()],
-            ngram_dropout: 1.0,
-            ..TrainConfig::default()
-        };
-        let err = refused.validate().unwrap_err().to_string();
-        assert!(err.contains("n-gram dropout 1 is not"), "{err}");
-    }
-
-    #[test]
-    fn bag_dropout_leaves_whole_bags_out_and_the_rest_as_they_were() {
-        let data = bagged_run_data(10, 20);
-        let config = TrainConfig {
-            bag_dropout: 0.5,
-            ..TrainConfig::default()
-        };
-        let epoch = data.epoch_examples(&config, 0);
-        assert_eq!(epoch, data.epoch_examples(&config, 0), "deterministic");
-        assert_ne!(
-            epoch,
-            data.epoch_examples(&config, 1),
-            "other bags each epoch"
-        );
-        let (mut dropped, mut total) = (0, 0);
-        for (thinned, whole) in epoch.iter().zip(&data.train) {
-            for (bag, full) in thinned.ngrams.iter().zip(&whole.ngrams) {
-                assert!(!full.is_empty());
-                total += 1;
-                if bag.is_empty() {
-                    dropped += 1;
-                } else {
-                    assert_eq!(bag, full, "a kept bag is not rescaled");
-                }
-            }
-        }
-        assert!(
-            (18..=42).contains(&dropped),
-            "{dropped} of {total} bags left out"
-        );
-    }
-
     #[test]
     fn namespace_losses_match_a_by_hand_computation() {
         // Rows 0 and 2 of a 3-row head with 5 outputs; the namespace is outputs 1..4.
@@ -1799,73 +1392,6 @@ mod tests {
         };
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("4294967295 n-gram buckets"), "{err}");
-    }
-
-    #[test]
-    fn a_second_read_needs_span_pooling_and_is_what_the_model_is_built_with() {
-        let config = TrainConfig {
-            train: vec!["t=t2d:x".parse().unwrap()],
-            read_twice: true,
-            ..TrainConfig::default()
-        };
-        assert!(config.validate().is_ok());
-        let space = LabelSpace::default();
-        assert_eq!(
-            orchestrator_config(&config, &space).column_pooling,
-            Some(ColumnPooling::SecondRead)
-        );
-        let without = TrainConfig {
-            span_pooling: false,
-            ..config
-        };
-        let err = without.validate().unwrap_err().to_string();
-        assert!(err.contains("needs span pooling"), "{err}");
-    }
-
-    #[test]
-    fn options_that_read_the_ngram_bags_need_them() {
-        for config in [
-            TrainConfig {
-                context_ngrams: true,
-                ..TrainConfig::default()
-            },
-            TrainConfig {
-                neighbour_ngrams: true,
-                ..TrainConfig::default()
-            },
-            TrainConfig {
-                wide_buckets: 16,
-                ..TrainConfig::default()
-            },
-        ] {
-            let without = TrainConfig {
-                train: vec!["t=t2d:x".parse().unwrap()],
-                ngram_buckets: 0,
-                ..config.clone()
-            };
-            let err = without.validate().unwrap_err().to_string();
-            assert!(err.contains("need n-gram buckets > 0"), "{err}");
-            let with = TrainConfig {
-                train: vec!["t=t2d:x".parse().unwrap()],
-                ..config
-            };
-            assert!(with.validate().is_ok());
-        }
-    }
-
-    #[test]
-    fn run_configs_written_before_span_pooling_resume_without_it() {
-        let mut old = serde_json::to_value(TrainConfig::default()).unwrap();
-        old.as_object_mut().unwrap().remove("span_pooling");
-        let read: TrainConfig = serde_json::from_value(old).unwrap();
-        assert!(!read.span_pooling);
-        assert!(TrainConfig::default().span_pooling);
-        let space = LabelSpace::default();
-        assert_eq!(orchestrator_config(&read, &space).column_pooling, None);
-        assert_eq!(
-            orchestrator_config(&TrainConfig::default(), &space).column_pooling,
-            Some(ColumnPooling::SpanMean)
-        );
     }
 
     #[test]
