@@ -30,10 +30,10 @@ use crate::fusion::{FusionMode, StateFusionConfig};
 use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
+mod format;
 pub mod fuzzing;
 
-/// The manifest's `format` value.
-pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v1";
+pub use format::{MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion};
 /// The manifest's file name inside a model directory.
 pub const MANIFEST_FILE: &str = "swarm.json";
 
@@ -57,18 +57,19 @@ pub struct SpecialistRef {
     pub alignment: FileRef,
 }
 
-/// The manifest of a saved swarm.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The manifest of a saved swarm, in memory: whatever layout it was read from (see
+/// [`ManifestVersion`]), upgraded to the current one. It is always written as
+/// [`MANIFEST_FORMAT`].
+#[derive(Clone, Debug, PartialEq)]
 pub struct SwarmManifest {
-    /// [`MANIFEST_FORMAT`].
-    pub format: String,
+    /// The layout the manifest was read in ([`ManifestVersion::V2`] for one just saved): it
+    /// says how the directory's other files (`labels.json`, `serialize.json`) are laid out.
+    pub version: ManifestVersion,
     /// The orchestrator's configuration.
     pub config: OrchestratorConfig,
     /// CTA label names, in head order.
-    #[serde(default)]
     pub cta_labels: Vec<String>,
     /// CPA relation names, in head order.
-    #[serde(default)]
     pub cpa_labels: Vec<String>,
     /// The primary model.
     pub primary: FileRef,
@@ -81,7 +82,6 @@ pub struct SwarmManifest {
     /// The CPA head.
     pub cpa_head: FileRef,
     /// The column n-gram embedding (present exactly when the config reads n-grams).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
@@ -200,7 +200,7 @@ impl Swarm {
             });
         }
         let manifest = SwarmManifest {
-            format: MANIFEST_FORMAT.into(),
+            version: ManifestVersion::V2,
             config: config.clone(),
             cta_labels: cta_labels.to_vec(),
             cpa_labels: cpa_labels.to_vec(),
@@ -245,12 +245,6 @@ impl Swarm {
                 path: manifest_path.clone(),
                 reason: e.to_string(),
             })?;
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(SwarmError::Manifest {
-                path: manifest_path,
-                reason: format!("format `{}` is not `{MANIFEST_FORMAT}`", manifest.format),
-            });
-        }
         // The config comes from the file: one that cannot be built is an error, not a panic.
         manifest
             .config
