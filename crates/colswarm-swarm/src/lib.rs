@@ -20,7 +20,6 @@ pub mod ngram_embedding;
 pub mod orchestrator;
 pub mod router;
 pub mod specialist;
-pub mod steps;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
@@ -33,4 +32,3 @@ pub use orchestrator::{
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;
-pub use steps::{CriticalSteps, Stage};

@@ -6,6 +6,7 @@ use std::time::Instant;
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use colswarm_parl::{StageSteps, TableSteps};
 use colswarm_rwkv::{LayerState, Rwkv, RwkvConfig, RwkvState};
 use rand::Rng;
 
@@ -16,7 +17,6 @@ use crate::heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 use crate::ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
-use crate::steps::{CriticalSteps, Stage};
 
 /// Configuration of the trainable part of a swarm.
 #[derive(Config, Debug, PartialEq)]
@@ -225,8 +225,9 @@ pub struct SwarmOutput {
     pub cta_logits: Tensor<2>,
     /// The routing decision.
     pub router: RouterDecision,
-    /// Stage-by-stage work: critical vs serial steps.
-    pub steps: CriticalSteps,
+    /// Stage-by-stage work of the batch, in tokens (its longest table's): the primary's read,
+    /// the active specialists' reads in parallel, the queries; critical vs serial steps.
+    pub steps: TableSteps,
 }
 
 /// How the router's mask is chosen.
@@ -443,7 +444,7 @@ impl Orchestrator {
         &self,
         columns: Tensor<2>,
         router: RouterDecision,
-        steps: CriticalSteps,
+        steps: TableSteps,
     ) -> SwarmOutput {
         SwarmOutput {
             cta_logits: self.cta.forward(columns.clone()),
@@ -573,36 +574,28 @@ impl Swarm {
             Routing::Fixed(active) => router.evaluate(read.pooled.clone(), active),
         };
         let specialists = self.run_specialists(batch, &decision.active);
-        let start = Instant::now();
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
         let mut columns = self.orchestrator.columns(&fused, batch, read);
         if let Some(mask) = column_mask {
             columns = columns * mask;
         }
-        let answer_secs = start.elapsed().as_secs_f64();
         let query_tokens = batch
             .queries
             .iter()
             .flat_map(|q| q.iter().map(Vec::len))
             .max()
             .unwrap_or(0);
-        let steps = CriticalSteps::new(vec![
-            Stage::main("primary reads the tables", max(&read.lengths), read.seconds),
-            Stage::parallel(
-                "specialists read the tables",
-                specialists
-                    .tokens
-                    .iter()
-                    .zip(&specialists.work)
-                    .filter(|(_, (read, _))| *read > 0)
-                    .map(|(per_table, (_, secs))| (max(per_table), *secs))
-                    .collect(),
-            ),
-            Stage::main(
-                "primary answers the column queries",
-                query_tokens,
-                answer_secs,
-            ),
+        let active: Vec<(usize, u64)> = specialists
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, per_table)| per_table.iter().any(|&t| t > 0))
+            .map(|(i, per_table)| (i, max(per_table) as u64))
+            .collect();
+        let steps = TableSteps::new(vec![
+            StageSteps::main_only(max(&read.lengths) as u64),
+            StageSteps::with_subtasks(0, &active),
+            StageSteps::main_only(query_tokens as u64),
         ]);
         self.orchestrator.output(columns, decision, steps)
     }

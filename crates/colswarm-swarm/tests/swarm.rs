@@ -124,7 +124,7 @@ fn all_inactive_is_exactly_the_primary_alone() {
     let read = s.orchestrator.read_tables(&batch()).unwrap();
     let alone = s.orchestrator.answer(&read.state, &batch()) + read.column_pooled;
     assert_eq!(values(out.columns), values(alone));
-    assert_eq!(out.steps.critical_tokens(), out.steps.serial_tokens());
+    assert_eq!(out.steps.critical_steps(), out.steps.serial_steps());
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn active_specialists_do_change_the_result() {
     let on = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap();
     let off = s.forward(&batch(), fixed(vec![vec![false]; 2])).unwrap();
     assert_ne!(values(on.columns), values(off.columns));
-    assert!(on.steps.serial_tokens() > off.steps.serial_tokens());
+    assert!(on.steps.serial_steps() > off.steps.serial_steps());
 }
 
 #[test]
