@@ -10,8 +10,10 @@ use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
 use colswarm_train::DataSpec;
 use colswarm_train::parl::{ParlConfig, train_router};
+use colswarm_train::run::NonFinitePolicy;
 use colswarm_train::supervised::{
-    LrDecay, NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+    DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
+    SpecialistSpec, TrainConfig, TrainOptions, train,
 };
 
 #[derive(Args, Debug)]
@@ -202,48 +204,59 @@ pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
 
 pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
     let config = TrainConfig {
-        train: specs(&args.train)?,
-        dev: specs(&args.dev)?,
-        d_model: args.d_model,
-        n_layers: args.layers,
-        head_size: args.head_size,
-        specialists: args
-            .specialists
-            .iter()
-            .map(|s| s.parse::<SpecialistSpec>())
-            .collect::<Result<_, _>>()?,
-        fusion: args.fusion.into(),
-        d_head_hidden: args.head_hidden,
-        ngram_buckets: args.ngram_buckets,
-        init_from: args.init_from,
-        head_skip: args.head_skip,
-        sigmoid_multi_label: args.sigmoid_multi_label,
-        serialize: SerializeSettings {
-            max_table_tokens: args.max_table_tokens,
-            max_rows: args.max_rows,
-            max_cell_bytes: args.max_cell_bytes,
-            query_cells: args.query_cells,
-            query_header_bytes: args.query_header_bytes,
-            query_cell_bytes: args.query_cell_bytes,
-            ..SerializeSettings::default()
+        model: ModelSettings {
+            d_model: args.d_model,
+            n_layers: args.layers,
+            head_size: args.head_size,
+            d_head_hidden: args.head_hidden,
+            specialists: args
+                .specialists
+                .iter()
+                .map(|s| s.parse::<SpecialistSpec>())
+                .collect::<Result<_, _>>()?,
+            fusion: args.fusion.into(),
+            ngram_buckets: args.ngram_buckets,
+            head_skip: args.head_skip,
+            sigmoid_multi_label: args.sigmoid_multi_label,
+            init_from: args.init_from,
         },
-        epochs: args.epochs,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        lr_decay: args.lr_decay.into(),
-        weight_decay: args.weight_decay,
-        column_dropout: args.column_dropout,
-        patience: args.patience,
-        keep_last: args.keep_last,
-        checkpoint_every: args.checkpoint_every,
-        max_tables: args.max_tables,
-        seed: args.seed,
-        on_non_finite: if args.skip_non_finite {
-            NonFinitePolicy::Skip
-        } else {
-            NonFinitePolicy::Stop
+        data: DataSettings {
+            train: specs(&args.train)?,
+            dev: specs(&args.dev)?,
+            max_tables: args.max_tables,
+            serialize: SerializeSettings {
+                max_table_tokens: args.max_table_tokens,
+                max_rows: args.max_rows,
+                max_cell_bytes: args.max_cell_bytes,
+                query_cells: args.query_cells,
+                query_header_bytes: args.query_header_bytes,
+                query_cell_bytes: args.query_cell_bytes,
+                ..SerializeSettings::default()
+            },
         },
-        ..TrainConfig::default()
+        optimizer: OptimizerSettings {
+            batch_size: args.batch_size,
+            learning_rate: args.lr,
+            lr_decay: args.lr_decay.into(),
+            weight_decay: args.weight_decay,
+            ..OptimizerSettings::default()
+        },
+        regularization: Regularization {
+            column_dropout: args.column_dropout,
+        },
+        run: RunSettings {
+            epochs: args.epochs,
+            patience: args.patience,
+            keep_last: args.keep_last,
+            checkpoint_every: args.checkpoint_every,
+            seed: args.seed,
+            on_non_finite: if args.skip_non_finite {
+                NonFinitePolicy::Skip
+            } else {
+                NonFinitePolicy::Stop
+            },
+            ..RunSettings::default()
+        },
     };
     let summary = train(
         &config,

@@ -5,7 +5,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use colswarm_model::SerializeSettings;
-use colswarm_train::supervised::{TrainConfig, TrainOptions, train};
+use colswarm_train::supervised::{
+    DataSettings, ModelSettings, OptimizerSettings, RunSettings, TrainConfig, TrainOptions, train,
+};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -35,20 +37,32 @@ fn tiny_model() -> &'static Path {
         let dir = std::env::temp_dir().join(format!("colswarm-cli-tests-{}", std::process::id()));
         let t2d = root().join("datasets/t2d-webtables");
         let config = TrainConfig {
-            train: vec![format!("t2d=t2d:{}#train", t2d.display()).parse().unwrap()],
-            d_model: 32,
-            n_layers: 1,
-            head_size: 16,
-            d_head_hidden: 16,
-            serialize: SerializeSettings {
-                max_table_tokens: 96,
-                max_rows: 4,
-                max_cell_bytes: 12,
-                ..SerializeSettings::default()
+            model: ModelSettings {
+                d_model: 32,
+                n_layers: 1,
+                head_size: 16,
+                d_head_hidden: 16,
+                ..ModelSettings::default()
             },
-            epochs: 1,
-            max_tables: 6,
-            batch_size: 3,
+            data: DataSettings {
+                train: vec![format!("t2d=t2d:{}#train", t2d.display()).parse().unwrap()],
+                serialize: SerializeSettings {
+                    max_table_tokens: 96,
+                    max_rows: 4,
+                    max_cell_bytes: 12,
+                    ..SerializeSettings::default()
+                },
+                max_tables: 6,
+                ..DataSettings::default()
+            },
+            optimizer: OptimizerSettings {
+                batch_size: 3,
+                ..OptimizerSettings::default()
+            },
+            run: RunSettings {
+                epochs: 1,
+                ..RunSettings::default()
+            },
             ..TrainConfig::default()
         };
         train(&config, &dir.join("run"), &TrainOptions::default())

@@ -24,7 +24,7 @@ pub mod eval;
 pub mod metrics;
 pub mod param_ids;
 pub mod parl;
-pub mod run_dir;
+pub mod run;
 pub mod supervised;
 
 pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
