@@ -7,14 +7,11 @@ use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use clap::Args;
 use colswarm_model::{Model, SpecialistUse, Task};
-use colswarm_train::baseline::{
-    BaselineConfig, BaselineKind, baseline_predictions, train_baseline,
+use colswarm_train::{
+    BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions, Split,
+    baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap, read_predictions,
+    score_predictions, train_baseline, write_predictions,
 };
-use colswarm_train::compare::{
-    BootstrapConfig, paired_bootstrap, read_predictions, score_predictions, write_predictions,
-};
-use colswarm_train::eval::{EvalOptions, default_task, evaluate};
-use colswarm_train::{DataSpec, DatasetFormat, Split, load_tables};
 
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {

@@ -8,12 +8,9 @@ use burn::tensor::Device;
 use clap::{Args, ValueEnum};
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
-use colswarm_train::DataSpec;
-use colswarm_train::parl::{ParlConfig, train_router};
-use colswarm_train::run::NonFinitePolicy;
-use colswarm_train::supervised::{
-    DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
-    SpecialistSpec, TrainConfig, TrainOptions, train,
+use colswarm_train::{
+    DataSettings, DataSpec, LrDecay, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
+    Regularization, RunSettings, SpecialistSpec, TrainConfig, TrainOptions, train, train_router,
 };
 
 #[derive(Args, Debug)]
@@ -292,7 +289,7 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
 }
 
 pub(crate) fn cmd_average(args: AverageArgs) -> Result<()> {
-    colswarm_train::average::average_model_dirs(&args.inputs, &args.out)
+    colswarm_train::average_model_dirs(&args.inputs, &args.out)
         .with_context(|| format!("averaging into {}", args.out.display()))?;
     eprintln!(
         "averaged {} models into {}",

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use colswarm_model::SerializeSettings;
-use colswarm_train::supervised::{
+use colswarm_train::{
     DataSettings, ModelSettings, OptimizerSettings, RunSettings, TrainConfig, TrainOptions, train,
 };
 

@@ -8,10 +8,9 @@ use burn::tensor::{Device, Tensor};
 use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::Swarm;
-use colswarm_train::DataSpec;
-use colswarm_train::supervised::{
-    DataSettings, ModelSettings, OptimizerSettings, Regularization, RunSettings, SpecialistSpec,
-    TrainConfig, TrainOptions, train,
+use colswarm_train::{
+    DataSettings, DataSpec, ModelSettings, OptimizerSettings, Regularization, RunSettings,
+    SpecialistSpec, TrainConfig, TrainOptions, train,
 };
 
 fn t2d_train() -> DataSpec {

@@ -7,13 +7,11 @@ use burn::tensor::Device;
 use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::manifest::sha256_file;
-use colswarm_train::parl::{ParlConfig, ScheduleChoice, train_router};
-use colswarm_train::run::NonFinitePolicy;
-use colswarm_train::supervised::{
-    DataSettings, ModelSettings, OptimizerSettings, RunSettings, SpecialistSpec, TrainConfig,
-    TrainOptions, TrainSummary, train,
+use colswarm_train::{
+    DataSettings, DataSpec, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
+    RunSettings, ScheduleChoice, SpecialistSpec, TrainConfig, TrainError, TrainOptions,
+    TrainSummary, train, train_router,
 };
-use colswarm_train::{DataSpec, TrainError};
 
 fn datasets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
@@ -390,7 +388,7 @@ fn a_runs_checkpoints_average_into_a_model() {
     assert_ne!(wa, wb, "training moved the n-gram embedding");
 
     let out = dir.path().join("average");
-    colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out).unwrap();
+    colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out).unwrap();
     let averaged = tensor_values(&out.join(file), name);
     for ((m, x), y) in averaged.iter().zip(&wa).zip(&wb) {
         assert!((m - (x + y) / 2.0).abs() <= 1e-6, "{m} vs {x}, {y}");
@@ -400,13 +398,13 @@ fn a_runs_checkpoints_average_into_a_model() {
     assert_eq!(model.specialist_names, vec!["a".to_string()]);
 
     // Never overwritten; a model of another run configuration is refused, naming it.
-    let again = colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out);
+    let again = colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out);
     assert!(again.unwrap_err().to_string().contains("already exists"));
     config.model.ngram_buckets = 8;
     config.run.epochs = 1;
     let other = dir.path().join("other");
     let summary = train_quietly(&config, &other).unwrap();
-    let err = colswarm_train::average::average_model_dirs(
+    let err = colswarm_train::average_model_dirs(
         &[a.clone(), summary.model_dir.clone()],
         &dir.path().join("mixed"),
     )

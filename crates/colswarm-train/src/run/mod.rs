@@ -22,7 +22,7 @@ use colswarm_model::{
 use colswarm_swarm::{OrchestratorConfig, Swarm};
 use serde::{Deserialize, Serialize};
 
-pub use dir::{Checkpoint, RunDir, RunState, copy_model_dir};
+pub use dir::{RunDir, RunState};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};

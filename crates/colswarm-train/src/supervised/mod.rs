@@ -32,8 +32,7 @@ mod training;
 
 pub use config::{
     DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
-    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, orchestrator_config,
+    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary,
 };
-pub use data::{RunData, label_space, load_run_data};
-pub use loss::{Losses, TargetCounts, shard_loss, supervised_loss};
+pub(crate) use loss::supervised_loss;
 pub use training::train;
