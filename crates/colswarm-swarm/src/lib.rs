@@ -11,15 +11,15 @@
 //! → heads ([`ColumnHead`]).
 #![warn(missing_docs)]
 
-pub mod alignment;
+mod alignment;
 mod error;
-pub mod fusion;
-pub mod heads;
+mod fusion;
+mod heads;
 pub mod manifest;
-pub mod ngram_embedding;
-pub mod orchestrator;
-pub mod router;
-pub mod specialist;
+mod ngram_embedding;
+mod orchestrator;
+mod router;
+mod specialist;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
