@@ -474,8 +474,8 @@ fn sigmoid(x: f32) -> f32 {
 }
 
 /// Scores `baseline` on the labelled targets of `tables` for `task`, as the model is scored:
-/// one [`Scored`] per labelled column (CTA) or CPA target, gold labels outside `namespace`
-/// kept and counted as unknown.
+/// one [`Scored`](crate::Scored) per labelled column (CTA) or CPA target, gold labels outside
+/// `namespace` kept and counted as unknown.
 pub fn evaluate_baseline(
     baseline: &Baseline,
     task: Task,

@@ -352,7 +352,7 @@ pub struct TrainOptions {
     /// Devices to train on, one replica of the orchestrator each: every batch is split into
     /// contiguous shards of near-equal size, one per device, computed concurrently, and their
     /// gradients are summed on the first device, which holds the model and Adam's state
-    /// ([`crate::data_parallel`]). A device may repeat: `vec![Device::flex(); 2]` runs two
+    /// (burn's manual data parallelism). A device may repeat: `vec![Device::flex(); 2]` runs two
     /// replicas on the CPU, which exercises the code path (they share the same cores, so the
     /// gain is small). Empty: the flex CPU device alone. Autodiff is enabled on each.
     ///

@@ -6,8 +6,9 @@
 //!
 //! - **Epochs** visit the training examples in an order drawn from `(seed, epoch)`; the router's
 //!   Bernoulli masks are drawn from `(seed, step)`, column-dropout masks (if any) from `(seed,
-//!   step, table's place in the batch)` ([`crate::run`]'s streams). Nothing else is random, so a run resumed
-//!   from a checkpoint takes exactly the steps the uninterrupted run would have taken.
+//!   step, table's place in the batch)`, each from its stream of [`crate::run`]. Nothing else
+//!   is random, so a run resumed from a checkpoint takes exactly the steps the uninterrupted
+//!   run would have taken.
 //! - **Dev evaluation** after every epoch (mean micro-F1 over the dev sets), **early stopping**
 //!   after `patience` epochs without improvement, the best model in `best/`.
 //! - **Checkpoints** every `checkpoint_every` steps and at every epoch end, written atomically;
@@ -16,15 +17,14 @@
 //!   untouched), or skip the batch and log it.
 //! - **Data parallelism** ([`TrainOptions::devices`]): each batch is split into contiguous shards
 //!   computed concurrently on replicas of the orchestrator ([`crate::data_parallel`]); the loss of
-//!   a shard is its part of the batch's loss ([`shard_loss`]) and its router masks are the ones
+//!   a shard is its part of the batch's loss (`loss::shard_loss`) and its router masks are the ones
 //!   the undivided batch would draw, so the step is the one-device step up to float rounding.
-
 //!
-//! Files: [`config`] (what a run depends on), `data` (examples and dev sets), `loss`, `step`
+//! Files: `config` (what a run depends on), `data` (examples and dev sets), `loss`, `step`
 //! (one step's shards), `training` (the loop); the run directory, resuming, logging and dev
 //! evaluation are [`crate::run`]'s, shared with the PARL stage.
 
-pub mod config;
+mod config;
 mod data;
 mod loss;
 mod step;
