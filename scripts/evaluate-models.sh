@@ -1,9 +1,8 @@
 #!/bin/bash
 # Scores the shipped model, the primary alone, the specialists and the baselines on the dev
 # splits of docs/TRAINING.md, writing one JSON file per run into $OUT (default evals/), and
-# compares the model with the char n-gram baselines target by target (a paired bootstrap over
-# tables: compare-swarm-vs-char-ngram-*.json, and -neighbours-*.json for the baseline that
-# also reads the table's other columns; the predictions go to $OUT/predictions/).
+# compares the model with the char n-gram baseline target by target (a paired bootstrap over
+# tables: compare-swarm-vs-char-ngram-*.json; the predictions go to $OUT/predictions/).
 # Usage: scripts/evaluate-models.sh [model dir] [specialist runs dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,14 +29,8 @@ for set in "${SETS[@]}"; do
     $BIN baseline --kind "$kind" --train "$train" --eval "$eval_spec" --json \
       --predictions "$OUT/predictions/baseline-$kind-$name.jsonl" > "$OUT/baseline-$kind-$name.json"
   done
-  # The n-gram baseline given what the model reads of the table: its other columns.
-  $BIN baseline --kind char-ngram --neighbour-ngrams --train "$train" --eval "$eval_spec" --json \
-    --predictions "$OUT/predictions/baseline-char-ngram-neighbours-$name.jsonl" \
-    > "$OUT/baseline-char-ngram-neighbours-$name.json"
-  for baseline in char-ngram char-ngram-neighbours; do
-    $BIN compare "$OUT/predictions/swarm-$name.jsonl" "$OUT/predictions/baseline-$baseline-$name.jsonl" \
-      --json > "$OUT/compare-swarm-vs-$baseline-$name.json"
-  done
+  $BIN compare "$OUT/predictions/swarm-$name.jsonl" "$OUT/predictions/baseline-char-ngram-$name.jsonl" \
+    --json > "$OUT/compare-swarm-vs-char-ngram-$name.json"
 done
 if [ -n "${SPECIALISTS:-}" ]; then
   for set in "${SETS[@]}"; do

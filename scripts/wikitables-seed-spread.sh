@@ -6,19 +6,17 @@
 # For each seed in $SEEDS a primary is trained on the WikiTables training subset alone (version
 # 6's flags, no specialists, 10 epochs), its last six epochs are averaged as version 6's were,
 # and the average is scored on the dev split; then the baseline is trained with SGD orders 0–4.
-# $EXTRA goes to both `train` and `baseline` (flags they share, e.g. EXTRA=--neighbour-ngrams),
-# $TRAIN_EXTRA to `train` alone (e.g. TRAIN_EXTRA="--wide-buckets 4096"), and $TOKENS sets the
+# $TRAIN_EXTRA goes to `train` (e.g. TRAIN_EXTRA="--lr-decay linear"), and $TOKENS sets the
 # table read's length (default 128, version 6's).
 # One thread per run, two runs at a time: about one minute per pair of seeds on the 2-core
 # machine of docs/TRAINING.md. Writes $OUT (default runs/wikitables-seeds) and prints one line
 # per run and the means.
-# Usage: [SEEDS="11 12 13 14 15"] [EXTRA=--neighbour-ngrams] [TOKENS=128] scripts/wikitables-seed-spread.sh
+# Usage: [SEEDS="11 12 13 14 15"] [TRAIN_EXTRA=--lr-decay\ linear] [TOKENS=128] scripts/wikitables-seed-spread.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/wikitables-seeds}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
 SEEDS=${SEEDS:-"11 12 13 14 15"}
-EXTRA=${EXTRA:-}
 TRAIN_EXTRA=${TRAIN_EXTRA:-}
 TOKENS=${TOKENS:-128}
 W=datasets/wikitables-turl-subset
@@ -34,7 +32,7 @@ run() {
   $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
     --max-table-tokens "$TOKENS" --max-rows 8 --query-cells 0 --query-header-bytes 0 \
     --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
-    --epochs 10 --patience 10 --keep-last 6 --seed "$seed" --quiet $EXTRA $TRAIN_EXTRA \
+    --epochs 10 --patience 10 --keep-last 6 --seed "$seed" --quiet $TRAIN_EXTRA \
     --train "$TRAIN_SET" --dev "$DEV_SET" --out "$dir" > "$dir.train.json"
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$dir"/checkpoints/step-*/model) --out "$dir-avg" > /dev/null
@@ -52,7 +50,7 @@ for ((i = 0; i < ${#seeds[@]}; i += 2)); do
 done
 for order in 0 1 2 3 4; do
   # shellcheck disable=SC2086
-  $BIN baseline --kind char-ngram $EXTRA --seed "$order" --train "$TRAIN_SET" --eval "$DEV_SET" \
+  $BIN baseline --kind char-ngram --seed "$order" --train "$TRAIN_SET" --eval "$DEV_SET" \
     --json > "$OUT/baseline-order$order.json"
   echo "baseline SGD order $order: $(micro_f1 < "$OUT/baseline-order$order.json")"
 done

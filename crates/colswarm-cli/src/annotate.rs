@@ -11,7 +11,6 @@ use colswarm_model::{
     Annotator, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
     read_table_with, table_files,
 };
-use colswarm_swarm::AlignmentKind;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_tables::Table;
 
@@ -205,9 +204,6 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         if let Some(ngrams) = &manifest.column_ngrams {
             files.push(("n-grams", ngrams));
         }
-        if let Some(wide) = &manifest.wide_ngrams {
-            files.push(("wide n-grams", wide));
-        }
         for s in &manifest.specialists {
             files.push(("specialist", &s.checkpoint));
             files.push(("alignment", &s.alignment));
@@ -249,43 +245,20 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
             );
         }
         out!(
-            "fusion {:?}, alignment {}, threshold {}, budget {:?}",
+            "fusion {:?}, alignment identity where the shapes agree, else trained maps, threshold {}, budget {:?}",
             manifest.config.fusion,
-            match manifest.config.alignment {
-                Some(AlignmentKind::Learned) => "learned (bilinear per head, from the identity)",
-                None => "identity where the shapes agree, else trained maps",
-            },
             manifest.config.threshold,
             manifest.config.budget
         );
         let c = &manifest.config;
         out!(
-            "column: pooling {:?}, n-grams {}, head skip {:?}",
-            c.column_pooling,
+            "column: pooling span mean, n-grams {}, head skip {:?}",
             c.column_ngrams.map_or("none".into(), |n| format!(
-                "{} buckets of {}-{}-grams over the header and {} cells{}",
-                n.buckets,
-                n.min_n,
-                n.max_n,
-                n.max_cells,
-                [
-                    n.context.map(|_| " and the table's titles and caption"),
-                    (n.neighbours == Some(true)).then_some(" and its other columns"),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<String>()
+                "{} buckets of {}-{}-grams over the header and {} cells",
+                n.buckets, n.min_n, n.max_n, n.max_cells,
             )),
             c.head_skip
         );
-        if let Some(wide) = c.wide_ngrams {
-            out!(
-                "wide n-gram logits: {} buckets × ({} CTA + {} CPA outputs)",
-                wide.buckets,
-                c.cta_labels,
-                c.cpa_labels
-            );
-        }
         let mut total = 0;
         for (what, file) in files {
             let full = dir.join(&file.path);

@@ -7,14 +7,11 @@ use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use clap::Args;
 use colswarm_model::{Model, SpecialistUse, Task};
-use colswarm_train::baseline::{
-    BaselineConfig, BaselineKind, baseline_predictions, train_baseline,
+use colswarm_train::{
+    BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions, Split,
+    baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap, read_predictions,
+    score_predictions, train_baseline, write_predictions,
 };
-use colswarm_train::compare::{
-    BootstrapConfig, paired_bootstrap, read_predictions, score_predictions, write_predictions,
-};
-use colswarm_train::eval::{EvalOptions, default_task, evaluate};
-use colswarm_train::{DataSpec, DatasetFormat, Split, load_tables};
 
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {
@@ -69,14 +66,6 @@ pub(crate) struct BaselineArgs {
     task: Option<Task>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Add each table's page title, section title and caption to its columns' n-grams
-    /// (char-ngram only).
-    #[arg(long)]
-    context_ngrams: bool,
-    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
-    /// first 8 cells, to every column's n-grams (char-ngram only).
-    #[arg(long)]
-    neighbour_ngrams: bool,
     #[arg(long)]
     json: bool,
     /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
@@ -217,16 +206,8 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
     let config = BaselineConfig {
         kind: args.kind,
         seed: args.seed,
-        table_context: args.context_ngrams,
-        neighbours: args.neighbour_ngrams,
         ..BaselineConfig::default()
     };
-    if (args.context_ngrams || args.neighbour_ngrams) && args.kind != BaselineKind::CharNgram {
-        bail!(
-            "--context-ngrams and --neighbour-ngrams need --kind char-ngram (the majority \
-             baseline reads no text)"
-        );
-    }
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
     let predictions = baseline_predictions(
         &baseline,

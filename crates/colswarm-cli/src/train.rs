@@ -8,10 +8,9 @@ use burn::tensor::Device;
 use clap::{Args, ValueEnum};
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
-use colswarm_train::DataSpec;
-use colswarm_train::parl::{ParlConfig, train_router};
-use colswarm_train::supervised::{
-    LrDecay, NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, train,
+use colswarm_train::{
+    DataSettings, DataSpec, LrDecay, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
+    Regularization, RunSettings, SpecialistSpec, TrainConfig, TrainOptions, train, train_router,
 };
 
 #[derive(Args, Debug)]
@@ -46,19 +45,6 @@ pub(crate) struct TrainArgs {
     head_size: usize,
     #[arg(long, default_value_t = 128)]
     head_hidden: usize,
-    /// Represent a column by its query state only, without the mean of the primary's hidden
-    /// states over the column's span of the table (how models before 0.2 were built).
-    #[arg(long)]
-    no_span_pooling: bool,
-    /// Pool each column's span from a second read of the table that starts from the fused
-    /// state (the specialists' states then shape every column's span, not only its query;
-    /// one more primary pass per table).
-    #[arg(long, conflicts_with = "no_span_pooling")]
-    read_twice: bool,
-    /// Learn a per-head bilinear map for every specialist's state, starting as the identity
-    /// (without it, a specialist of the primary's shape is fused as it is).
-    #[arg(long)]
-    learned_alignment: bool,
     /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
     /// header and first 20 cells, embedded and added to the column's representation); 0 turns
     /// it off. Each bucket costs d_model floats.
@@ -71,29 +57,10 @@ pub(crate) struct TrainArgs {
     /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
     #[arg(long)]
     head_skip: bool,
-    /// Hash buckets of the wide n-gram logits: a per-label linear map from each column's n-gram
-    /// bag straight to its CTA (and, as a pair's object, CPA) logits, added to the heads'
-    /// (starts at zero). Each bucket costs a float per label; 0 turns it off. Needs
-    /// --ngram-buckets.
-    #[arg(long, default_value_t = 0)]
-    wide_buckets: u32,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
     sigmoid_multi_label: bool,
-    /// Add each table's page title, section title and caption to its columns' n-grams (needs
-    /// --ngram-buckets).
-    #[arg(long)]
-    context_ngrams: bool,
-    /// Add each table's other columns (the 64 nearest in a wider table), their headers and
-    /// first 8 cells, to every column's n-grams, in blocks of their own (needs
-    /// --ngram-buckets).
-    #[arg(long)]
-    neighbour_ngrams: bool,
-    /// Shuffle every training table's rows anew each epoch (augmentation: the table read and
-    /// the column n-grams see other rows and cells each epoch).
-    #[arg(long)]
-    shuffle_rows: bool,
     #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
     fusion: Fusion,
     #[arg(long, default_value_t = 10)]
@@ -111,15 +78,6 @@ pub(crate) struct TrainArgs {
     /// Dropout on the column representations the heads read (training only; 0: none).
     #[arg(long, default_value_t = 0.0)]
     column_dropout: f32,
-    /// Dropout on the column n-gram bags: each n-gram is left out with this probability,
-    /// anew each epoch (training only; 0: none).
-    #[arg(long, default_value_t = 0.0)]
-    ngram_dropout: f32,
-    /// Dropout on whole column n-gram bags: each training column's bag is left out with this
-    /// probability, anew each epoch, so the heads also learn to type columns from the table
-    /// read (training only; 0: none).
-    #[arg(long, default_value_t = 0.0)]
-    bag_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -243,57 +201,59 @@ pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
 
 pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
     let config = TrainConfig {
-        train: specs(&args.train)?,
-        dev: specs(&args.dev)?,
-        d_model: args.d_model,
-        n_layers: args.layers,
-        head_size: args.head_size,
-        specialists: args
-            .specialists
-            .iter()
-            .map(|s| s.parse::<SpecialistSpec>())
-            .collect::<Result<_, _>>()?,
-        fusion: args.fusion.into(),
-        d_head_hidden: args.head_hidden,
-        span_pooling: !args.no_span_pooling,
-        read_twice: args.read_twice,
-        learned_alignment: args.learned_alignment,
-        ngram_buckets: args.ngram_buckets,
-        init_from: args.init_from,
-        head_skip: args.head_skip,
-        wide_buckets: args.wide_buckets,
-        sigmoid_multi_label: args.sigmoid_multi_label,
-        shuffle_rows: args.shuffle_rows,
-        context_ngrams: args.context_ngrams,
-        neighbour_ngrams: args.neighbour_ngrams,
-        serialize: SerializeSettings {
-            max_table_tokens: args.max_table_tokens,
-            max_rows: args.max_rows,
-            max_cell_bytes: args.max_cell_bytes,
-            query_cells: args.query_cells,
-            query_header_bytes: args.query_header_bytes,
-            query_cell_bytes: args.query_cell_bytes,
-            ..SerializeSettings::default()
+        model: ModelSettings {
+            d_model: args.d_model,
+            n_layers: args.layers,
+            head_size: args.head_size,
+            d_head_hidden: args.head_hidden,
+            specialists: args
+                .specialists
+                .iter()
+                .map(|s| s.parse::<SpecialistSpec>())
+                .collect::<Result<_, _>>()?,
+            fusion: args.fusion.into(),
+            ngram_buckets: args.ngram_buckets,
+            head_skip: args.head_skip,
+            sigmoid_multi_label: args.sigmoid_multi_label,
+            init_from: args.init_from,
         },
-        epochs: args.epochs,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        lr_decay: args.lr_decay.into(),
-        weight_decay: args.weight_decay,
-        column_dropout: args.column_dropout,
-        ngram_dropout: args.ngram_dropout,
-        bag_dropout: args.bag_dropout,
-        patience: args.patience,
-        keep_last: args.keep_last,
-        checkpoint_every: args.checkpoint_every,
-        max_tables: args.max_tables,
-        seed: args.seed,
-        on_non_finite: if args.skip_non_finite {
-            NonFinitePolicy::Skip
-        } else {
-            NonFinitePolicy::Stop
+        data: DataSettings {
+            train: specs(&args.train)?,
+            dev: specs(&args.dev)?,
+            max_tables: args.max_tables,
+            serialize: SerializeSettings {
+                max_table_tokens: args.max_table_tokens,
+                max_rows: args.max_rows,
+                max_cell_bytes: args.max_cell_bytes,
+                query_cells: args.query_cells,
+                query_header_bytes: args.query_header_bytes,
+                query_cell_bytes: args.query_cell_bytes,
+                ..SerializeSettings::default()
+            },
         },
-        ..TrainConfig::default()
+        optimizer: OptimizerSettings {
+            batch_size: args.batch_size,
+            learning_rate: args.lr,
+            lr_decay: args.lr_decay.into(),
+            weight_decay: args.weight_decay,
+            ..OptimizerSettings::default()
+        },
+        regularization: Regularization {
+            column_dropout: args.column_dropout,
+        },
+        run: RunSettings {
+            epochs: args.epochs,
+            patience: args.patience,
+            keep_last: args.keep_last,
+            checkpoint_every: args.checkpoint_every,
+            seed: args.seed,
+            on_non_finite: if args.skip_non_finite {
+                NonFinitePolicy::Skip
+            } else {
+                NonFinitePolicy::Stop
+            },
+            ..RunSettings::default()
+        },
     };
     let summary = train(
         &config,
@@ -329,7 +289,7 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
 }
 
 pub(crate) fn cmd_average(args: AverageArgs) -> Result<()> {
-    colswarm_train::average::average_model_dirs(&args.inputs, &args.out)
+    colswarm_train::average_model_dirs(&args.inputs, &args.out)
         .with_context(|| format!("averaging into {}", args.out.display()))?;
     eprintln!(
         "averaged {} models into {}",

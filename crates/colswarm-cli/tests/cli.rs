@@ -5,7 +5,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use colswarm_model::SerializeSettings;
-use colswarm_train::supervised::{TrainConfig, TrainOptions, train};
+use colswarm_train::{
+    DataSettings, ModelSettings, OptimizerSettings, RunSettings, TrainConfig, TrainOptions, train,
+};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -35,20 +37,32 @@ fn tiny_model() -> &'static Path {
         let dir = std::env::temp_dir().join(format!("colswarm-cli-tests-{}", std::process::id()));
         let t2d = root().join("datasets/t2d-webtables");
         let config = TrainConfig {
-            train: vec![format!("t2d=t2d:{}#train", t2d.display()).parse().unwrap()],
-            d_model: 32,
-            n_layers: 1,
-            head_size: 16,
-            d_head_hidden: 16,
-            serialize: SerializeSettings {
-                max_table_tokens: 96,
-                max_rows: 4,
-                max_cell_bytes: 12,
-                ..SerializeSettings::default()
+            model: ModelSettings {
+                d_model: 32,
+                n_layers: 1,
+                head_size: 16,
+                d_head_hidden: 16,
+                ..ModelSettings::default()
             },
-            epochs: 1,
-            max_tables: 6,
-            batch_size: 3,
+            data: DataSettings {
+                train: vec![format!("t2d=t2d:{}#train", t2d.display()).parse().unwrap()],
+                serialize: SerializeSettings {
+                    max_table_tokens: 96,
+                    max_rows: 4,
+                    max_cell_bytes: 12,
+                    ..SerializeSettings::default()
+                },
+                max_tables: 6,
+                ..DataSettings::default()
+            },
+            optimizer: OptimizerSettings {
+                batch_size: 3,
+                ..OptimizerSettings::default()
+            },
+            run: RunSettings {
+                epochs: 1,
+                ..RunSettings::default()
+            },
             ..TrainConfig::default()
         };
         train(&config, &dir.join("run"), &TrainOptions::default())
@@ -202,33 +216,6 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
     std::fs::write(&baseline_file, lines[3..].join("\n")).unwrap();
     let error = refused();
     assert!(error.contains("do not match"), "{error}");
-}
-
-#[test]
-fn the_table_aware_baseline_reads_other_columns_and_only_for_char_ngrams() {
-    let t2d = "datasets/t2d-webtables";
-    let (train, eval) = (format!("t2d=t2d:{t2d}#train"), format!("t2d=t2d:{t2d}#dev"));
-    let run = |extra: &[&str]| {
-        let mut args = vec!["baseline", "--train", &train, "--eval", &eval, "--json"];
-        args.extend_from_slice(extra);
-        colswarm(&args)
-    };
-    let report = |extra: &[&str]| -> serde_json::Value {
-        serde_json::from_str(stdout(&run(extra)).trim()).unwrap()
-    };
-    let plain = report(&["--kind", "char-ngram"]);
-    let aware = report(&["--kind", "char-ngram", "--neighbour-ngrams"]);
-    assert_eq!(plain["n_columns"], aware["n_columns"]);
-    assert_ne!(
-        plain["per_label"], aware["per_label"],
-        "the other columns change some predictions"
-    );
-    let refused = run(&["--kind", "majority", "--neighbour-ngrams"]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && stderr.contains("--neighbour-ngrams"),
-        "{stderr}"
-    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Labelled tables → token ids and head targets.
 
-use colswarm_swarm::{ColumnNgramsConfig, NgramContext, Orchestrator, TableBatch};
+use colswarm_swarm::{ColumnNgramsConfig, Orchestrator, TableBatch};
 use colswarm_tables::{NgramConfig, SerializeConfig, SparseFeatures, Table, serialize_table};
 
 use crate::labels::{LabelSpace, Task};
@@ -43,8 +43,6 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         min_n: config.min_n,
         max_n: config.max_n,
         max_cells: config.max_cells,
-        table_context: config.context == Some(NgramContext::Table),
-        neighbours: config.neighbours == Some(true),
     }
 }
 

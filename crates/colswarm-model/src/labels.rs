@@ -10,6 +10,7 @@ use std::path::Path;
 
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::LabelKind;
+use colswarm_swarm::manifest::ManifestVersion;
 use colswarm_tables::LabelSet;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,7 @@ pub enum Activation {
 
 /// The labels of one training set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Namespace {
     /// Name (e.g. `wikitables`).
     pub name: String,
@@ -47,17 +49,13 @@ pub struct Namespace {
     pub offset: usize,
     /// Label names, in head order.
     pub labels: Vec<String>,
-    /// Softmax or per-label sigmoids (absent, softmax, in label files written before the
-    /// option existed).
-    #[serde(default)]
+    /// Softmax or per-label sigmoids.
     pub activation: Activation,
     /// Per label (parallel to `labels`), the positions of its super-types in this namespace,
     /// from the training set's type hierarchy (WikiTables ships one: a `film.director` is a
     /// `people.person`). Multi-label predictions are closed under it: a predicted type brings
     /// its super-types, and a super-type's reported probability is at least its subtypes'.
-    /// Empty: no hierarchy (label files written before the option existed, and sets without
-    /// one).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Empty: no hierarchy.
     pub ancestors: Vec<Vec<usize>>,
 }
 
@@ -83,6 +81,7 @@ impl Namespace {
 
 /// CTA and CPA namespaces of a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LabelSpace {
     /// Column-type namespaces.
     pub cta: Vec<Namespace>,
@@ -104,6 +103,49 @@ pub fn close_under(ancestors: &[Vec<usize>], chosen: Vec<usize>) -> Vec<usize> {
     }
     closed.sort_unstable();
     closed
+}
+
+/// `labels.json` beside a `colswarm-swarm-v1` manifest: a namespace may lack its activation
+/// (files written before it existed: softmax) and its hierarchy (none).
+#[derive(Deserialize)]
+struct LabelSpaceV1 {
+    cta: Vec<NamespaceV1>,
+    cpa: Vec<NamespaceV1>,
+}
+
+#[derive(Deserialize)]
+struct NamespaceV1 {
+    name: String,
+    format: DatasetFormat,
+    kind: LabelKind,
+    offset: usize,
+    labels: Vec<String>,
+    #[serde(default)]
+    activation: Activation,
+    #[serde(default)]
+    ancestors: Vec<Vec<usize>>,
+}
+
+impl From<LabelSpaceV1> for LabelSpace {
+    fn from(v1: LabelSpaceV1) -> Self {
+        let upgrade = |list: Vec<NamespaceV1>| {
+            list.into_iter()
+                .map(|n| Namespace {
+                    name: n.name,
+                    format: n.format,
+                    kind: n.kind,
+                    offset: n.offset,
+                    labels: n.labels,
+                    activation: n.activation,
+                    ancestors: n.ancestors,
+                })
+                .collect()
+        };
+        LabelSpace {
+            cta: upgrade(v1.cta),
+            cpa: upgrade(v1.cpa),
+        }
+    }
 }
 
 /// Which head a namespace belongs to.
@@ -238,10 +280,15 @@ impl LabelSpace {
         Ok(())
     }
 
-    /// Reads `labels.json` and checks that namespaces tile the outputs.
-    pub fn load(path: &Path) -> Result<Self, ModelError> {
+    /// Reads `labels.json`, laid out as in a model directory of `version` (a v1 file is
+    /// upgraded in memory), and checks that namespaces tile the outputs.
+    pub fn load(path: &Path, version: ManifestVersion) -> Result<Self, ModelError> {
         let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
-        let space: LabelSpace = serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
+        let parsed = match version {
+            ManifestVersion::V2 => serde_json::from_slice(&bytes),
+            ManifestVersion::V1 => serde_json::from_slice::<LabelSpaceV1>(&bytes).map(Into::into),
+        };
+        let space: LabelSpace = parsed.map_err(|e| ModelError::File {
             path: path.to_path_buf(),
             reason: format!("invalid label space: {e}"),
         })?;
@@ -351,10 +398,12 @@ mod tests {
         // Saved and loaded back; super-type lists that do not index the labels are refused.
         let path = dir.path().join(LABELS_FILE);
         space.save(&path).unwrap();
-        assert_eq!(LabelSpace::load(&path).unwrap(), space);
+        assert_eq!(LabelSpace::load(&path, ManifestVersion::V2).unwrap(), space);
         space.cta[0].ancestors[4] = vec![5];
         space.save(&path).unwrap();
-        let err = LabelSpace::load(&path).unwrap_err().to_string();
+        let err = LabelSpace::load(&path, ManifestVersion::V2)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("namespace `w`: its super-type lists do not index its 5 labels"),
             "{err}"
@@ -382,10 +431,12 @@ mod tests {
             vec!["y".into()],
         );
         space.save(&path).unwrap();
-        assert_eq!(LabelSpace::load(&path).unwrap(), space);
+        assert_eq!(LabelSpace::load(&path, ManifestVersion::V2).unwrap(), space);
         space.cta[1].offset = 0;
         space.save(&path).unwrap();
-        let err = LabelSpace::load(&path).unwrap_err().to_string();
+        let err = LabelSpace::load(&path, ManifestVersion::V2)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("namespace `b` starts at 0"), "{err}");
     }
 }

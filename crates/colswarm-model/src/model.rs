@@ -10,7 +10,7 @@ use std::path::Path;
 use burn::module::Module;
 use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::write_atomically;
-use colswarm_swarm::manifest::SwarmManifest;
+use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
 use colswarm_swarm::{Routing, Swarm, SwarmOutput};
 use colswarm_tables::{SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
@@ -28,6 +28,7 @@ pub const SERIALIZE_FILE: &str = "serialize.json";
 /// The budgets of [`SerializeConfig`] that a model is trained with (the serialization seed is
 /// part of it, so annotation samples the same rows as evaluation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SerializeSettings {
     /// Most tokens of a serialized table.
     pub max_table_tokens: usize,
@@ -37,23 +38,50 @@ pub struct SerializeSettings {
     pub max_cell_bytes: usize,
     /// Sample cells repeated in each column query.
     pub query_cells: usize,
-    /// Most bytes of the header inside a column query (absent in models saved before it
-    /// existed: the serializer's default, 32).
-    #[serde(default = "default_query_header_bytes")]
+    /// Most bytes of the header inside a column query.
     pub query_header_bytes: usize,
-    /// Most bytes of each sample cell inside a column query (default 16, as above).
-    #[serde(default = "default_query_cell_bytes")]
+    /// Most bytes of each sample cell inside a column query.
     pub query_cell_bytes: usize,
     /// Row-sampling seed.
     pub seed: u64,
 }
 
+/// `serialize.json` beside a `colswarm-swarm-v1` manifest: the query budgets may be missing
+/// (files written before they existed), meaning the serializer's defaults of the time, 32 and
+/// 16 bytes.
+#[derive(Deserialize)]
+struct SerializeSettingsV1 {
+    max_table_tokens: usize,
+    max_rows: usize,
+    max_cell_bytes: usize,
+    query_cells: usize,
+    #[serde(default = "default_query_header_bytes")]
+    query_header_bytes: usize,
+    #[serde(default = "default_query_cell_bytes")]
+    query_cell_bytes: usize,
+    seed: u64,
+}
+
+impl From<SerializeSettingsV1> for SerializeSettings {
+    fn from(v1: SerializeSettingsV1) -> Self {
+        SerializeSettings {
+            max_table_tokens: v1.max_table_tokens,
+            max_rows: v1.max_rows,
+            max_cell_bytes: v1.max_cell_bytes,
+            query_cells: v1.query_cells,
+            query_header_bytes: v1.query_header_bytes,
+            query_cell_bytes: v1.query_cell_bytes,
+            seed: v1.seed,
+        }
+    }
+}
+
 fn default_query_header_bytes() -> usize {
-    SerializeConfig::default().query_header_bytes
+    32
 }
 
 fn default_query_cell_bytes() -> usize {
-    SerializeConfig::default().query_cell_bytes
+    16
 }
 
 impl Default for SerializeSettings {
@@ -71,6 +99,17 @@ impl Default for SerializeSettings {
 }
 
 impl SerializeSettings {
+    /// Parses `serialize.json` as laid out in a model directory of `version` (a v1 file is
+    /// upgraded in memory).
+    pub fn from_json(bytes: &[u8], version: ManifestVersion) -> serde_json::Result<Self> {
+        match version {
+            ManifestVersion::V2 => serde_json::from_slice(bytes),
+            ManifestVersion::V1 => {
+                serde_json::from_slice::<SerializeSettingsV1>(bytes).map(Into::into)
+            }
+        }
+    }
+
     /// The serializer configuration.
     pub fn config(&self) -> SerializeConfig {
         SerializeConfig {
@@ -116,13 +155,14 @@ pub fn save_model_extras(
     Ok(())
 }
 
-/// Reads the label space and serialization settings of a model directory and checks the
-/// label space against the manifest's label lists.
+/// Reads the label space and serialization settings of a model directory, laid out as its
+/// manifest's version says (older layouts are upgraded in memory), and checks the label space
+/// against the manifest's label lists.
 pub fn load_model_extras(
     dir: &Path,
     manifest: &SwarmManifest,
 ) -> Result<(LabelSpace, SerializeSettings), ModelError> {
-    let space = LabelSpace::load(&dir.join(LABELS_FILE))?;
+    let space = LabelSpace::load(&dir.join(LABELS_FILE), manifest.version)?;
     for task in [Task::Cta, Task::Cpa] {
         let flat = space.flat(task);
         let stored = match task {
@@ -142,10 +182,11 @@ pub fn load_model_extras(
     }
     let path = dir.join(SERIALIZE_FILE);
     let bytes = std::fs::read(&path).map_err(|e| ModelError::io(&path, e))?;
-    let serialize = serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
-        path: path.clone(),
-        reason: format!("invalid serialization settings: {e}"),
-    })?;
+    let serialize =
+        SerializeSettings::from_json(&bytes, manifest.version).map_err(|e| ModelError::File {
+            path: path.clone(),
+            reason: format!("invalid serialization settings: {e}"),
+        })?;
     Ok((space, serialize))
 }
 
@@ -254,11 +295,12 @@ mod tests {
 
     #[test]
     fn query_budgets_reach_the_serializer_and_old_settings_keep_the_defaults() {
-        let old: SerializeSettings = serde_json::from_str(
-            r#"{"max_table_tokens":256,"max_rows":8,"max_cell_bytes":24,"query_cells":2,"seed":0}"#,
-        )
-        .unwrap();
+        let v1 = br#"{"max_table_tokens":256,"max_rows":8,"max_cell_bytes":24,"query_cells":2,"seed":0}"#;
+        let old = SerializeSettings::from_json(v1, ManifestVersion::V1).unwrap();
         assert_eq!((old.query_header_bytes, old.query_cell_bytes), (32, 16));
+        // The current layout holds every field.
+        let err = SerializeSettings::from_json(v1, ManifestVersion::V2).unwrap_err();
+        assert!(err.to_string().contains("query_header_bytes"), "{err}");
 
         let short = SerializeSettings {
             query_cells: 0,

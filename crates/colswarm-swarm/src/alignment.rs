@@ -66,31 +66,15 @@ impl AlignmentProjection {
         Self::build(
             source,
             target,
-            !Self::has_parameters(source, target, false),
+            !Self::has_parameters(source, target),
             device,
         )
     }
 
-    /// Whether the alignment from `source` to `target` has parameters: always when `learned`
-    /// ([`Self::learned`]), otherwise only when heads or head sizes differ ([`Self::new`]).
-    pub fn has_parameters(source: StateShape, target: StateShape, learned: bool) -> bool {
-        learned || source.heads != target.heads || source.head_size != target.head_size
-    }
-
-    /// Like [`Self::new`], but with trainable maps even when the shapes agree, starting as the
-    /// identity (`A = B = I`, each head read from its own counterpart). Two models trained
-    /// apart use unrelated bases for their keys and values, so a specialist's state fused
-    /// as is means little to the primary; learned maps can translate it.
-    pub fn learned(source: StateShape, target: StateShape, device: &Device) -> Self {
-        let mut align = Self::build(source, target, false, device);
-        if source.heads == target.heads {
-            let (lp, hp) = (target.layers, target.heads);
-            align.head_mix = Some(Param::from_tensor(Tensor::<3>::from_data(
-                TensorData::new(identity_blocks(lp, hp, hp), [lp, hp, hp]),
-                device,
-            )));
-        }
-        align
+    /// Whether the alignment from `source` to `target` has parameters: only when heads or
+    /// head sizes differ.
+    pub fn has_parameters(source: StateShape, target: StateShape) -> bool {
+        source.heads != target.heads || source.head_size != target.head_size
     }
 
     fn build(source: StateShape, target: StateShape, identity: bool, device: &Device) -> Self {
@@ -195,28 +179,6 @@ mod tests {
         let s = Tensor::<4>::random([3, 2, 4, 4], burn::tensor::Distribution::Default, &device);
         let out = align.forward(&[s.clone(), s.clone() * 2.0]);
         out[1].to_data().assert_eq(&(s * 2.0).to_data(), true);
-    }
-
-    #[test]
-    fn learned_maps_start_as_the_identity_and_can_move_away() {
-        let device = Device::flex();
-        let mut align = AlignmentProjection::learned(shape(2, 2, 4), shape(2, 2, 4), &device);
-        assert_eq!(align.param_count(), 2 * (2 * 2 * 4 * 4 + 2 * 2));
-        let s = Tensor::<4>::random([3, 2, 4, 4], burn::tensor::Distribution::Default, &device);
-        let out = align.forward(&[s.clone(), s.clone() * 2.0]);
-        out[1]
-            .to_data()
-            .assert_approx_eq::<f32>(&(s.clone() * 2.0).to_data(), Default::default());
-        // Swapping the two heads in layer 0's mixing swaps the heads of its aligned state.
-        let swap = Tensor::<3>::from_data(
-            TensorData::new(vec![0.0f32, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0], [2, 2, 2]),
-            &device,
-        );
-        align.head_mix = Some(Param::from_tensor(swap));
-        let out = align.forward(&[s.clone(), s.clone()]).remove(0);
-        let swapped = Tensor::cat(vec![s.clone().narrow(1, 1, 1), s.narrow(1, 0, 1)], 1);
-        out.to_data()
-            .assert_approx_eq::<f32>(&swapped.to_data(), Default::default());
     }
 
     #[test]

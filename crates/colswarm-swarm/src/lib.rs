@@ -11,28 +11,24 @@
 //! → heads ([`ColumnHead`]).
 #![warn(missing_docs)]
 
-pub mod alignment;
+mod alignment;
 mod error;
-pub mod fusion;
-pub mod heads;
+mod fusion;
+mod heads;
 pub mod manifest;
-pub mod ngram_embedding;
-pub mod orchestrator;
-pub mod router;
-pub mod specialist;
-pub mod steps;
-pub mod wide_ngrams;
+mod ngram_embedding;
+mod orchestrator;
+mod router;
+mod specialist;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
-pub use ngram_embedding::{ColumnNgramsConfig, NgramContext, NgramEmbedding};
+pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 pub use orchestrator::{
-    AlignmentKind, ColumnPooling, HeadSkip, Orchestrator, OrchestratorConfig, Routing,
-    SpecialistStates, Swarm, SwarmOutput, TableBatch, TableRead,
+    HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,
+    TableBatch, TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::FrozenSpecialist;
-pub use steps::{CriticalSteps, Stage};
-pub use wide_ngrams::{WideNgrams, WideNgramsConfig};

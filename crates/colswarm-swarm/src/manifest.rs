@@ -6,7 +6,6 @@
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
 //!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
 //!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
-//!   wide_ngrams.safetensors       the wide n-gram logits, when the config has them
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
 //! ```
@@ -28,15 +27,15 @@ use sha2::{Digest, Sha256};
 use crate::alignment::{AlignmentProjection, StateShape};
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
-use crate::orchestrator::{AlignmentKind, OrchestratorConfig, Swarm};
+use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 
+mod format;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 
-/// The manifest's `format` value.
-pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v1";
+pub use format::{MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion};
 /// The manifest's file name inside a model directory.
 pub const MANIFEST_FILE: &str = "swarm.json";
 
@@ -60,18 +59,19 @@ pub struct SpecialistRef {
     pub alignment: FileRef,
 }
 
-/// The manifest of a saved swarm.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The manifest of a saved swarm, in memory: whatever layout it was read from (see
+/// [`ManifestVersion`]), upgraded to the current one. It is always written as
+/// [`MANIFEST_FORMAT`].
+#[derive(Clone, Debug, PartialEq)]
 pub struct SwarmManifest {
-    /// [`MANIFEST_FORMAT`].
-    pub format: String,
+    /// The layout the manifest was read in ([`ManifestVersion::V2`] for one just saved): it
+    /// says how the directory's other files (`labels.json`, `serialize.json`) are laid out.
+    pub version: ManifestVersion,
     /// The orchestrator's configuration.
     pub config: OrchestratorConfig,
     /// CTA label names, in head order.
-    #[serde(default)]
     pub cta_labels: Vec<String>,
     /// CPA relation names, in head order.
-    #[serde(default)]
     pub cpa_labels: Vec<String>,
     /// The primary model.
     pub primary: FileRef,
@@ -84,11 +84,7 @@ pub struct SwarmManifest {
     /// The CPA head.
     pub cpa_head: FileRef,
     /// The column n-gram embedding (present exactly when the config reads n-grams).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column_ngrams: Option<FileRef>,
-    /// The wide n-gram logits (present exactly when the config has them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wide_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
 }
@@ -206,7 +202,7 @@ impl Swarm {
             });
         }
         let manifest = SwarmManifest {
-            format: MANIFEST_FORMAT.into(),
+            version: ManifestVersion::V2,
             config: config.clone(),
             cta_labels: cta_labels.to_vec(),
             cpa_labels: cpa_labels.to_vec(),
@@ -219,11 +215,6 @@ impl Swarm {
                 .ngrams
                 .as_ref()
                 .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
-                .transpose()?,
-            wide_ngrams: o
-                .wide
-                .as_ref()
-                .map(|w| save_component(w, dir, "wide_ngrams.safetensors"))
                 .transpose()?,
             specialists,
         };
@@ -256,12 +247,6 @@ impl Swarm {
                 path: manifest_path.clone(),
                 reason: e.to_string(),
             })?;
-        if manifest.format != MANIFEST_FORMAT {
-            return Err(SwarmError::Manifest {
-                path: manifest_path,
-                reason: format!("format `{}` is not `{MANIFEST_FORMAT}`", manifest.format),
-            });
-        }
         // The config comes from the file: one that cannot be built is an error, not a panic.
         manifest
             .config
@@ -332,12 +317,6 @@ impl Swarm {
             "column n-gram embedding",
             "reads column n-grams",
         )?;
-        let wide = optional(
-            &manifest.wide_ngrams,
-            params.wide,
-            "wide n-gram logits",
-            "has wide n-gram logits",
-        )?;
         let alignments = manifest
             .specialists
             .iter()
@@ -361,9 +340,6 @@ impl Swarm {
         if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
             orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
         }
-        if let (Some(path), Some(wide)) = (&wide, orchestrator.wide.take()) {
-            orchestrator.wide = Some(open(path)?.load_into(wide, device)?);
-        }
         let initial = std::mem::take(&mut orchestrator.alignments);
         for (alignment, path) in initial.into_iter().zip(&alignments) {
             orchestrator
@@ -385,7 +361,6 @@ struct ComponentParams {
     cta: usize,
     cpa: usize,
     ngrams: Option<usize>,
-    wide: Option<usize>,
     alignments: Vec<usize>,
 }
 
@@ -437,13 +412,12 @@ impl ComponentParams {
         let alignments = shapes
             .iter()
             .map(|shape| {
-                let learned = config.alignment == Some(AlignmentKind::Learned);
                 let target = StateShape {
                     layers: l,
                     heads: h,
                     head_size: n,
                 };
-                if !AlignmentProjection::has_parameters(*shape, target, learned) {
+                if !AlignmentProjection::has_parameters(*shape, target) {
                     0
                 } else {
                     sum(&[
@@ -462,9 +436,6 @@ impl ComponentParams {
             ngrams: config
                 .column_ngrams
                 .map(|n| product(&[n.buckets as usize, d])),
-            wide: config
-                .wide_ngrams
-                .map(|w| w.params(config.cta_labels.max(1), config.cpa_labels.max(1))),
             alignments,
         }
     }
@@ -487,7 +458,6 @@ mod tests {
     use crate::heads::LabelKind;
     use crate::ngram_embedding::ColumnNgramsConfig;
     use crate::orchestrator::HeadSkip;
-    use crate::wide_ngrams::WideNgramsConfig;
 
     #[test]
     fn component_params_count_the_built_modules() {
@@ -517,9 +487,7 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa, ngrams, skip, learned) in
-                [(5, 0, None, false, false), (1, 3, Some(7), true, true)]
-            {
+            for (cta, cpa, ngrams, skip) in [(5, 0, None, false), (1, 3, Some(7), true)] {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
@@ -527,15 +495,13 @@ mod tests {
                         .with_column_ngrams(
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
                         )
-                        .with_head_skip(skip.then_some(HeadSkip::Linear))
-                        .with_wide_ngrams(ngrams.map(|_| WideNgramsConfig::new().with_buckets(5)))
-                        .with_alignment(learned.then_some(AlignmentKind::Learned));
+                        .with_head_skip(skip.then_some(HeadSkip::Linear));
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
                     built.alignments.iter().map(Module::num_params).collect();
-                // A specialist of the primary's shapes has parameters only when learned.
-                assert_eq!(alignments[0] > 0, learned);
+                // A specialist of the primary's shapes is aligned as it is.
+                assert_eq!(alignments[0], 0);
                 assert_eq!(
                     counted,
                     ComponentParams {
@@ -545,7 +511,6 @@ mod tests {
                         cta: built.cta.num_params(),
                         cpa: built.cpa.num_params(),
                         ngrams: built.ngrams.as_ref().map(Module::num_params),
-                        wide: built.wide.as_ref().map(Module::num_params),
                         alignments,
                     },
                     "{fusion:?}, {cta} CTA and {cpa} CPA labels"

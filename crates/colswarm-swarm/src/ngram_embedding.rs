@@ -29,21 +29,6 @@ pub struct ColumnNgramsConfig {
     /// Non-null cells per column that give features.
     #[config(default = 20)]
     pub max_cells: usize,
-    /// Text besides the column's own whose n-grams join every column's features. Absent
-    /// (none) in models written before the option existed.
-    #[config(default = "None")]
-    pub context: Option<NgramContext>,
-    /// Whether the table's other columns (their headers and first cells) join every column's
-    /// features. Absent (no) in models written before the option existed.
-    #[config(default = "None")]
-    pub neighbours: Option<bool>,
-}
-
-/// Text around a column whose n-grams join its features.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
-pub enum NgramContext {
-    /// The table's page title, section title and caption.
-    Table,
 }
 
 /// One learned `d_model` row per hash bucket.

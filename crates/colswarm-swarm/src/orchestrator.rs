@@ -6,6 +6,7 @@ use std::time::Instant;
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use colswarm_parl::{StageSteps, TableSteps};
 use colswarm_rwkv::{LayerState, Rwkv, RwkvConfig, RwkvState};
 use rand::Rng;
 
@@ -16,8 +17,6 @@ use crate::heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 use crate::ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
-use crate::steps::{CriticalSteps, Stage};
-use crate::wide_ngrams::{WideNgrams, WideNgramsConfig};
 
 /// Configuration of the trainable part of a swarm.
 #[derive(Config, Debug, PartialEq)]
@@ -42,29 +41,13 @@ pub struct OrchestratorConfig {
     /// Hidden width of the heads.
     #[config(default = 256)]
     pub d_head_hidden: usize,
-    /// How specialists' states are mapped onto the primary's; `None` (the default, and models
-    /// saved before the option existed) uses [`AlignmentProjection::new`]: the identity,
-    /// without parameters, when the shapes agree.
-    #[config(default = "None")]
-    pub alignment: Option<AlignmentKind>,
-    /// What is added to a column's query state to represent it; `None` (models saved before
-    /// the option existed: their manifests lack the field) adds nothing.
-    #[config(default = "None")]
-    pub column_pooling: Option<ColumnPooling>,
     /// Hashed character n-gram features of each column, embedded and added to its
-    /// representation; `None` (models saved before the option existed) reads none.
+    /// representation; `None` reads none.
     #[config(default = "None")]
     pub column_ngrams: Option<ColumnNgramsConfig>,
-    /// What both heads add to their tanh layer; `None` (models saved before the option
-    /// existed) adds nothing.
+    /// What both heads add to their tanh layer; `None` adds nothing.
     #[config(default = "None")]
     pub head_skip: Option<HeadSkip>,
-    /// Per-label linear weights of each column's n-gram bag, added to its CTA logits (and to
-    /// the CPA logits of pairs where it is the object): see [`WideNgrams`]. Reads the bags of
-    /// [`Self::column_ngrams`], so it needs them; `None` (models saved before the option
-    /// existed) adds nothing.
-    #[config(default = "None")]
-    pub wide_ngrams: Option<WideNgramsConfig>,
 }
 
 /// What a head adds to its two-layer output.
@@ -72,29 +55,6 @@ pub struct OrchestratorConfig {
 pub enum HeadSkip {
     /// A linear map of the head's inputs ([`ColumnHead::skip`]).
     Linear,
-}
-
-/// How a specialist's state is aligned with the primary's.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
-pub enum AlignmentKind {
-    /// Trainable per-head bilinear maps for every specialist, starting as the identity where
-    /// the shapes agree ([`AlignmentProjection::learned`]).
-    Learned,
-}
-
-/// What a column's representation pools besides its query state.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
-pub enum ColumnPooling {
-    /// The mean of the primary's hidden states over the column's own span of the table read
-    /// (its `<col>` marker, header and sampled cells): the column's content, read in the
-    /// context of the table, reaches the heads directly instead of through the query.
-    SpanMean,
-    /// The mean over the column's span of a *second* read of the table that starts from the
-    /// fused state ("read twice", Arora et al. 2024): each column is read knowing the whole
-    /// table, and the specialists' states, merged into the one the second read starts from,
-    /// shape every column's span rather than only its short query. The queries then continue
-    /// from the state after the second read. Costs one more primary pass over each table.
-    SecondRead,
 }
 
 /// The trainable modules of a swarm. Specialists are *not* part of it (see [`Swarm`]), so an
@@ -115,11 +75,6 @@ pub struct Orchestrator {
     pub cpa: ColumnHead,
     /// See [`OrchestratorConfig::column_ngrams`].
     pub ngrams: Option<NgramEmbedding>,
-    /// See [`OrchestratorConfig::wide_ngrams`].
-    pub wide: Option<WideNgrams>,
-    /// See [`OrchestratorConfig::column_pooling`].
-    #[module(skip)]
-    column_pooling: Option<ColumnPooling>,
     /// How the batch's n-gram bags must be hashed (see [`Orchestrator::column_ngrams`]).
     #[module(skip)]
     column_ngrams: Option<ColumnNgramsConfig>,
@@ -236,20 +191,14 @@ pub struct TableRead {
     pub state: RwkvState,
     /// Masked mean of the hidden states over each table's tokens, `[batch, d_model]`.
     pub pooled: Tensor<2>,
-    /// With [`ColumnPooling::SpanMean`]: the mean of the hidden states over each queried column's span,
-    /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
-    pub column_pooled: Option<Tensor<2>>,
+    /// The mean of the hidden states over each queried column's span, `[columns, d_model]` in
+    /// [`TableBatch::column_rows`] order.
+    pub column_pooled: Tensor<2>,
     /// With [`OrchestratorConfig::column_ngrams`]: each queried column's n-gram embedding,
     /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
     pub column_ngrams: Option<Tensor<2>>,
-    /// With [`OrchestratorConfig::wide_ngrams`]: each queried column's wide CTA and CPA
-    /// logits, `[columns, cta_labels]` and `[columns, cpa_labels]`.
-    pub wide_logits: Option<(Tensor<2>, Tensor<2>)>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
-    /// The tables' tokens, right-padded, `[batch, time]`: what [`ColumnPooling::SecondRead`]
-    /// reads again (once per fused state, so once per PARL rollout).
-    pub tokens: Tensor<2, Int>,
     /// Wall-clock seconds of the read.
     pub seconds: f64,
 }
@@ -274,13 +223,11 @@ pub struct SwarmOutput {
     pub columns: Tensor<2>,
     /// CTA logits, `[columns, cta_labels]`.
     pub cta_logits: Tensor<2>,
-    /// With [`OrchestratorConfig::wide_ngrams`]: each column's wide CPA logits as the object
-    /// of a pair, `[columns, cpa_labels]` (added by [`Orchestrator::cpa_logits`]).
-    pub wide_cpa: Option<Tensor<2>>,
     /// The routing decision.
     pub router: RouterDecision,
-    /// Stage-by-stage work: critical vs serial steps.
-    pub steps: CriticalSteps,
+    /// Stage-by-stage work of the batch, in tokens (its longest table's): the primary's read,
+    /// the active specialists' reads in parallel, the queries; critical vs serial steps.
+    pub steps: TableSteps,
 }
 
 /// How the router's mask is chosen.
@@ -312,10 +259,7 @@ impl OrchestratorConfig {
                 .init(device),
             alignments: specialists
                 .iter()
-                .map(|&s| match self.alignment {
-                    Some(AlignmentKind::Learned) => AlignmentProjection::learned(s, target, device),
-                    None => AlignmentProjection::new(s, target, device),
-                })
+                .map(|&s| AlignmentProjection::new(s, target, device))
                 .collect(),
             fusion: StateFusionConfig::new(
                 self.fusion,
@@ -335,10 +279,6 @@ impl OrchestratorConfig {
                 .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(2), device),
             ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
-            wide: self
-                .wide_ngrams
-                .map(|w| w.init(self.cta_labels.max(1), self.cpa_labels.max(1), device)),
-            column_pooling: self.column_pooling,
             column_ngrams: self.column_ngrams,
         }
     }
@@ -350,8 +290,7 @@ impl Orchestrator {
     /// carries none, or a bag names a bucket past the embedding.
     pub fn read_tables(&self, batch: &TableBatch) -> Result<TableRead, SwarmError> {
         let start = Instant::now();
-        let reads_bags = self.ngrams.is_some() || self.wide.is_some();
-        if reads_bags && batch.ngrams.len() != batch.tables.len() {
+        if self.ngrams.is_some() && batch.ngrams.len() != batch.tables.len() {
             return Err(SwarmError::Input(format!(
                 "the model reads column n-grams but the batch carries n-gram bags for {} of its {} tables",
                 batch.ngrams.len(),
@@ -367,33 +306,23 @@ impl Orchestrator {
             Some(embedding) => Some(embedding.forward(&bags)?),
             None => None,
         };
-        let wide_logits = match &self.wide {
-            Some(wide) => Some(wide.forward(&bags)?),
-            None => None,
-        };
         let device = self.device();
         let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
         let (tokens, lengths) = pad(&tables, &device);
-        let out = self.primary.forward(tokens.clone(), Some(&lengths), None);
+        let out = self.primary.forward(tokens, Some(&lengths), None);
         // The table's mean and each column's mean are the same average over a token range.
         let whole_tables: Vec<Vec<Range<usize>>> = lengths
             .iter()
             .map(|&len| std::iter::once(0..len).collect())
             .collect();
         let pooled = span_means(out.hidden.clone(), &whole_tables);
-        let column_pooled = match self.column_pooling {
-            Some(ColumnPooling::SpanMean) => Some(span_means(out.hidden, &batch.spans)),
-            // Pooled in `columns`, from the second read.
-            Some(ColumnPooling::SecondRead) | None => None,
-        };
+        let column_pooled = span_means(out.hidden, &batch.spans);
         Ok(TableRead {
             state: out.state,
             pooled,
             column_pooled,
             column_ngrams,
-            wide_logits,
             lengths,
-            tokens,
             seconds: start.elapsed().as_secs_f64(),
         })
     }
@@ -418,15 +347,6 @@ impl Orchestrator {
     /// must hash each column's n-grams this way into [`TableBatch::ngrams`].
     pub fn column_ngrams(&self) -> Option<&ColumnNgramsConfig> {
         self.column_ngrams.as_ref()
-    }
-
-    /// Tokens the primary reads again before answering the queries: the longest table with
-    /// [`ColumnPooling::SecondRead`], none otherwise.
-    pub fn second_read_tokens(&self, table_lengths: &[usize]) -> usize {
-        match self.column_pooling {
-            Some(ColumnPooling::SecondRead) => table_lengths.iter().copied().max().unwrap_or(0),
-            _ => 0,
-        }
     }
 
     /// The device the orchestrator's parameters live on.
@@ -505,58 +425,36 @@ impl Orchestrator {
     }
 
     /// The column representations the heads read: [`Self::answer`] from the (fused) state,
-    /// plus what [`OrchestratorConfig::column_pooling`] pools from the table read (or, with
-    /// [`ColumnPooling::SecondRead`], from a second read starting at `state`, the queries then
-    /// answered from the state after it) and the columns' n-gram embeddings
-    /// ([`OrchestratorConfig::column_ngrams`]).
+    /// plus the mean of the table read over each column's span and the columns' n-gram
+    /// embeddings ([`OrchestratorConfig::column_ngrams`]).
     ///
     /// # Shapes
     ///
     /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
     pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
-        let mut columns = if self.column_pooling == Some(ColumnPooling::SecondRead) {
-            let second = self.primary.forward(
-                read.tokens.clone(),
-                Some(&read.lengths),
-                Some(state.clone()),
-            );
-            self.answer(&second.state, batch) + span_means(second.hidden, &batch.spans)
-        } else {
-            self.answer(state, batch)
-        };
-        if let Some(pooled) = &read.column_pooled {
-            columns = columns + pooled.clone();
+        let columns = self.answer(state, batch) + read.column_pooled.clone();
+        match &read.column_ngrams {
+            Some(ngrams) => columns + ngrams.clone(),
+            None => columns,
         }
-        if let Some(ngrams) = &read.column_ngrams {
-            columns = columns + ngrams.clone();
-        }
-        columns
     }
 
-    /// The output of a forward pass from its column representations: the CTA head's logits
-    /// plus, with [`OrchestratorConfig::wide_ngrams`], the read's wide logits.
+    /// The output of a forward pass from its column representations: the CTA head's logits.
     pub fn output(
         &self,
         columns: Tensor<2>,
-        read: &TableRead,
         router: RouterDecision,
-        steps: CriticalSteps,
+        steps: TableSteps,
     ) -> SwarmOutput {
-        let mut cta_logits = self.cta.forward(columns.clone());
-        if let Some((wide_cta, _)) = &read.wide_logits {
-            cta_logits = cta_logits + wide_cta.clone();
-        }
         SwarmOutput {
+            cta_logits: self.cta.forward(columns.clone()),
             columns,
-            cta_logits,
-            wide_cpa: read.wide_logits.as_ref().map(|(_, cpa)| cpa.clone()),
             router,
             steps,
         }
     }
 
-    /// CPA logits for `(subject row, object row)` pairs of [`SwarmOutput::columns`], with the
-    /// object's wide CPA logits added when the model has them.
+    /// CPA logits for `(subject row, object row)` pairs of [`SwarmOutput::columns`].
     ///
     /// # Shapes
     ///
@@ -568,11 +466,7 @@ impl Orchestrator {
             Tensor::<1, Int>::from_data(index.as_slice(), &device)
         };
         let pick = |which| out.columns.clone().select(0, index(which));
-        let logits = self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1));
-        match &out.wide_cpa {
-            Some(wide) => logits + wide.clone().select(0, index(|p| p.1)),
-            None => logits,
-        }
+        self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1))
     }
 }
 
@@ -680,38 +574,30 @@ impl Swarm {
             Routing::Fixed(active) => router.evaluate(read.pooled.clone(), active),
         };
         let specialists = self.run_specialists(batch, &decision.active);
-        let start = Instant::now();
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
         let mut columns = self.orchestrator.columns(&fused, batch, read);
         if let Some(mask) = column_mask {
             columns = columns * mask;
         }
-        let answer_secs = start.elapsed().as_secs_f64();
         let query_tokens = batch
             .queries
             .iter()
             .flat_map(|q| q.iter().map(Vec::len))
             .max()
             .unwrap_or(0);
-        let steps = CriticalSteps::new(vec![
-            Stage::main("primary reads the tables", max(&read.lengths), read.seconds),
-            Stage::parallel(
-                "specialists read the tables",
-                specialists
-                    .tokens
-                    .iter()
-                    .zip(&specialists.work)
-                    .filter(|(_, (read, _))| *read > 0)
-                    .map(|(per_table, (_, secs))| (max(per_table), *secs))
-                    .collect(),
-            ),
-            Stage::main(
-                "primary answers the column queries",
-                self.orchestrator.second_read_tokens(&read.lengths) + query_tokens,
-                answer_secs,
-            ),
+        let active: Vec<(usize, u64)> = specialists
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, per_table)| per_table.iter().any(|&t| t > 0))
+            .map(|(i, per_table)| (i, max(per_table) as u64))
+            .collect();
+        let steps = TableSteps::new(vec![
+            StageSteps::main_only(max(&read.lengths) as u64),
+            StageSteps::with_subtasks(0, &active),
+            StageSteps::main_only(query_tokens as u64),
         ]);
-        self.orchestrator.output(columns, read, decision, steps)
+        self.orchestrator.output(columns, decision, steps)
     }
 }
 

@@ -112,7 +112,8 @@ fn component_files() {
 }
 
 /// Inputs the `manifest` fuzz target crashed on, kept as they were found less the target's
-/// mode byte (0: the rest is `swarm.json`).
+/// mode byte (0: the rest is `swarm.json`), and with the span pooling every v1 model this
+/// version loads declares (`"column_pooling": "SpanMean"`).
 const FUZZ_CRASHES: [&str; 1] = [
     // `"decay_rank": 0` in the primary's config: building the primary panicked.
     "fuzz_crash_zero_decay_rank.json",

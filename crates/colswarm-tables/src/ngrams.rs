@@ -6,11 +6,6 @@
 //! [`NgramConfig::max_cells`] cells of every column, whatever the table's size. The
 //! character n-gram baseline and the swarm's column n-gram embedding both use them.
 //!
-//! With [`NgramConfig::neighbours`] a column's features also hold its table's other columns:
-//! their headers and first cells, in blocks of their own. A `Name` column beside `Film` and
-//! `Role` is an actor; beside `Party` and `Votes`, a politician. That is what the table says
-//! about a column, and what its own text cannot.
-//!
 //! ```
 //! use colswarm_tables::{Cell, Column, NgramConfig};
 //!
@@ -27,29 +22,11 @@ use crate::table::{Column, Table};
 const CELL_SALT: u8 = 0;
 const HEADER_SALT: u8 = 1;
 const SUBJECT_HEADER_SALT: u8 = 2;
-const CONTEXT_SALT: u8 = 3;
-const NEIGHBOUR_HEADER_SALT: u8 = 4;
-const NEIGHBOUR_CELL_SALT: u8 = 5;
 /// Weight of the header block relative to the cell block (each is L2-normalised first, so the
 /// header keeps its share however many cells there are).
 const HEADER_WEIGHT: f32 = 1.0;
 /// Weight of the subject column's header (CPA).
 const SUBJECT_HEADER_WEIGHT: f32 = 0.5;
-/// Weight of the table's context (page title, section title, caption), shared by its columns.
-const CONTEXT_WEIGHT: f32 = 0.5;
-/// Weight of the other columns' headers: on WikiTables as telling as the column's own header
-/// (the char n-gram baseline's dev micro-F1 over 0.3, 0.5 and 1.0: 0.618, 0.626, 0.631).
-const NEIGHBOUR_HEADER_WEIGHT: f32 = 1.0;
-/// Weight of the other columns' first cells: weaker evidence than their headers, and more of
-/// it (0.2 and 0.3 did alike; 0.5 and 1.0 drown the column's own cells).
-const NEIGHBOUR_CELL_WEIGHT: f32 = 0.3;
-/// Non-null cells of each other column that give neighbour features.
-const NEIGHBOUR_CELLS: usize = 8;
-/// Other columns a column's neighbour blocks read at most: in a table wider than this, the
-/// nearest ones (half on each side where there are enough), so that a column's features and
-/// their cost stay bounded however wide the table. WikiTables has at most 7 columns and T2D
-/// 28; 44 of GitTables' 2,996 tables are wider (its columns are placed by index, up to 205).
-const MAX_NEIGHBOURS: usize = 64;
 /// Bytes of a cell that give n-grams: long free text adds cost, little signal.
 const MAX_CELL_BYTES: usize = 128;
 /// Mark the start and the end of a text, so that n-grams can tell prefixes and suffixes.
@@ -70,12 +47,6 @@ pub struct NgramConfig {
     pub max_n: usize,
     /// Non-null cells of a column that give features, the first ones in row order (default 20).
     pub max_cells: usize,
-    /// Whether [`NgramConfig::table_column_features`] adds the table's context (page title,
-    /// section title, caption) to every column's features (default false).
-    pub table_context: bool,
-    /// Whether [`NgramConfig::table_column_features`] adds blocks of the table's other
-    /// columns: their headers and first cells (default false).
-    pub neighbours: bool,
 }
 
 impl Default for NgramConfig {
@@ -85,8 +56,6 @@ impl Default for NgramConfig {
             min_n: 2,
             max_n: 4,
             max_cells: 20,
-            table_context: false,
-            neighbours: false,
         }
     }
 }
@@ -100,93 +69,7 @@ impl NgramConfig {
         column: Option<&Column>,
         subject_header: Option<&str>,
     ) -> SparseFeatures {
-        self.features(column, subject_header, &[])
-    }
-
-    /// Features of column `column` of `table` (a column past its end has no text of its own),
-    /// with, when [`NgramConfig::table_context`] is on, a block of the table's page title,
-    /// section title and caption: what the words around a table say about its columns
-    /// ("filmography"), and when [`NgramConfig::neighbours`] is on, blocks of the other
-    /// columns. For several columns of one table, [`NgramConfig::for_table`] is cheaper.
-    pub fn table_column_features(&self, table: &Table, column: usize) -> SparseFeatures {
-        self.for_table(table).column(column, None)
-    }
-
-    /// The featurizer of one table's columns: what every column shares (the context fields,
-    /// the n-gram counts of every header and first cells) is computed once.
-    pub fn for_table<'t>(&'t self, table: &'t Table) -> TableNgrams<'t> {
-        let (mut headers, mut cells) = (Vec::new(), Vec::new());
-        if self.neighbours {
-            for column in &table.columns {
-                let mut grams = Vec::new();
-                if let Some(header) = &column.header {
-                    self.push_ngrams(&mut grams, NEIGHBOUR_HEADER_SALT, header);
-                }
-                headers.push(counts(grams));
-                let mut grams = Vec::new();
-                for cell in non_null(column).take(NEIGHBOUR_CELLS) {
-                    self.push_ngrams(&mut grams, NEIGHBOUR_CELL_SALT, cell.text());
-                }
-                cells.push(counts(grams));
-            }
-        }
-        // A wider table's columns each sum their own window instead (TableNgrams::column).
-        let whole = |per_column: &[SparseFeatures]| {
-            if per_column.len() <= MAX_NEIGHBOURS + 1 {
-                total(per_column)
-            } else {
-                Vec::new()
-            }
-        };
-        TableNgrams {
-            config: self,
-            table,
-            context: self.context_of(table),
-            header_total: whole(&headers),
-            cell_total: whole(&cells),
-            headers,
-            cells,
-        }
-    }
-
-    /// The context fields of `table` these features read: its page title, section title and
-    /// caption when [`NgramConfig::table_context`] is on, none otherwise.
-    pub fn context_of<'t>(&self, table: &'t Table) -> Vec<&'t str> {
-        if !self.table_context {
-            return Vec::new();
-        }
-        let context = &table.context;
-        [
-            &context.page_title,
-            &context.section_title,
-            &context.caption,
-        ]
-        .into_iter()
-        .flatten()
-        .map(String::as_str)
-        .collect()
-    }
-
-    /// Features of a column, its CPA subject's header and its table's context fields: the
-    /// cell, header, subject-header and context blocks are each L2-normalised, weighted,
-    /// summed, and the sum normalised again.
-    pub fn features(
-        &self,
-        column: Option<&Column>,
-        subject_header: Option<&str>,
-        context: &[&str],
-    ) -> SparseFeatures {
-        self.weighted_features(Vec::new(), column, subject_header, context)
-    }
-
-    /// [`NgramConfig::features`] after the given weighted count blocks.
-    fn weighted_features(
-        &self,
-        mut blocks: Vec<(SparseFeatures, f32)>,
-        column: Option<&Column>,
-        subject_header: Option<&str>,
-        context: &[&str],
-    ) -> SparseFeatures {
+        let mut blocks = Vec::new();
         if let Some(column) = column {
             let mut cells = Vec::new();
             for cell in non_null(column).take(self.max_cells) {
@@ -204,13 +87,6 @@ impl NgramConfig {
             self.push_ngrams(&mut grams, SUBJECT_HEADER_SALT, header);
             blocks.push((counts(grams), SUBJECT_HEADER_WEIGHT));
         }
-        if !context.is_empty() {
-            let mut grams = Vec::new();
-            for field in context {
-                self.push_ngrams(&mut grams, CONTEXT_SALT, field);
-            }
-            blocks.push((counts(grams), CONTEXT_WEIGHT));
-        }
         let mut features = sum_blocks(blocks);
         let norm = l2(&features);
         if norm > 0.0 {
@@ -219,6 +95,19 @@ impl NgramConfig {
             }
         }
         features
+    }
+
+    /// Features of column `column` of `table` (a column past its end has no text of its own).
+    pub fn table_column_features(&self, table: &Table, column: usize) -> SparseFeatures {
+        self.for_table(table).column(column, None)
+    }
+
+    /// The featurizer of one table's columns.
+    pub fn for_table<'t>(&'t self, table: &'t Table) -> TableNgrams<'t> {
+        TableNgrams {
+            config: self,
+            table,
+        }
     }
 
     /// Appends the buckets of the n-grams of the lower-cased `text`, framed by boundary markers.
@@ -248,70 +137,23 @@ impl NgramConfig {
     }
 }
 
-/// One table's columns' features, with what they share computed once:
-/// [`NgramConfig::for_table`].
+/// The columns of one table, featurized by one configuration: [`NgramConfig::for_table`].
 #[derive(Debug)]
 pub struct TableNgrams<'t> {
     config: &'t NgramConfig,
     table: &'t Table,
-    context: Vec<&'t str>,
-    /// Per column, the counts of its header's and its first cells' neighbour n-grams (empty
-    /// without [`NgramConfig::neighbours`]), and their sums over the table (empty when the
-    /// table is wider than `MAX_NEIGHBOURS + 1` columns).
-    headers: Vec<SparseFeatures>,
-    cells: Vec<SparseFeatures>,
-    header_total: SparseFeatures,
-    cell_total: SparseFeatures,
 }
 
 impl TableNgrams<'_> {
     /// Features of column `column` (a column past the table's end has no text of its own)
     /// and, for a CPA pair, of its subject column's header.
     pub fn column(&self, column: usize, subject: Option<usize>) -> SparseFeatures {
-        let mut blocks = Vec::new();
-        if self.config.neighbours {
-            // The other columns' counts: the sum over the column's window less its own. The
-            // window is the whole table unless it is wider than MAX_NEIGHBOURS + 1 columns.
-            let n = self.headers.len();
-            let window = if n <= MAX_NEIGHBOURS + 1 {
-                None
-            } else if column >= n {
-                Some(n - MAX_NEIGHBOURS..n)
-            } else {
-                let start = column.saturating_sub(MAX_NEIGHBOURS / 2);
-                let start = start.min(n - MAX_NEIGHBOURS - 1);
-                Some(start..start + MAX_NEIGHBOURS + 1)
-            };
-            let others = |table_total: &SparseFeatures, per_column: &[SparseFeatures]| {
-                let windowed;
-                let sum = match &window {
-                    None => table_total,
-                    Some(range) => {
-                        windowed = total(&per_column[range.clone()]);
-                        &windowed
-                    }
-                };
-                match per_column.get(column) {
-                    Some(own) => add(sum, own, -1.0),
-                    None => sum.clone(),
-                }
-            };
-            blocks.push((
-                others(&self.header_total, &self.headers),
-                NEIGHBOUR_HEADER_WEIGHT,
-            ));
-            blocks.push((others(&self.cell_total, &self.cells), NEIGHBOUR_CELL_WEIGHT));
-        }
         let table = self.table;
         let subject_header = subject
             .and_then(|s| table.columns.get(s))
             .and_then(|c| c.header.as_deref());
-        self.config.weighted_features(
-            blocks,
-            table.columns.get(column),
-            subject_header,
-            &self.context,
-        )
+        self.config
+            .column_features(table.columns.get(column), subject_header)
     }
 }
 
@@ -325,12 +167,6 @@ fn sum_blocks(blocks: Vec<(SparseFeatures, f32)>) -> SparseFeatures {
         }
     }
     merge(weighted)
-}
-
-/// The element-wise sum of count vectors, in one sort (a pairwise fold would be quadratic in
-/// a wide table's columns).
-fn total(per_column: &[SparseFeatures]) -> SparseFeatures {
-    merge(per_column.iter().flatten().copied().collect())
 }
 
 /// `(bucket, value)` pairs sorted by bucket, the values of equal buckets summed. The sort is
@@ -350,38 +186,6 @@ fn merge(mut pairs: SparseFeatures) -> SparseFeatures {
 /// A column's non-null cells, in row order.
 fn non_null(column: &Column) -> impl Iterator<Item = &crate::Cell> {
     column.cells.iter().filter(|c| !c.is_null())
-}
-
-/// `a + sign·b` of two sorted count vectors, without the buckets that cancel (counts are
-/// whole numbers, so they cancel exactly).
-fn add(a: &[(u32, f32)], b: &[(u32, f32)], sign: f32) -> SparseFeatures {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let entry = match (a.get(i), b.get(j)) {
-            (Some(&(ba, va)), Some(&(bb, vb))) if ba == bb => {
-                (i, j) = (i + 1, j + 1);
-                (ba, va + sign * vb)
-            }
-            (Some(&(ba, va)), Some(&(bb, _))) if ba < bb => {
-                i += 1;
-                (ba, va)
-            }
-            (Some(&(ba, va)), None) => {
-                i += 1;
-                (ba, va)
-            }
-            (_, Some(&(bb, vb))) => {
-                j += 1;
-                (bb, sign * vb)
-            }
-            (None, None) => break,
-        };
-        if entry.1 != 0.0 {
-            out.push(entry);
-        }
-    }
-    out
 }
 
 /// Bucket list → (bucket, count), sorted by bucket.
@@ -439,172 +243,6 @@ mod tests {
             "same text in header and cells, other features"
         );
         assert!(config.column_features(None, None).is_empty());
-    }
-
-    #[test]
-    fn table_context_joins_every_column_when_asked() {
-        let mut table = Table::new(
-            "t",
-            vec![
-                column(Some("title"), &["Rushmore"]),
-                column(None, &["1998"]),
-            ],
-        );
-        let plain = NgramConfig::default();
-        let with_context = NgramConfig {
-            table_context: true,
-            ..plain
-        };
-        // No context fields: the same features either way, and those of the column alone.
-        for c in 0..2 {
-            let alone = plain.column_features(table.columns.get(c), None);
-            assert_eq!(plain.table_column_features(&table, c), alone);
-            assert_eq!(with_context.table_column_features(&table, c), alone);
-        }
-        table.context.page_title = Some("Kumar Pallana".into());
-        table.context.section_title = Some("Filmography".into());
-        let year = with_context.table_column_features(&table, 1);
-        assert_eq!(
-            plain.table_column_features(&table, 1),
-            plain.column_features(table.columns.get(1), None)
-        );
-        assert_ne!(year, plain.table_column_features(&table, 1));
-        assert!((l2(&year) - 1.0).abs() < 1e-5);
-        // The context block is the same for every column, salted apart from headers and cells:
-        // a column with no text of its own gets exactly the context's features.
-        let bare = Table {
-            columns: vec![Column::default()],
-            ..table.clone()
-        };
-        let context_only = with_context.table_column_features(&bare, 0);
-        assert!(!context_only.is_empty());
-        let as_header = Table::new("h", vec![column(Some("Kumar Pallana"), &[])]);
-        assert_ne!(context_only, plain.table_column_features(&as_header, 0));
-        let shared = |f: &SparseFeatures| -> Vec<u32> {
-            let buckets: Vec<u32> = context_only.iter().map(|(b, _)| *b).collect();
-            f.iter()
-                .map(|(b, _)| *b)
-                .filter(|b| buckets.contains(b))
-                .collect()
-        };
-        assert_eq!(
-            shared(&year).len(),
-            context_only.len(),
-            "every context bucket is in the column's"
-        );
-        assert_eq!(
-            with_context.context_of(&table),
-            ["Kumar Pallana", "Filmography"]
-        );
-        assert!(plain.context_of(&table).is_empty());
-    }
-
-    #[test]
-    fn neighbours_are_the_other_columns_headers_and_first_cells() {
-        let table = Table::new(
-            "t",
-            vec![
-                column(Some("Name"), &["Kumar Pallana", "Bill Murray"]),
-                column(Some("Film"), &["Rushmore", "", "The Royal Tenenbaums"]),
-                column(None, &["1998", "2001"]),
-            ],
-        );
-        let plain = NgramConfig::default();
-        let config = NgramConfig {
-            neighbours: true,
-            ..plain
-        };
-        // Computed directly: the n-grams of every other column, as two blocks.
-        let direct = |c: usize| {
-            let (mut headers, mut cells) = (Vec::new(), Vec::new());
-            for (i, other) in table.columns.iter().enumerate().filter(|&(i, _)| i != c) {
-                if let Some(h) = &other.header {
-                    config.push_ngrams(&mut headers, NEIGHBOUR_HEADER_SALT, h);
-                }
-                for cell in non_null(&table.columns[i]).take(NEIGHBOUR_CELLS) {
-                    config.push_ngrams(&mut cells, NEIGHBOUR_CELL_SALT, cell.text());
-                }
-            }
-            let blocks = vec![
-                (counts(headers), NEIGHBOUR_HEADER_WEIGHT),
-                (counts(cells), NEIGHBOUR_CELL_WEIGHT),
-            ];
-            config.weighted_features(blocks, table.columns.get(c), None, &[])
-        };
-        let featurizer = config.for_table(&table);
-        for c in 0..4 {
-            let features = featurizer.column(c, None);
-            assert_eq!(features, direct(c), "column {c}");
-            assert_eq!(features, config.table_column_features(&table, c));
-            assert!((l2(&features) - 1.0).abs() < 1e-5);
-            assert_ne!(features, plain.table_column_features(&table, c));
-        }
-        // The same column beside other columns has other features, and the same without them.
-        let mut elsewhere = table.clone();
-        elsewhere.columns[1].header = Some("Party".into());
-        assert_ne!(
-            config.table_column_features(&elsewhere, 0),
-            config.table_column_features(&table, 0)
-        );
-        assert_eq!(
-            plain.table_column_features(&elsewhere, 0),
-            plain.table_column_features(&table, 0)
-        );
-        // A table of one column has no neighbours: its features are the column's own.
-        let single = Table::new("s", vec![table.columns[0].clone()]);
-        assert_eq!(
-            config.table_column_features(&single, 0),
-            plain.column_features(single.columns.first(), None)
-        );
-    }
-
-    #[test]
-    fn a_wide_table_gives_each_column_its_nearest_neighbours() {
-        let n = 3 * MAX_NEIGHBOURS;
-        let columns: Vec<Column> = (0..n)
-            .map(|c| column(Some(&format!("h{c}")), &[&format!("v{c}")]))
-            .collect();
-        let table = Table::new("wide", columns);
-        let config = NgramConfig {
-            neighbours: true,
-            ..NgramConfig::default()
-        };
-        let featurizer = config.for_table(&table);
-        // Column c of the wide table sees what column c - start of the window's own table sees.
-        for (c, start) in [
-            (0, 0),
-            (5, 0),
-            (100, 100 - MAX_NEIGHBOURS / 2),
-            (n - 1, n - MAX_NEIGHBOURS - 1),
-        ] {
-            let window = Table::new(
-                "window",
-                table.columns[start..start + MAX_NEIGHBOURS + 1].to_vec(),
-            );
-            assert_eq!(
-                featurizer.column(c, None),
-                config.table_column_features(&window, c - start),
-                "column {c}"
-            );
-        }
-        // A column past the end sees the last MAX_NEIGHBOURS columns.
-        let last = Table::new("last", table.columns[n - MAX_NEIGHBOURS..].to_vec());
-        assert_eq!(
-            featurizer.column(n + 2, None),
-            config.table_column_features(&last, MAX_NEIGHBOURS + 2)
-        );
-    }
-
-    #[test]
-    fn sparse_sums_drop_what_cancels() {
-        let a = vec![(1, 2.0), (4, 1.0), (9, 3.0)];
-        let b = vec![(0, 5.0), (4, 1.0), (9, 1.0), (12, 2.0)];
-        assert_eq!(
-            add(&a, &b, 1.0),
-            [(0, 5.0), (1, 2.0), (4, 2.0), (9, 4.0), (12, 2.0)]
-        );
-        assert_eq!(add(&add(&a, &b, 1.0), &b, -1.0), a);
-        assert!(add(&a, &a, -1.0).is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::SwarmManifest;
 
 use crate::error::TrainError;
-use crate::supervised::save_model;
+use crate::run::ModelParts;
 use colswarm_model::{SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
@@ -192,7 +192,12 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     if temp.exists() {
         std::fs::remove_dir_all(&temp).map_err(|e| TrainError::io(&temp, e))?;
     }
-    save_model(&swarm, &manifest.config, &space, &serialize, &temp)?;
+    let parts = ModelParts {
+        orchestrator: &manifest.config,
+        space: &space,
+        serialize: &serialize,
+    };
+    parts.save(&swarm, &temp)?;
     if out.exists() {
         return Err(TrainError::Run {
             path: out.to_path_buf(),

@@ -83,12 +83,6 @@ pub struct BaselineConfig {
     pub ngram: (usize, usize),
     /// Non-null cells of a column that give features (the first ones, in row order).
     pub max_cells: usize,
-    /// Add the n-grams of the table's page title, section title and caption to every
-    /// column's features ([`NgramConfig::table_context`]; default false).
-    pub table_context: bool,
-    /// Add blocks of the n-grams of the table's other columns, their headers and first cells,
-    /// to every column's features ([`NgramConfig::neighbours`]; default false).
-    pub neighbours: bool,
     /// Initial SGD step size; it decays linearly to zero over training. Features are unit
     /// length, so steps far above 1 are fine: 2 did best of 0.2–8 on the shipped dev sets.
     pub learning_rate: f32,
@@ -103,8 +97,6 @@ impl Default for BaselineConfig {
             buckets: 1 << 16,
             ngram: (2, 4),
             max_cells: 20,
-            table_context: false,
-            neighbours: false,
             learning_rate: 2.0,
         }
     }
@@ -363,8 +355,6 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         min_n,
         max_n: config.ngram.1.max(min_n),
         max_cells: config.max_cells,
-        table_context: config.table_context,
-        neighbours: config.neighbours,
     }
 }
 
@@ -484,8 +474,8 @@ fn sigmoid(x: f32) -> f32 {
 }
 
 /// Scores `baseline` on the labelled targets of `tables` for `task`, as the model is scored:
-/// one [`Scored`] per labelled column (CTA) or CPA target, gold labels outside `namespace`
-/// kept and counted as unknown.
+/// one [`Scored`](crate::Scored) per labelled column (CTA) or CPA target, gold labels outside
+/// `namespace` kept and counted as unknown.
 pub fn evaluate_baseline(
     baseline: &Baseline,
     task: Task,

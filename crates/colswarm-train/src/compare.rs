@@ -8,7 +8,7 @@
 //! errors are not independent, and resampling columns would understate the spread.
 //!
 //! ```
-//! use colswarm_train::compare::{BootstrapConfig, TargetPrediction, paired_bootstrap};
+//! use colswarm_train::{BootstrapConfig, TargetPrediction, paired_bootstrap};
 //!
 //! let target = |table: &str, gold: &str, predicted: &str| TargetPrediction {
 //!     table: table.into(),

@@ -1,33 +1,54 @@
 //! Training, evaluation and prediction for colswarm swarms.
 //!
-//! - [`dataset`]: benchmark files → labelled tables (`NAME=FORMAT:PATH[#SPLIT]` specs);
-//! - [`labels`]: the model's label space, one namespace per training set;
-//! - [`examples`]: tables → tokens, column n-gram bags and head targets;
-//! - [`supervised`]: the supervised stage (specialists, then the primary with its heads), with
-//!   per-epoch dev evaluation, early stopping, atomic checkpoints, exact resume, warm starts
-//!   from a model directory and an optional linear learning-rate decay;
-//! - [`data_parallel`]: one batch's gradients computed on replicas over several devices;
-//! - [`parl`]: the PARL stage that trains the router with frozen specialists;
-//! - [`predict`] and [`eval`]: annotations and F1 reports from a model directory;
-//! - [`baseline`]: majority and character n-gram baselines scored the same way;
-//! - [`compare`]: a paired bootstrap over tables of two systems' micro-F1 difference.
+//! Each stage is an entry point with its configuration:
+//!
+//! - the supervised stage ([`train`], [`TrainConfig`]): specialists, then the primary with its
+//!   heads, with per-epoch dev evaluation, early stopping, exact resume, warm starts from a
+//!   model directory ([`ModelSettings::init_from`]), an optional linear learning-rate decay
+//!   and data-parallel replicas ([`TrainOptions::devices`]);
+//! - the PARL stage ([`train_router`], [`ParlConfig`]) that trains the router with frozen
+//!   specialists;
+//! - [`average_model_dirs`]: the mean of a run's checkpoints' weights.
+//!
+//! Both training stages run in a run directory (`run.json`, `log.jsonl`, atomic checkpoints,
+//! `best/`) they share the machinery of; a stage resumes from its newest checkpoint.
+//!
+//! Around them: data specs and loading ([`DataSpec`], `NAME=FORMAT:PATH[#SPLIT]`), F1 reports
+//! from a model directory ([`evaluate`]), majority and character n-gram baselines scored the
+//! same way ([`train_baseline`]), and a paired bootstrap over tables of two systems' micro-F1
+//! difference ([`paired_bootstrap`]).
 
 #![warn(missing_docs)]
 
-pub mod average;
-pub mod baseline;
-pub mod compare;
-pub mod data_parallel;
-pub mod dataset;
-pub mod error;
-pub mod eval;
-pub mod metrics;
-pub mod param_ids;
-pub mod parl;
-pub mod run_dir;
-pub mod supervised;
+mod average;
+mod baseline;
+mod compare;
+mod data_parallel;
+mod dataset;
+mod error;
+mod eval;
+mod metrics;
+mod param_ids;
+mod parl;
+mod run;
+mod supervised;
 
+pub use average::{average_model_dirs, average_modules};
+pub use baseline::{
+    Baseline, BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
+};
 pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
+pub use compare::{
+    BootstrapConfig, Comparison, TargetPrediction, paired_bootstrap, read_predictions,
+    score_predictions, write_predictions,
+};
 pub use dataset::{DataSpec, DatasetFormat, LoadedData, Split, load_tables};
 pub use error::TrainError;
+pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
+pub use parl::{ParlConfig, ParlSummary, ScheduleChoice, train_router};
+pub use run::NonFinitePolicy;
+pub use supervised::{
+    DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
+    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, train,
+};

@@ -32,7 +32,6 @@ use colswarm_parl::{
 };
 use colswarm_swarm::{FrozenSpecialist, OrchestratorConfig, Swarm, TableRead};
 use colswarm_tables::NgramConfig;
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -40,10 +39,11 @@ use crate::data_parallel::non_finite_gradients;
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::param_ids::renumber;
-use crate::run_dir::{RunDir, RunState};
-use crate::supervised::{
-    Log, dev_reports, epoch_order, save_checkpoint, save_model, supervised_loss,
+use crate::run::{
+    Log, ModelParts, NonFinitePolicy, ROLLOUT_STREAM, RunDir, RunState, dev_reports, epoch_order,
+    resume, rng_for,
 };
+use crate::supervised::supervised_loss;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example, encode, featurizer, to_batch};
 use colswarm_model::{LabelSpace, Task};
@@ -296,20 +296,11 @@ pub fn train_router(
         .iter()
         .map(|s| FrozenSpecialist::from_model(s.name(), s.model().clone(), s.config().clone()))
         .collect();
-    let mut swarm = Swarm::new(renumber(loaded.orchestrator), specialists)?;
-    let mut optim: ModuleOptimizer = AdamConfig::new().init();
-    let mut state = RunState::default();
-    if let Some(checkpoint) = run.latest()? {
-        let (resumed, _) = Swarm::load(&checkpoint.model_dir(), &device)?;
-        swarm = Swarm::new(renumber(resumed.orchestrator), swarm.specialists)?;
-        optim = optim
-            .load(checkpoint.optimizer_path())
-            .map_err(|e| TrainError::Run {
-                path: checkpoint.optimizer_path(),
-                reason: format!("unreadable optimizer state: {e:?}"),
-            })?;
-        state = checkpoint.state;
-    }
+    let swarm = Swarm::new(renumber(loaded.orchestrator), specialists)?;
+    let optim: ModuleOptimizer = AdamConfig::new().init();
+    let resumed = resume(&run, swarm, optim, &device)?;
+    let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
+    let mut state = resumed.state.unwrap_or_default();
     let ngrams = featurizer(&swarm.orchestrator);
     let train = load_train_examples(&config.train, &space, &serialize, ngrams.as_ref())?;
     let dev: Vec<(DataSpec, LoadedData)> = config
@@ -328,9 +319,13 @@ pub fn train_router(
     let n_specialists = swarm.specialists.len();
     let mut progress = Progress::new("parl", config.steps, progress_lines);
     let mut last_rate = None;
+    let parts = ModelParts {
+        orchestrator: &orchestrator_config,
+        space: &space,
+        serialize: &serialize,
+    };
     let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
-        let model = (swarm, &orchestrator_config, &space, &serialize);
-        save_checkpoint(&run, model, optim, state, config.keep_last)
+        parts.save_checkpoint(&run, swarm, optim, state, config.keep_last)
     };
     while state.step < config.steps {
         let started = Instant::now();
@@ -342,21 +337,14 @@ pub fn train_router(
             .map(|&i| &train[i])
             .collect();
         let p = state.step as f64 / config.steps as f64;
-        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-        rng.set_stream(3);
-        rng.set_word_pos(u128::from(state.step as u64) << 16);
+        let mut rng = rng_for(config.seed, ROLLOUT_STREAM, state.step as u64);
         let (loss, stats) = parl_step(
             &swarm, &space, &picked, config, &reward, &advantage, p, &mut rng,
         )?;
         let grads = GradientsParams::from_grads(loss.backward(), &swarm.orchestrator);
         let bad_gradients = non_finite_gradients(&swarm.orchestrator, &grads);
-        if bad_gradients > 0 {
-            return Err(TrainError::NonFiniteGradients {
-                epoch,
-                step: state.step,
-                tensors: bad_gradients,
-            });
-        }
+        // PARL has no skipping: a non-finite step stops the run.
+        NonFinitePolicy::Stop.take_step(stats.loss, bad_gradients, epoch, state.step)?;
         swarm.orchestrator = optim.step(config.learning_rate, swarm.orchestrator.clone(), grads);
         state.step += 1;
         state.batch = state.step;
@@ -387,9 +375,7 @@ pub fn train_router(
                 if improved {
                     state.best_score = Some(score);
                     state.best_epoch = Some(state.step);
-                    let temp = run.temp_dir("best")?;
-                    save_model(&swarm, &orchestrator_config, &space, &serialize, &temp)?;
-                    run.replace_best(&temp)?;
+                    parts.save_best(&run, &swarm)?;
                 }
                 log.write(&serde_json::json!({
                     "event": "dev", "step": state.step, "dev_score": score,
@@ -400,9 +386,7 @@ pub fn train_router(
                     })).collect::<Vec<_>>(),
                 }))?;
             } else if state.step == config.steps {
-                let temp = run.temp_dir("best")?;
-                save_model(&swarm, &orchestrator_config, &space, &serialize, &temp)?;
-                run.replace_best(&temp)?;
+                parts.save_best(&run, &swarm)?;
             }
             state.finished = state.step == config.steps;
             save_checkpoint(&swarm, &optim, &state)?;
@@ -454,12 +438,7 @@ fn parl_step(
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
         let columns = orchestrator.columns(&fused, &batch, &read);
-        let out = orchestrator.output(
-            columns,
-            &read,
-            decision.clone(),
-            colswarm_swarm::CriticalSteps::new(Vec::new()),
-        );
+        let out = orchestrator.output(columns, decision.clone(), TableSteps::default());
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
             stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
             supervised.push(losses.total);
@@ -493,10 +472,7 @@ fn parl_step(
             let steps = TableSteps::new(vec![
                 StageSteps::main_only(example.tokens.len() as u64),
                 StageSteps::with_subtasks(0, &active),
-                StageSteps::main_only(
-                    (orchestrator.second_read_tokens(&[example.tokens.len()]) + query_tokens[t])
-                        as u64,
-                ),
+                StageSteps::main_only(query_tokens[t] as u64),
             ]);
             stats.critical_steps += steps.critical_steps() as f64;
             stats.serial_steps += steps.serial_steps() as f64;
@@ -572,12 +548,5 @@ fn parl_step(
         loss = loss + sum * (config.supervised_weight / count);
     }
     stats.loss = f64::from(loss.clone().into_scalar::<f32>());
-    if !stats.loss.is_finite() {
-        return Err(TrainError::NonFinite {
-            epoch: 0,
-            step: (progress * config.steps as f64).round() as usize,
-            loss: stats.loss,
-        });
-    }
     Ok((loss, stats))
 }

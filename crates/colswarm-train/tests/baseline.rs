@@ -7,8 +7,10 @@ use std::time::Instant;
 
 use colswarm_model::{Namespace, Task};
 use colswarm_swarm::LabelKind;
-use colswarm_train::baseline::{BaselineConfig, BaselineKind, evaluate_baseline, train_baseline};
-use colswarm_train::dataset::{DatasetFormat, LoadedData, Split, load_tables};
+use colswarm_train::{
+    BaselineConfig, BaselineKind, DatasetFormat, LoadedData, Split, evaluate_baseline, load_tables,
+    train_baseline,
+};
 
 fn datasets() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets"))

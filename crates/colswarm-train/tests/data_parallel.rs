@@ -8,8 +8,10 @@ use burn::tensor::{Device, Tensor};
 use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::Swarm;
-use colswarm_train::DataSpec;
-use colswarm_train::supervised::{SpecialistSpec, TrainConfig, TrainOptions, train};
+use colswarm_train::{
+    DataSettings, DataSpec, ModelSettings, OptimizerSettings, Regularization, RunSettings,
+    SpecialistSpec, TrainConfig, TrainOptions, train,
+};
 
 fn t2d_train() -> DataSpec {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/t2d-webtables");
@@ -23,31 +25,44 @@ fn tiny(dir: &Path) -> TrainConfig {
     let path = dir.join("a.safetensors");
     save_checkpoint(&specialist.init(7, &Device::flex()), &specialist, &path).unwrap();
     TrainConfig {
-        train: vec![t2d_train()],
-        d_model: 32,
-        n_layers: 1,
-        head_size: 16,
-        d_head_hidden: 16,
-        specialists: vec![SpecialistSpec {
-            name: "a".into(),
-            path,
-        }],
-        serialize: SerializeSettings {
-            max_table_tokens: 96,
-            max_rows: 4,
-            max_cell_bytes: 12,
-            ..SerializeSettings::default()
+        model: ModelSettings {
+            d_model: 32,
+            n_layers: 1,
+            head_size: 16,
+            d_head_hidden: 16,
+            specialists: vec![SpecialistSpec {
+                name: "a".into(),
+                path,
+            }],
+            ..ModelSettings::default()
         },
-        epochs: 1,
-        batch_size: 5,
-        max_tables: 16,
-        checkpoint_every: 1,
-        keep_last: 100,
-        log_every: 1,
-        seed: 5,
-        // Its masks must not depend on how the batch is split.
-        column_dropout: 0.2,
-        ..TrainConfig::default()
+        data: DataSettings {
+            train: vec![t2d_train()],
+            serialize: SerializeSettings {
+                max_table_tokens: 96,
+                max_rows: 4,
+                max_cell_bytes: 12,
+                ..SerializeSettings::default()
+            },
+            max_tables: 16,
+            ..DataSettings::default()
+        },
+        optimizer: OptimizerSettings {
+            batch_size: 5,
+            ..OptimizerSettings::default()
+        },
+        regularization: Regularization {
+            // Its masks must not depend on how the batch is split.
+            column_dropout: 0.2,
+        },
+        run: RunSettings {
+            epochs: 1,
+            checkpoint_every: 1,
+            keep_last: 100,
+            log_every: 1,
+            seed: 5,
+            ..RunSettings::default()
+        },
     }
 }
 

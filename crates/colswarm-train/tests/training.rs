@@ -7,11 +7,11 @@ use burn::tensor::Device;
 use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::manifest::sha256_file;
-use colswarm_train::parl::{ParlConfig, ScheduleChoice, train_router};
-use colswarm_train::supervised::{
-    NonFinitePolicy, SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, train,
+use colswarm_train::{
+    DataSettings, DataSpec, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
+    RunSettings, ScheduleChoice, SpecialistSpec, TrainConfig, TrainError, TrainOptions,
+    TrainSummary, train, train_router,
 };
-use colswarm_train::{DataSpec, TrainError};
 
 fn datasets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
@@ -39,37 +39,47 @@ fn specialist(dir: &Path, name: &str, seed: u64) -> SpecialistSpec {
 
 fn tiny(dir: &Path) -> TrainConfig {
     TrainConfig {
-        train: vec![t2d("train")],
-        dev: vec![t2d("dev")],
-        d_model: 32,
-        n_layers: 1,
-        head_size: 16,
-        d_head_hidden: 16,
-        specialists: vec![specialist(dir, "a", 7)],
-        serialize: SerializeSettings {
-            max_table_tokens: 96,
-            max_rows: 4,
-            max_cell_bytes: 12,
-            ..SerializeSettings::default()
+        model: ModelSettings {
+            d_model: 32,
+            n_layers: 1,
+            head_size: 16,
+            d_head_hidden: 16,
+            specialists: vec![specialist(dir, "a", 7)],
+            ..ModelSettings::default()
         },
-        epochs: 2,
-        batch_size: 3,
-        max_tables: 9,
-        checkpoint_every: 2,
-        keep_last: 10,
-        log_every: 1,
-        seed: 5,
+        data: DataSettings {
+            train: vec![t2d("train")],
+            dev: vec![t2d("dev")],
+            serialize: SerializeSettings {
+                max_table_tokens: 96,
+                max_rows: 4,
+                max_cell_bytes: 12,
+                ..SerializeSettings::default()
+            },
+            max_tables: 9,
+        },
+        optimizer: OptimizerSettings {
+            batch_size: 3,
+            ..OptimizerSettings::default()
+        },
+        run: RunSettings {
+            epochs: 2,
+            checkpoint_every: 2,
+            keep_last: 10,
+            log_every: 1,
+            seed: 5,
+            ..RunSettings::default()
+        },
         ..TrainConfig::default()
     }
 }
 
 /// [`tiny`] cut to one epoch of three tables.
 fn quick(dir: &Path) -> TrainConfig {
-    TrainConfig {
-        epochs: 1,
-        max_tables: 3,
-        ..tiny(dir)
-    }
+    let mut config = tiny(dir);
+    config.run.epochs = 1;
+    config.data.max_tables = 3;
+    config
 }
 
 fn last_checkpoint(run: &Path) -> PathBuf {
@@ -97,13 +107,9 @@ fn log_without_times(run: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn an_interrupted_run_resumes_to_the_same_weights() {
     let dir = tempfile::tempdir().unwrap();
-    // With column dropout and shuffled rows, whose masks and row orders a resumed run must
-    // draw again identically.
-    let config = TrainConfig {
-        column_dropout: 0.2,
-        shuffle_rows: true,
-        ..tiny(dir.path())
-    };
+    // With column dropout, whose masks a resumed run must draw again identically.
+    let mut config = tiny(dir.path());
+    config.regularization.column_dropout = 0.2;
     let quiet = TrainOptions::default();
     let whole = dir.path().join("whole");
     let summary = train(&config, &whole, &quiet).unwrap();
@@ -166,19 +172,19 @@ fn first_loss(run: &Path) -> f64 {
 fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
-    config.epochs = 3;
-    config.ngram_buckets = 0;
-    config.learning_rate = 1e-2;
+    config.run.epochs = 3;
+    config.model.ngram_buckets = 0;
+    config.optimizer.learning_rate = 1e-2;
     let first = dir.path().join("first");
     let summary = train_quietly(&config, &first).unwrap();
 
     // The same data from the trained model (plus a zero n-gram embedding) and from scratch:
     // the same first batch costs less from the trained model.
-    config.epochs = 1;
-    config.ngram_buckets = 64;
+    config.run.epochs = 1;
+    config.model.ngram_buckets = 64;
     let scratch = dir.path().join("scratch");
     train_quietly(&config, &scratch).unwrap();
-    config.init_from = Some(summary.model_dir.clone());
+    config.model.init_from = Some(summary.model_dir.clone());
     let warm = dir.path().join("warm");
     let warm_summary = train_quietly(&config, &warm).unwrap();
     assert!(
@@ -192,11 +198,11 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
     assert_eq!(ngrams.buckets(), 64);
 
     // Other specialists, or another architecture, are refused, naming the model.
-    let specialists = std::mem::take(&mut config.specialists);
+    let specialists = std::mem::take(&mut config.model.specialists);
     let err = train_quietly(&config, &dir.path().join("alone")).unwrap_err();
     assert!(err.to_string().contains("state shapes"), "{err}");
-    config.specialists = specialists;
-    config.d_model = 64;
+    config.model.specialists = specialists;
+    config.model.d_model = 64;
     let err = train_quietly(&config, &dir.path().join("other")).unwrap_err();
     let message = err.to_string();
     assert!(
@@ -209,7 +215,7 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());
-    config.ngram_buckets = 0;
+    config.model.ngram_buckets = 0;
     let norm = |run: &Path| {
         let model = colswarm_model::Model::load(&run.join("best"), &Device::flex()).unwrap();
         let weight = model.swarm.orchestrator.cta.hidden.weight.val();
@@ -218,7 +224,7 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let plain = dir.path().join("plain");
     train_quietly(&config, &plain).unwrap();
     // lr 2e-3 × decay 50 shrinks every weight by 10% per step.
-    config.weight_decay = 50.0;
+    config.optimizer.weight_decay = 50.0;
     let decayed = dir.path().join("decayed");
     train_quietly(&config, &decayed).unwrap();
     assert!(
@@ -227,7 +233,7 @@ fn weight_decay_shrinks_the_weights_and_must_be_finite() {
         norm(&decayed),
         norm(&plain)
     );
-    config.weight_decay = f32::NAN;
+    config.optimizer.weight_decay = f32::NAN;
     let err = train_quietly(&config, &dir.path().join("nan")).unwrap_err();
     assert!(err.to_string().contains("weight decay NaN"), "{err}");
 }
@@ -247,15 +253,8 @@ fn first_losses_without_and_with(change: impl Fn(&mut TrainConfig)) -> (f64, f64
 #[test]
 fn column_dropout_changes_the_training_loss() {
     // Same initial weights and batches, so the first losses differ only by the masks.
-    let (plain, dropped) = first_losses_without_and_with(|c| c.column_dropout = 0.5);
+    let (plain, dropped) = first_losses_without_and_with(|c| c.regularization.column_dropout = 0.5);
     assert_ne!(plain, dropped);
-}
-
-#[test]
-fn shuffled_rows_change_the_training_loss() {
-    // Same initial weights and batch order: the first losses differ only by the rows read.
-    let (plain, shuffled) = first_losses_without_and_with(|c| c.shuffle_rows = true);
-    assert_ne!(plain, shuffled);
 }
 
 #[test]
@@ -264,7 +263,7 @@ fn a_different_configuration_is_not_resumed() {
     let mut config = quick(dir.path());
     let run = dir.path().join("run");
     train_quietly(&config, &run).unwrap();
-    config.learning_rate *= 2.0;
+    config.optimizer.learning_rate *= 2.0;
     let err = train_quietly(&config, &run).unwrap_err();
     assert!(err.to_string().contains("different configuration"), "{err}");
 }
@@ -274,16 +273,16 @@ fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
     // Adam's steps are about the learning rate in size: this one overflows the weights.
-    config.learning_rate = 1e30;
-    config.grad_clip = None;
-    config.specialists.clear();
+    config.optimizer.learning_rate = 1e30;
+    config.optimizer.grad_clip = None;
+    config.model.specialists.clear();
     let err = train_quietly(&config, &dir.path().join("stop")).unwrap_err();
     match err {
         TrainError::NonFinite { step, .. } => assert!(step >= 1, "step {step}"),
         other => panic!("expected a non-finite loss error, got {other}"),
     }
-    config.on_non_finite = NonFinitePolicy::Skip;
-    config.epochs = 1;
+    config.run.on_non_finite = NonFinitePolicy::Skip;
+    config.run.epochs = 1;
     let run = dir.path().join("skip");
     let summary = train_quietly(&config, &run).unwrap();
     assert!(summary.finished);
@@ -298,12 +297,12 @@ fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
 fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
-    config.specialists = vec![
+    config.model.specialists = vec![
         specialist(dir.path(), "a", 7),
         specialist(dir.path(), "b", 8),
     ];
-    config.epochs = 1;
-    config.max_tables = 6;
+    config.run.epochs = 1;
+    config.data.max_tables = 6;
     let supervised = train_quietly(&config, &dir.path().join("sup")).unwrap();
     let parl = ParlConfig {
         model: supervised.model_dir.clone(),
@@ -364,12 +363,11 @@ fn tensor_values(file: &Path, name: &str) -> Vec<f32> {
 }
 
 #[test]
-fn wide_ngrams_train_and_a_runs_checkpoints_average_into_a_model() {
+fn a_runs_checkpoints_average_into_a_model() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
-    config.ngram_buckets = 64;
-    config.wide_buckets = 16;
-    config.learning_rate = 1e-2;
+    config.model.ngram_buckets = 16;
+    config.optimizer.learning_rate = 1e-2;
     let run = dir.path().join("run");
     train_quietly(&config, &run).unwrap();
     let mut checkpoints: Vec<PathBuf> = std::fs::read_dir(run.join("checkpoints"))
@@ -378,23 +376,20 @@ fn wide_ngrams_train_and_a_runs_checkpoints_average_into_a_model() {
         .collect();
     checkpoints.sort();
     let (a, b) = (&checkpoints[0], checkpoints.last().unwrap());
-    let wide = "cta.weight";
+    let (file, name) = ("column_ngrams.safetensors", "weight");
     let (wa, wb) = (
-        tensor_values(&a.join("wide_ngrams.safetensors"), wide),
-        tensor_values(&b.join("wide_ngrams.safetensors"), wide),
+        tensor_values(&a.join(file), name),
+        tensor_values(&b.join(file), name),
     );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(a.join("swarm.json")).unwrap()).unwrap();
-    let cta_labels = manifest["config"]["cta_labels"].as_u64().unwrap() as usize;
-    assert_eq!(wa.len(), 16 * cta_labels, "16 buckets × the CTA labels");
-    assert!(
-        wb.iter().any(|&w| w != 0.0),
-        "training moved the wide weights"
-    );
+    let d_model = manifest["config"]["primary"]["d_model"].as_u64().unwrap() as usize;
+    assert_eq!(wa.len(), 16 * d_model, "16 buckets × d_model");
+    assert_ne!(wa, wb, "training moved the n-gram embedding");
 
     let out = dir.path().join("average");
-    colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out).unwrap();
-    let averaged = tensor_values(&out.join("wide_ngrams.safetensors"), wide);
+    colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out).unwrap();
+    let averaged = tensor_values(&out.join(file), name);
     for ((m, x), y) in averaged.iter().zip(&wa).zip(&wb) {
         assert!((m - (x + y) / 2.0).abs() <= 1e-6, "{m} vs {x}, {y}");
     }
@@ -403,13 +398,13 @@ fn wide_ngrams_train_and_a_runs_checkpoints_average_into_a_model() {
     assert_eq!(model.specialist_names, vec!["a".to_string()]);
 
     // Never overwritten; a model of another run configuration is refused, naming it.
-    let again = colswarm_train::average::average_model_dirs(&[a.clone(), b.clone()], &out);
+    let again = colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out);
     assert!(again.unwrap_err().to_string().contains("already exists"));
-    config.wide_buckets = 8;
-    config.epochs = 1;
+    config.model.ngram_buckets = 8;
+    config.run.epochs = 1;
     let other = dir.path().join("other");
     let summary = train_quietly(&config, &other).unwrap();
-    let err = colswarm_train::average::average_model_dirs(
+    let err = colswarm_train::average_model_dirs(
         &[a.clone(), summary.model_dir.clone()],
         &dir.path().join("mixed"),
     )

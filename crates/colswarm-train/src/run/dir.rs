@@ -93,11 +93,6 @@ impl RunDir {
         Ok(run)
     }
 
-    /// The run's root.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// `run.json`.
     pub fn config_path(&self) -> PathBuf {
         self.root.join("run.json")
@@ -242,36 +237,6 @@ fn replace_dir(source: &Path, target: &Path, old: &Path) -> Result<(), TrainErro
     std::fs::rename(source, target).map_err(io(target))?;
     if old.exists() {
         std::fs::remove_dir_all(old).map_err(io(old))?;
-    }
-    Ok(())
-}
-
-/// Copies a model directory (files and `specialists/`) to `target`, atomically.
-pub fn copy_model_dir(source: &Path, target: &Path) -> Result<(), TrainError> {
-    let parent = target.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into());
-    let temp = parent.join(format!(".tmp-{name}"));
-    if temp.exists() {
-        std::fs::remove_dir_all(&temp).map_err(io(&temp))?;
-    }
-    copy_tree(source, &temp)?;
-    replace_dir(&temp, target, &parent.join(format!(".old-{name}")))
-}
-
-fn copy_tree(source: &Path, target: &Path) -> Result<(), TrainError> {
-    std::fs::create_dir_all(target).map_err(io(target))?;
-    for entry in std::fs::read_dir(source).map_err(io(source))? {
-        let path = entry.map_err(io(source))?.path();
-        let to = target.join(path.file_name().unwrap_or_default());
-        if path.is_dir() {
-            copy_tree(&path, &to)?;
-        } else {
-            std::fs::copy(&path, &to).map_err(io(&path))?;
-        }
     }
     Ok(())
 }

@@ -1,0 +1,253 @@
+//! Model directories of older layouts load, upgraded in memory, and give the same outputs; the
+//! current layout is written by save and holds every field; an unknown layout is an error that
+//! names its file.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use colswarm_model::{
+    Activation, Columns, Example, LABELS_FILE, Model, SERIALIZE_FILE, SpecialistUse,
+    save_model_extras,
+};
+use colswarm_swarm::Swarm;
+use colswarm_swarm::manifest::{MANIFEST_FILE, MANIFEST_FORMAT, ManifestVersion};
+use colswarm_tables::Table;
+use serde_json::Value;
+
+/// The shipped model, a `colswarm-swarm-v1` directory.
+fn shipped() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/colswarm-small")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+fn tables() -> Vec<Table> {
+    vec![
+        Table::from_rows(
+            "films",
+            Some(vec!["Title".into(), "Director".into(), "Year".into()]),
+            vec![
+                vec!["Alien".into(), "Ridley Scott".into(), "1979".into()],
+                vec!["Heat".into(), "Michael Mann".into(), "1995".into()],
+            ],
+        ),
+        Table::from_rows(
+            "cities",
+            Some(vec!["city".into(), "country".into(), "population".into()]),
+            vec![vec!["Oslo".into(), "Norway".into(), "709000".into()]],
+        ),
+    ]
+}
+
+/// The model's CTA logits on [`tables`], with its router deciding.
+fn logits(model: &Model) -> Vec<f32> {
+    let examples = model.encode(&tables(), Columns::All);
+    let refs: Vec<&Example> = examples.iter().collect();
+    let out = model.forward(&refs, SpecialistUse::Router).unwrap();
+    out.cta_logits.into_data().try_to_vec::<f32>().unwrap()
+}
+
+fn load(dir: &Path) -> Model {
+    Model::load(dir, &Device::flex()).unwrap()
+}
+
+fn load_error(dir: &Path) -> String {
+    Model::load(dir, &Device::flex()).unwrap_err().to_string()
+}
+
+#[test]
+fn the_shipped_v1_model_loads_from_a_copy_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    copy_dir(&shipped(), &copy);
+    let before: Vec<Vec<u8>> = [MANIFEST_FILE, LABELS_FILE, SERIALIZE_FILE]
+        .iter()
+        .map(|f| std::fs::read(copy.join(f)).unwrap())
+        .collect();
+    let (_, manifest) = Swarm::load(&copy, &Device::flex()).unwrap();
+    assert_eq!(manifest.version, ManifestVersion::V1);
+    let model = load(&copy);
+    assert_eq!(logits(&model), logits(&load(&shipped())));
+    // Loading migrates in memory only.
+    for (file, bytes) in [MANIFEST_FILE, LABELS_FILE, SERIALIZE_FILE]
+        .iter()
+        .zip(before)
+    {
+        assert_eq!(std::fs::read(copy.join(file)).unwrap(), bytes, "{file}");
+    }
+}
+
+#[test]
+fn older_serialize_and_label_files_take_the_defaults_they_always_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    copy_dir(&shipped(), &copy);
+    // serialize.json from before the query budgets: they meant 32 and 16 bytes.
+    let mut serialize = read_json(&copy.join(SERIALIZE_FILE));
+    let object = serialize.as_object_mut().unwrap();
+    object.remove("query_header_bytes");
+    object.remove("query_cell_bytes");
+    write_json(&copy.join(SERIALIZE_FILE), &serialize);
+    // labels.json from before activations and hierarchies: softmax, no ancestors.
+    let mut labels = read_json(&copy.join(LABELS_FILE));
+    for list in ["cta", "cpa"] {
+        for namespace in labels[list].as_array_mut().unwrap() {
+            let object = namespace.as_object_mut().unwrap();
+            object.remove("activation");
+            object.remove("ancestors");
+        }
+    }
+    write_json(&copy.join(LABELS_FILE), &labels);
+
+    let model = load(&copy);
+    let s = model.serialize;
+    assert_eq!((s.query_header_bytes, s.query_cell_bytes), (32, 16));
+    assert_eq!(s.max_table_tokens, 128, "the fields present are kept");
+    for namespace in model.space.cta.iter().chain(&model.space.cpa) {
+        assert_eq!(namespace.activation, Activation::Softmax);
+        assert!(namespace.ancestors.is_empty());
+    }
+
+    // The same files beside a v2 manifest miss required fields: an error naming the file.
+    let mut manifest = read_json(&copy.join(MANIFEST_FILE));
+    manifest["format"] = MANIFEST_FORMAT.into();
+    let config = manifest["config"].as_object_mut().unwrap();
+    config.remove("column_pooling");
+    config.remove("wide_ngrams");
+    write_json(&copy.join(MANIFEST_FILE), &manifest);
+    let error = load_error(&copy);
+    assert!(
+        error.contains(LABELS_FILE) && error.contains("missing field `activation`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_v1_manifest_without_its_later_fields_takes_their_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    copy_dir(&shipped(), &copy);
+    let mut manifest = read_json(&copy.join(MANIFEST_FILE));
+    let config = manifest["config"].as_object_mut().unwrap();
+    for field in ["budget", "wide_ngrams"] {
+        config.remove(field);
+    }
+    let ngrams = config["column_ngrams"].as_object_mut().unwrap();
+    for field in ["min_n", "max_n", "max_cells"] {
+        ngrams.remove(field);
+    }
+    write_json(&copy.join(MANIFEST_FILE), &manifest);
+    let model = load(&copy);
+    assert_eq!(logits(&model), logits(&load(&shipped())));
+}
+
+#[test]
+fn v1_models_of_removed_options_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    copy_dir(&shipped(), &copy);
+    let original = read_json(&copy.join(MANIFEST_FILE));
+    let cases: [(&str, Value, &str); 5] = [
+        ("column_pooling", Value::Null, "--no-span-pooling"),
+        ("column_pooling", "SecondRead".into(), "--read-twice"),
+        ("alignment", "Learned".into(), "--learned-alignment"),
+        (
+            "wide_ngrams",
+            serde_json::json!({"buckets": 8}),
+            "--wide-buckets",
+        ),
+        (
+            "column_ngrams",
+            serde_json::json!({"buckets": 16384, "neighbours": true}),
+            "--neighbour-ngrams",
+        ),
+    ];
+    for (field, value, flag) in cases {
+        let mut manifest = original.clone();
+        manifest["config"][field] = value;
+        write_json(&copy.join(MANIFEST_FILE), &manifest);
+        let error = load_error(&copy);
+        assert!(
+            error.contains(MANIFEST_FILE) && error.contains(flag),
+            "{field}: {error}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_format_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    copy_dir(&shipped(), &copy);
+    let mut manifest = read_json(&copy.join(MANIFEST_FILE));
+    manifest["format"] = "colswarm-swarm-v9".into();
+    write_json(&copy.join(MANIFEST_FILE), &manifest);
+    let error = load_error(&copy);
+    assert!(
+        error.contains(&copy.join(MANIFEST_FILE).display().to_string())
+            && error.contains("unknown format \"colswarm-swarm-v9\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn saving_writes_the_current_layout_with_every_field_and_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = load(&shipped());
+    let (swarm, manifest) = Swarm::load(&shipped(), &Device::flex()).unwrap();
+    let out = dir.path().join("v2");
+    swarm
+        .save(
+            &out,
+            &manifest.config,
+            &manifest.cta_labels,
+            &manifest.cpa_labels,
+        )
+        .unwrap();
+    save_model_extras(&out, &model.space, &model.serialize).unwrap();
+
+    let written = read_json(&out.join(MANIFEST_FILE));
+    assert_eq!(written["format"], MANIFEST_FORMAT);
+    assert!(written["config"]["budget"].is_null());
+    assert_eq!(written["config"]["head_skip"], "Linear");
+    let labels = read_json(&out.join(LABELS_FILE));
+    for namespace in labels["cta"].as_array().unwrap() {
+        assert!(namespace.get("activation").is_some() && namespace.get("ancestors").is_some());
+    }
+    let (_, again) = Swarm::load(&out, &Device::flex()).unwrap();
+    assert_eq!(again.version, ManifestVersion::V2);
+    assert_eq!(again.config, manifest.config);
+    assert_eq!(logits(&load(&out)), logits(&model));
+
+    // A required field missing from a v2 manifest is an error naming it and the file.
+    let mut broken = written.clone();
+    broken["config"]
+        .as_object_mut()
+        .unwrap()
+        .remove("head_skip");
+    write_json(&out.join(MANIFEST_FILE), &broken);
+    let error = load_error(&out);
+    assert!(
+        error.contains(MANIFEST_FILE) && error.contains("missing field `head_skip`"),
+        "{error}"
+    );
+}

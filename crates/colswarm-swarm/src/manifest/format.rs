@@ -1,0 +1,345 @@
+//! The layouts of `swarm.json` on disk, and the migration of older ones.
+//!
+//! - `colswarm-swarm-v2` ([`MANIFEST_FORMAT`], what [`Swarm::save`] writes): every field is
+//!   present, an absent component or option written as `null`; a field missing or unknown is
+//!   an error. The directory's `labels.json` and `serialize.json` hold every field too.
+//! - `colswarm-swarm-v1` ([`MANIFEST_FORMAT_V1`]): fields added over time may be missing, and
+//!   mean what those files always meant (no head skip, no column n-grams, heads 256 wide, …).
+//!   A v1 manifest is upgraded in memory when read; its files are never rewritten. Models that
+//!   need a code path since removed (span pooling off, a second read, learned alignments,
+//!   context or neighbour n-grams, wide n-gram logits) are refused with the reason.
+//!
+//! [`Swarm::save`]: crate::Swarm::save
+
+use colswarm_rwkv::RwkvConfig;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{FileRef, SpecialistRef, SwarmManifest};
+use crate::fusion::FusionMode;
+use crate::heads::LabelKind;
+use crate::ngram_embedding::ColumnNgramsConfig;
+use crate::orchestrator::{HeadSkip, OrchestratorConfig};
+
+/// The `format` of the manifests this version writes.
+pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v2";
+/// The `format` of the first layout, still read (and migrated in memory).
+pub const MANIFEST_FORMAT_V1: &str = "colswarm-swarm-v1";
+
+/// The layout a manifest (and the model directory around it) was read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManifestVersion {
+    /// `colswarm-swarm-v1`: optional fields, upgraded in memory with their defaults.
+    V1,
+    /// `colswarm-swarm-v2`: every field present.
+    V2,
+}
+
+impl ManifestVersion {
+    /// The manifest's `format` value of this layout.
+    pub fn format(self) -> &'static str {
+        match self {
+            ManifestVersion::V1 => MANIFEST_FORMAT_V1,
+            ManifestVersion::V2 => MANIFEST_FORMAT,
+        }
+    }
+}
+
+/// An `Option` field that must be present (as `null` when `None`): serde's derive takes a
+/// missing `Option` as `None` unless the field has its own deserializer.
+fn required<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// `colswarm-swarm-v2`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestV2 {
+    format: String,
+    config: ConfigV2,
+    cta_labels: Vec<String>,
+    cpa_labels: Vec<String>,
+    primary: FileRef,
+    router: FileRef,
+    fusion: FileRef,
+    cta_head: FileRef,
+    cpa_head: FileRef,
+    #[serde(deserialize_with = "required")]
+    column_ngrams: Option<FileRef>,
+    specialists: Vec<SpecialistRef>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigV2 {
+    primary: RwkvConfig,
+    cta_labels: usize,
+    cta_kind: LabelKind,
+    cpa_labels: usize,
+    fusion: FusionMode,
+    threshold: f64,
+    #[serde(deserialize_with = "required")]
+    budget: Option<usize>,
+    d_head_hidden: usize,
+    #[serde(deserialize_with = "required")]
+    column_ngrams: Option<NgramsV2>,
+    #[serde(deserialize_with = "required")]
+    head_skip: Option<HeadSkip>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NgramsV2 {
+    buckets: u32,
+    min_n: usize,
+    max_n: usize,
+    max_cells: usize,
+}
+
+/// `colswarm-swarm-v1`, every field as lenient as the files written under it.
+#[derive(Deserialize)]
+struct ManifestV1 {
+    config: ConfigV1,
+    #[serde(default)]
+    cta_labels: Vec<String>,
+    #[serde(default)]
+    cpa_labels: Vec<String>,
+    primary: FileRef,
+    router: FileRef,
+    fusion: FileRef,
+    cta_head: FileRef,
+    cpa_head: FileRef,
+    #[serde(default)]
+    column_ngrams: Option<FileRef>,
+    #[serde(default)]
+    wide_ngrams: Option<FileRef>,
+    specialists: Vec<SpecialistRef>,
+}
+
+#[derive(Deserialize)]
+struct ConfigV1 {
+    primary: RwkvConfig,
+    cta_labels: usize,
+    cta_kind: LabelKind,
+    cpa_labels: usize,
+    #[serde(default = "v1_fusion")]
+    fusion: FusionMode,
+    #[serde(default = "v1_threshold")]
+    threshold: f64,
+    #[serde(default)]
+    budget: Option<usize>,
+    #[serde(default = "v1_d_head_hidden")]
+    d_head_hidden: usize,
+    #[serde(default)]
+    alignment: Option<serde_json::Value>,
+    #[serde(default)]
+    column_pooling: Option<serde_json::Value>,
+    #[serde(default)]
+    column_ngrams: Option<NgramsV1>,
+    #[serde(default)]
+    head_skip: Option<HeadSkip>,
+    #[serde(default)]
+    wide_ngrams: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct NgramsV1 {
+    #[serde(default = "v1_buckets")]
+    buckets: u32,
+    #[serde(default = "v1_min_n")]
+    min_n: usize,
+    #[serde(default = "v1_max_n")]
+    max_n: usize,
+    #[serde(default = "v1_max_cells")]
+    max_cells: usize,
+    #[serde(default)]
+    context: Option<serde_json::Value>,
+    #[serde(default)]
+    neighbours: Option<bool>,
+}
+
+fn v1_fusion() -> FusionMode {
+    FusionMode::WeightedSum
+}
+fn v1_threshold() -> f64 {
+    0.5
+}
+fn v1_d_head_hidden() -> usize {
+    256
+}
+fn v1_buckets() -> u32 {
+    16384
+}
+fn v1_min_n() -> usize {
+    2
+}
+fn v1_max_n() -> usize {
+    4
+}
+fn v1_max_cells() -> usize {
+    20
+}
+
+/// A v1 option this version has no code path for.
+fn unsupported(what: &str) -> String {
+    format!("the model was trained with {what}, which this version of colswarm no longer supports")
+}
+
+impl ManifestV1 {
+    fn migrate(self) -> Result<SwarmManifest, String> {
+        let c = self.config;
+        if c.alignment.as_ref().is_some_and(|a| !a.is_null()) {
+            return Err(unsupported("learned alignments (`--learned-alignment`)"));
+        }
+        match c
+            .column_pooling
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+        {
+            Some("SpanMean") => {}
+            Some("SecondRead") => return Err(unsupported("a second read (`--read-twice`)")),
+            Some(other) => return Err(format!("unknown column pooling `{other}`")),
+            None => return Err(unsupported("no span pooling (`--no-span-pooling`)")),
+        }
+        if c.wide_ngrams.as_ref().is_some_and(|w| !w.is_null()) || self.wide_ngrams.is_some() {
+            return Err(unsupported("wide n-gram logits (`--wide-buckets`)"));
+        }
+        let column_ngrams = match c.column_ngrams {
+            Some(n) if n.context.as_ref().is_some_and(|x| !x.is_null()) => {
+                return Err(unsupported("context n-grams (`--context-ngrams`)"));
+            }
+            Some(n) if n.neighbours == Some(true) => {
+                return Err(unsupported("neighbour n-grams (`--neighbour-ngrams`)"));
+            }
+            Some(n) => Some(NgramsV2 {
+                buckets: n.buckets,
+                min_n: n.min_n,
+                max_n: n.max_n,
+                max_cells: n.max_cells,
+            }),
+            None => None,
+        };
+        let config = ConfigV2 {
+            primary: c.primary,
+            cta_labels: c.cta_labels,
+            cta_kind: c.cta_kind,
+            cpa_labels: c.cpa_labels,
+            fusion: c.fusion,
+            threshold: c.threshold,
+            budget: c.budget,
+            d_head_hidden: c.d_head_hidden,
+            column_ngrams,
+            head_skip: c.head_skip,
+        };
+        Ok(SwarmManifest {
+            version: ManifestVersion::V1,
+            config: config.into(),
+            cta_labels: self.cta_labels,
+            cpa_labels: self.cpa_labels,
+            primary: self.primary,
+            router: self.router,
+            fusion: self.fusion,
+            cta_head: self.cta_head,
+            cpa_head: self.cpa_head,
+            column_ngrams: self.column_ngrams,
+            specialists: self.specialists,
+        })
+    }
+}
+
+impl From<ConfigV2> for OrchestratorConfig {
+    fn from(c: ConfigV2) -> Self {
+        OrchestratorConfig::new(c.primary, c.cta_labels, c.cta_kind, c.cpa_labels)
+            .with_fusion(c.fusion)
+            .with_threshold(c.threshold)
+            .with_budget(c.budget)
+            .with_d_head_hidden(c.d_head_hidden)
+            .with_column_ngrams(c.column_ngrams.map(|n| {
+                ColumnNgramsConfig::new()
+                    .with_buckets(n.buckets)
+                    .with_min_n(n.min_n)
+                    .with_max_n(n.max_n)
+                    .with_max_cells(n.max_cells)
+            }))
+            .with_head_skip(c.head_skip)
+    }
+}
+
+impl From<&OrchestratorConfig> for ConfigV2 {
+    fn from(c: &OrchestratorConfig) -> Self {
+        ConfigV2 {
+            primary: c.primary.clone(),
+            cta_labels: c.cta_labels,
+            cta_kind: c.cta_kind,
+            cpa_labels: c.cpa_labels,
+            fusion: c.fusion,
+            threshold: c.threshold,
+            budget: c.budget,
+            d_head_hidden: c.d_head_hidden,
+            column_ngrams: c.column_ngrams.map(|n| NgramsV2 {
+                buckets: n.buckets,
+                min_n: n.min_n,
+                max_n: n.max_n,
+                max_cells: n.max_cells,
+            }),
+            head_skip: c.head_skip,
+        }
+    }
+}
+
+/// Written as `colswarm-swarm-v2`, whatever layout the manifest was read from.
+impl Serialize for SwarmManifest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ManifestV2 {
+            format: MANIFEST_FORMAT.into(),
+            config: (&self.config).into(),
+            cta_labels: self.cta_labels.clone(),
+            cpa_labels: self.cpa_labels.clone(),
+            primary: self.primary.clone(),
+            router: self.router.clone(),
+            fusion: self.fusion.clone(),
+            cta_head: self.cta_head.clone(),
+            cpa_head: self.cpa_head.clone(),
+            column_ngrams: self.column_ngrams.clone(),
+            specialists: self.specialists.clone(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Reads any layout this version knows ([`ManifestVersion`]) by its `format`, migrating a v1
+/// manifest; an unknown `format` is an error that names it.
+impl<'de> Deserialize<'de> for SwarmManifest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let format = value
+            .get("format")
+            .ok_or_else(|| D::Error::missing_field("format"))?;
+        match format.as_str() {
+            Some(MANIFEST_FORMAT) => {
+                let v2 = ManifestV2::deserialize(value).map_err(D::Error::custom)?;
+                Ok(SwarmManifest {
+                    version: ManifestVersion::V2,
+                    config: v2.config.into(),
+                    cta_labels: v2.cta_labels,
+                    cpa_labels: v2.cpa_labels,
+                    primary: v2.primary,
+                    router: v2.router,
+                    fusion: v2.fusion,
+                    cta_head: v2.cta_head,
+                    cpa_head: v2.cpa_head,
+                    column_ngrams: v2.column_ngrams,
+                    specialists: v2.specialists,
+                })
+            }
+            Some(MANIFEST_FORMAT_V1) => ManifestV1::deserialize(value)
+                .map_err(D::Error::custom)?
+                .migrate()
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom(format!(
+                "unknown format {format} (this version reads `{MANIFEST_FORMAT}` and \
+                 `{MANIFEST_FORMAT_V1}`)"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! What every training stage shares: the run directory (`run.json`, `log.jsonl`, atomic
+//! checkpoints, `best/`), resuming from the newest checkpoint, the seeded random streams, the
+//! policy for non-finite losses, and dev evaluation during training.
+//!
+//! A stage (supervised, PARL) binds its configuration to a [`RunDir`], resumes from its newest
+//! checkpoint, draws its random choices from [`rng_for`], checks each step with
+//! [`NonFinitePolicy::take_step`], scores its dev sets with [`dev_reports`], and writes models
+//! through [`ModelParts`].
+
+mod dir;
+mod log;
+mod rng;
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use colswarm_model::{
+    LabelSpace, Model, SerializeSettings, SpecialistUse, Task, save_model_extras,
+};
+use colswarm_swarm::{OrchestratorConfig, Swarm};
+use serde::{Deserialize, Serialize};
+
+pub use dir::{RunDir, RunState};
+pub use log::Log;
+pub use rng::epoch_order;
+pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
+
+use crate::dataset::{DataSpec, LoadedData};
+use crate::error::TrainError;
+use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
+use crate::param_ids::renumber;
+
+/// What to do when a batch's loss or one of its gradients is NaN or infinite.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonFinitePolicy {
+    /// Stop with [`TrainError::NonFinite`] or [`TrainError::NonFiniteGradients`] (the last
+    /// checkpoint stays).
+    #[default]
+    Stop,
+    /// Skip the batch (no update) and log it.
+    Skip,
+}
+
+impl NonFinitePolicy {
+    /// Whether the step of `loss`, whose gradients hold `bad_gradients` non-finite tensors,
+    /// is taken: `Ok(true)` when all is finite, `Ok(false)` when it is to be skipped, an error
+    /// naming the step when the policy stops.
+    pub fn take_step(
+        self,
+        loss: f64,
+        bad_gradients: usize,
+        epoch: usize,
+        step: usize,
+    ) -> Result<bool, TrainError> {
+        if loss.is_finite() && bad_gradients == 0 {
+            return Ok(true);
+        }
+        match self {
+            NonFinitePolicy::Stop if bad_gradients > 0 => Err(TrainError::NonFiniteGradients {
+                epoch,
+                step,
+                tensors: bad_gradients,
+            }),
+            NonFinitePolicy::Stop => Err(TrainError::NonFinite { epoch, step, loss }),
+            NonFinitePolicy::Skip => Ok(false),
+        }
+    }
+}
+
+/// What a model directory holds besides the swarm's weights.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelParts<'a> {
+    /// The orchestrator's configuration.
+    pub orchestrator: &'a OrchestratorConfig,
+    /// The label space.
+    pub space: &'a LabelSpace,
+    /// The serialization settings.
+    pub serialize: &'a SerializeSettings,
+}
+
+impl ModelParts<'_> {
+    /// Saves a model directory (swarm + label space + serialization settings).
+    pub fn save(&self, swarm: &Swarm, dir: &Path) -> Result<(), TrainError> {
+        let space = self.space;
+        swarm.save(
+            dir,
+            self.orchestrator,
+            &space.flat(Task::Cta),
+            &space.flat(Task::Cpa),
+        )?;
+        Ok(save_model_extras(dir, space, self.serialize)?)
+    }
+
+    /// Writes the model as the run's `best/`, atomically.
+    pub fn save_best(&self, run: &RunDir, swarm: &Swarm) -> Result<(), TrainError> {
+        let temp = run.temp_dir("best")?;
+        self.save(swarm, &temp)?;
+        run.replace_best(&temp)
+    }
+
+    /// Writes a checkpoint (model directory + optimizer state + counters) into `run`,
+    /// atomically, keeping the newest `keep_last`.
+    pub fn save_checkpoint(
+        &self,
+        run: &RunDir,
+        swarm: &Swarm,
+        optim: &ModuleOptimizer,
+        state: &RunState,
+        keep_last: usize,
+    ) -> Result<(), TrainError> {
+        let temp = run.temp_dir("checkpoint")?;
+        self.save(swarm, &temp.join("model"))?;
+        let path = temp.join("optimizer.bpk");
+        optim.save(&path).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: format!("could not write the optimizer state: {e:?}"),
+        })?;
+        run.commit_checkpoint(&temp, state.clone(), keep_last)?;
+        Ok(())
+    }
+}
+
+/// A stage's swarm and optimizer, and the counters of the run so far.
+pub(crate) struct Resumed {
+    /// The swarm: the newest checkpoint's trainable weights (the specialists stay).
+    pub(crate) swarm: Swarm,
+    /// The optimizer, with the checkpoint's state.
+    pub(crate) optim: ModuleOptimizer,
+    /// The checkpoint's counters; `None` for a fresh run (nothing was changed).
+    pub(crate) state: Option<RunState>,
+}
+
+/// Resumes from the run's newest checkpoint, if it has one, the fresh `swarm` and `optim`
+/// of the stage otherwise.
+pub(crate) fn resume(
+    run: &RunDir,
+    swarm: Swarm,
+    optim: ModuleOptimizer,
+    device: &Device,
+) -> Result<Resumed, TrainError> {
+    let Some(checkpoint) = run.latest()? else {
+        return Ok(Resumed {
+            swarm,
+            optim,
+            state: None,
+        });
+    };
+    let (loaded, _) = Swarm::load(&checkpoint.model_dir(), device)?;
+    let path = checkpoint.optimizer_path();
+    Ok(Resumed {
+        swarm: Swarm::new(renumber(loaded.orchestrator), swarm.specialists)?,
+        optim: optim.load(&path).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: format!("unreadable optimizer state: {e:?}"),
+        })?,
+        state: Some(checkpoint.state),
+    })
+}
+
+/// Scores the dev sets with threshold routing, one report per set (a run's score is their mean
+/// micro-F1).
+pub fn dev_reports(
+    swarm: &Swarm,
+    space: &LabelSpace,
+    serialize: &SerializeSettings,
+    dev: &[(DataSpec, LoadedData)],
+    batch_size: usize,
+) -> Result<Vec<EvalReport>, TrainError> {
+    let model = Model {
+        swarm: Swarm::new(swarm.orchestrator.valid(), swarm.specialists.clone())?,
+        specialist_names: swarm
+            .specialists
+            .iter()
+            .map(|s| s.name().to_string())
+            .collect(),
+        space: space.clone(),
+        serialize: *serialize,
+    };
+    dev.iter()
+        .map(|(spec, data)| {
+            let options = EvalOptions {
+                task: default_task(spec.format, &data.tables),
+                namespace: Some(spec.namespace.clone()),
+                batch_size,
+                specialists: SpecialistUse::Router,
+                progress: false,
+                probabilities: false,
+            };
+            evaluate(&model, &data.tables, spec.format, &options)
+        })
+        .collect()
+}

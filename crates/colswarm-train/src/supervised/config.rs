@@ -1,0 +1,452 @@
+//! The configuration of a supervised run, grouped by what each part decides: the model, the
+//! data and how tables are serialized, the optimizer, regularization, and the run itself.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer};
+use burn::tensor::Device;
+use colswarm_model::{LabelSpace, SerializeSettings, Task};
+use colswarm_rwkv::RwkvConfig;
+use colswarm_swarm::{
+    ColumnNgramsConfig, FrozenSpecialist, FusionMode, HeadSkip, LabelKind, OrchestratorConfig,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::DataSpec;
+use crate::error::TrainError;
+use crate::run::NonFinitePolicy;
+
+/// A frozen specialist to read tables beside the primary: `NAME=PATH`, where `PATH` is an RWKV
+/// checkpoint or a model directory (its primary is used).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecialistSpec {
+    /// Name used in reports and annotations.
+    pub name: String,
+    /// Checkpoint file or model directory.
+    pub path: PathBuf,
+}
+
+impl FromStr for SpecialistSpec {
+    type Err = TrainError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once('=') {
+            Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok(SpecialistSpec {
+                name: name.to_string(),
+                path: PathBuf::from(path),
+            }),
+            _ => Err(TrainError::Config(format!(
+                "specialist `{s}`: expected NAME=PATH (a checkpoint or a model directory)"
+            ))),
+        }
+    }
+}
+
+impl SpecialistSpec {
+    /// Loads the specialist (its weights on `device` without autodiff).
+    pub fn load(&self, device: &Device) -> Result<FrozenSpecialist, TrainError> {
+        let file = if self.path.is_dir() {
+            self.path.join("primary.safetensors")
+        } else {
+            self.path.clone()
+        };
+        let loaded = FrozenSpecialist::load(&self.name, &file, device)?;
+        // Dropping the source path makes saved models carry a copy: they stay self-contained.
+        Ok(FrozenSpecialist::from_model(
+            &self.name,
+            loaded.model().clone(),
+            loaded.config().clone(),
+        ))
+    }
+}
+
+/// The learning rate over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LrDecay {
+    /// The same rate at every step.
+    #[default]
+    Constant,
+    /// From the rate at the first step down to zero after the last step of the last epoch.
+    Linear,
+}
+
+/// Everything a supervised run depends on (stored as `run.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// What is trained.
+    pub model: ModelSettings,
+    /// What it is trained on, and how tables are read.
+    pub data: DataSettings,
+    /// How the loss is minimised.
+    pub optimizer: OptimizerSettings,
+    /// What keeps the model from fitting its training set only.
+    pub regularization: Regularization,
+    /// Epochs, stopping, checkpoints, logging and the seed.
+    pub run: RunSettings,
+}
+
+/// The model a supervised run trains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    /// Width of the primary.
+    pub d_model: usize,
+    /// Layers of the primary.
+    pub n_layers: usize,
+    /// Head size of the primary (d_model must be a multiple).
+    pub head_size: usize,
+    /// Hidden width of the heads.
+    pub d_head_hidden: usize,
+    /// Frozen specialists.
+    pub specialists: Vec<SpecialistSpec>,
+    /// Fusion rule.
+    pub fusion: FusionMode,
+    /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
+    /// n-grams.
+    pub ngram_buckets: u32,
+    /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
+    pub head_skip: bool,
+    /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
+    /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
+    pub sigmoid_multi_label: bool,
+    /// Start from this model directory's weights instead of random ones (same primary, heads
+    /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
+    pub init_from: Option<PathBuf>,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        ModelSettings {
+            d_model: 128,
+            n_layers: 2,
+            head_size: 32,
+            d_head_hidden: 128,
+            specialists: Vec::new(),
+            fusion: FusionMode::WeightedSum,
+            ngram_buckets: 1 << 14,
+            head_skip: false,
+            sigmoid_multi_label: false,
+            init_from: None,
+        }
+    }
+}
+
+/// The data of a supervised run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataSettings {
+    /// Training sets.
+    pub train: Vec<DataSpec>,
+    /// Dev sets (their namespaces must be among the training sets').
+    pub dev: Vec<DataSpec>,
+    /// At most this many training tables per set (0: all), for quick runs.
+    pub max_tables: usize,
+    /// Serialization budgets.
+    pub serialize: SerializeSettings,
+}
+
+/// The optimizer of a supervised run (Adam, or AdamW with weight decay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OptimizerSettings {
+    /// Tables per optimizer step.
+    pub batch_size: usize,
+    /// Adam's learning rate (the peak, with [`LrDecay::Linear`]).
+    pub learning_rate: f64,
+    /// How the learning rate changes over the run.
+    pub lr_decay: LrDecay,
+    /// Per-parameter gradient norm clip.
+    pub grad_clip: Option<f32>,
+    /// Decoupled weight decay (AdamW) per step, times the learning rate; 0 is plain Adam.
+    pub weight_decay: f32,
+    /// Weight of the CPA loss.
+    pub cpa_weight: f64,
+}
+
+impl Default for OptimizerSettings {
+    fn default() -> Self {
+        OptimizerSettings {
+            batch_size: 8,
+            learning_rate: 2e-3,
+            lr_decay: LrDecay::Constant,
+            grad_clip: Some(1.0),
+            weight_decay: 0.0,
+            cpa_weight: 1.0,
+        }
+    }
+}
+
+/// Regularization of a supervised run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Regularization {
+    /// Dropout on the column representations the heads read, during training only: each
+    /// element is zeroed with this probability and the rest scaled by `1/(1-p)`. The masks
+    /// derive from the seed, the step and the table's place in its batch, so a resumed or
+    /// data-parallel run draws the same ones. 0: none.
+    pub column_dropout: f32,
+}
+
+/// How long a run goes, what it keeps and logs, and where its random choices come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// Most epochs.
+    pub epochs: usize,
+    /// Epochs without dev improvement before stopping.
+    pub patience: usize,
+    /// Checkpoints kept (besides `best/`).
+    pub keep_last: usize,
+    /// Steps between checkpoints (0: only at epoch ends).
+    pub checkpoint_every: usize,
+    /// Steps between log lines.
+    pub log_every: usize,
+    /// Every random choice derives from it.
+    pub seed: u64,
+    /// NaN/inf handling.
+    pub on_non_finite: NonFinitePolicy,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            epochs: 10,
+            patience: 3,
+            keep_last: 2,
+            checkpoint_every: 0,
+            log_every: 10,
+            seed: 0,
+            on_non_finite: NonFinitePolicy::Stop,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// The primary's configuration.
+    pub fn primary(&self) -> RwkvConfig {
+        let m = &self.model;
+        RwkvConfig::new(colswarm_tables::VOCAB_SIZE, m.d_model, m.n_layers)
+            .with_head_size(m.head_size)
+    }
+
+    /// Checks what can be checked before reading data.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        let fail = |m: String| Err(TrainError::Config(m));
+        let (optimizer, data) = (&self.optimizer, &self.data);
+        if data.train.is_empty() {
+            return fail("no training set (--train NAME=FORMAT:PATH)".into());
+        }
+        if optimizer.batch_size == 0 || self.run.epochs == 0 {
+            return fail("batch size and epochs must be at least 1".into());
+        }
+        if !(optimizer.learning_rate > 0.0 && optimizer.learning_rate.is_finite()) {
+            return fail(format!(
+                "learning rate {} is not positive",
+                optimizer.learning_rate
+            ));
+        }
+        // 2^24 buckets of d_model 128 is 8 GiB of weights: anything larger is a typo.
+        if self.model.ngram_buckets > 1 << 24 {
+            return fail(format!(
+                "{} n-gram buckets: at most 2^24 = 16777216",
+                self.model.ngram_buckets
+            ));
+        }
+        if !(optimizer.weight_decay >= 0.0 && optimizer.weight_decay.is_finite()) {
+            return fail(format!(
+                "weight decay {} is not a finite number ≥ 0",
+                optimizer.weight_decay
+            ));
+        }
+        let dropout = self.regularization.column_dropout;
+        if !(0.0..1.0).contains(&dropout) {
+            return fail(format!(
+                "column dropout {dropout} is not a probability in [0, 1)"
+            ));
+        }
+        self.primary()
+            .validate()
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+        for dev in &data.dev {
+            if !data.train.iter().any(|t| t.namespace == dev.namespace) {
+                return fail(format!(
+                    "dev set `{}` has no training set of the same name",
+                    dev.namespace
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The learning rate of optimizer step `step` (counted from 0) of a run of
+    /// `steps_per_epoch` steps per epoch. A resumed run with more epochs decays more slowly
+    /// from the step it resumes at.
+    pub fn learning_rate_at(&self, step: usize, steps_per_epoch: usize) -> f64 {
+        let rate = self.optimizer.learning_rate;
+        match self.optimizer.lr_decay {
+            LrDecay::Constant => rate,
+            LrDecay::Linear => {
+                let total = (self.run.epochs * steps_per_epoch).max(1) as f64;
+                rate * (1.0 - step as f64 / total).max(0.0)
+            }
+        }
+    }
+
+    /// Whether a run directory written with `other` can be resumed under `self` (only the
+    /// stopping rules may change).
+    pub fn resumable_from(&self, other: &TrainConfig) -> bool {
+        let strip = |c: &TrainConfig| {
+            let mut c = c.clone();
+            c.run.epochs = 0;
+            c.run.patience = 0;
+            c
+        };
+        strip(self) == strip(other)
+    }
+
+    /// The optimizer of the run: Adam, or AdamW with weight decay, clipping each gradient.
+    pub(crate) fn optimizer(&self) -> ModuleOptimizer {
+        let o = &self.optimizer;
+        let clipping = o
+            .grad_clip
+            .map(burn::grad_clipping::GradientClippingConfig::Norm);
+        if o.weight_decay > 0.0 {
+            // Decoupled (AdamW): an L2 term added to Adam's gradient would be rescaled per weight.
+            AdamWConfig::new()
+                .with_weight_decay(o.weight_decay)
+                .with_grad_clipping(clipping)
+                .init()
+        } else {
+            AdamConfig::new().with_grad_clipping(clipping).init()
+        }
+    }
+}
+
+/// The orchestrator configuration of a run.
+pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> OrchestratorConfig {
+    let model = &config.model;
+    let kind = if space.cta.iter().all(|n| n.kind == LabelKind::SingleLabel) {
+        LabelKind::SingleLabel
+    } else {
+        LabelKind::MultiLabel
+    };
+    OrchestratorConfig::new(
+        config.primary(),
+        space.len(Task::Cta),
+        kind,
+        space.len(Task::Cpa),
+    )
+    .with_fusion(model.fusion)
+    .with_d_head_hidden(model.d_head_hidden)
+    .with_column_ngrams(
+        (model.ngram_buckets > 0)
+            .then(|| ColumnNgramsConfig::new().with_buckets(model.ngram_buckets)),
+    )
+    .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
+}
+
+/// Switches that do not change the result (`devices` changes it in the last bits only).
+#[derive(Clone, Debug, Default)]
+pub struct TrainOptions {
+    /// Print progress lines.
+    pub progress: bool,
+    /// Stop (as if killed) after this many optimizer steps in this process, for tests.
+    pub stop_after_steps: Option<usize>,
+    /// Devices to train on, one replica of the orchestrator each: every batch is split into
+    /// contiguous shards of near-equal size, one per device, computed concurrently, and their
+    /// gradients are summed on the first device, which holds the model and Adam's state
+    /// (burn's manual data parallelism). A device may repeat: `vec![Device::flex(); 2]` runs two
+    /// replicas on the CPU, which exercises the code path (they share the same cores, so the
+    /// gain is small). Empty: the flex CPU device alone. Autodiff is enabled on each.
+    ///
+    /// Not part of the run's configuration, so a run may be resumed on other devices: the
+    /// gradient is the same sum taken in another order, so the weights agree with a one-device
+    /// run to float rounding, not bit for bit. A bit-exact resume needs the same device list.
+    pub devices: Vec<Device>,
+}
+
+impl TrainOptions {
+    /// The devices training uses: [`TrainOptions::devices`] with autodiff, or the flex CPU
+    /// device when the list is empty. The first is the main device.
+    pub fn training_devices(&self) -> Vec<Device> {
+        if self.devices.is_empty() {
+            vec![Device::flex().autodiff()]
+        } else {
+            self.devices.iter().map(|d| d.clone().autodiff()).collect()
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainSummary {
+    /// Optimizer steps done.
+    pub steps: usize,
+    /// Epochs completed.
+    pub epochs: usize,
+    /// Best dev score (mean micro-F1) and its epoch.
+    pub best: Option<(f64, usize)>,
+    /// `true` when the run finished (epoch limit or early stopping), `false` when stopped by
+    /// `stop_after_steps`.
+    pub finished: bool,
+    /// The best model's directory.
+    pub model_dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_decay_reaches_zero_after_the_last_step() {
+        let config = TrainConfig {
+            optimizer: OptimizerSettings {
+                learning_rate: 1.0,
+                lr_decay: LrDecay::Linear,
+                ..OptimizerSettings::default()
+            },
+            run: RunSettings {
+                epochs: 2,
+                ..RunSettings::default()
+            },
+            ..TrainConfig::default()
+        };
+        assert_eq!(config.learning_rate_at(0, 5), 1.0);
+        assert_eq!(config.learning_rate_at(5, 5), 0.5);
+        assert!((config.learning_rate_at(9, 5) - 0.1).abs() < 1e-12);
+        assert_eq!(config.learning_rate_at(12, 5), 0.0, "never negative");
+        let mut constant = config;
+        constant.optimizer.lr_decay = LrDecay::Constant;
+        assert_eq!(constant.learning_rate_at(9, 5), 1.0);
+    }
+
+    #[test]
+    fn absurd_ngram_bucket_counts_are_refused_before_allocating() {
+        let config = TrainConfig {
+            model: ModelSettings {
+                ngram_buckets: u32::MAX,
+                ..ModelSettings::default()
+            },
+            data: DataSettings {
+                train: vec!["t=t2d:x".parse().unwrap()],
+                ..DataSettings::default()
+            },
+            ..TrainConfig::default()
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("4294967295 n-gram buckets"), "{err}");
+    }
+
+    #[test]
+    fn column_dropout_outside_zero_to_one_is_refused() {
+        for p in [-0.1, 1.0, f32::NAN] {
+            let config = TrainConfig {
+                data: DataSettings {
+                    train: vec!["t=t2d:x".parse().unwrap()],
+                    ..DataSettings::default()
+                },
+                regularization: Regularization { column_dropout: p },
+                ..TrainConfig::default()
+            };
+            let message = config.validate().unwrap_err().to_string();
+            assert!(message.contains("column dropout"), "{message}");
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The supervised stage's loop: epochs of steps, dev evaluation after each, early stopping,
+//! checkpoints, and resuming where a run stopped.
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
+use colswarm_swarm::{FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm};
+
+use super::config::{TrainConfig, TrainOptions, TrainSummary, orchestrator_config};
+use super::data::load_run_data;
+use super::loss::TargetCounts;
+use super::step::{
+    DropoutDraw, ShardInput, shard_routing_rng, shard_step, specialists_on, sum_parts,
+};
+use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, shard_ranges};
+use crate::error::TrainError;
+use crate::param_ids::renumber;
+use crate::run::{
+    Log, ModelParts, ROUTING_STREAM, RunDir, RunState, dev_reports, epoch_order, resume, rng_for,
+};
+
+/// Builds the swarm of a fresh run.
+fn fresh_swarm(
+    config: &TrainConfig,
+    space: &LabelSpace,
+    device: &Device,
+) -> Result<(Swarm, OrchestratorConfig), TrainError> {
+    let specialists = config
+        .model
+        .specialists
+        .iter()
+        .map(|s| s.load(device))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shapes: Vec<_> = specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    let orchestrator_config = orchestrator_config(config, space);
+    let orchestrator = match &config.model.init_from {
+        Some(dir) => initial_weights(dir, &orchestrator_config, space, &shapes, device)?,
+        None => orchestrator_config.init(&shapes, config.run.seed, device),
+    };
+    Ok((
+        Swarm::new(renumber(orchestrator), specialists)?,
+        orchestrator_config,
+    ))
+}
+
+/// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
+/// must have the run's label space and, n-grams and head skips aside, its configuration; an
+/// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
+/// model's own predictions.
+fn initial_weights(
+    dir: &Path,
+    target: &OrchestratorConfig,
+    space: &LabelSpace,
+    specialists: &[StateShape],
+    device: &Device,
+) -> Result<Orchestrator, TrainError> {
+    let (swarm, manifest) = Swarm::load(dir, device)?;
+    let refuse = |what: String| {
+        Err(TrainError::Config(format!(
+            "cannot start from {}: {what}",
+            dir.display()
+        )))
+    };
+    if manifest.cta_labels != space.flat(Task::Cta) || manifest.cpa_labels != space.flat(Task::Cpa)
+    {
+        return refuse("its labels are not this run's (other training sets?)".into());
+    }
+    // Its alignments map its own specialists' states: the run's must have the same shapes.
+    let theirs: Vec<StateShape> = swarm
+        .specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    if theirs != specialists {
+        return refuse(format!(
+            "its specialists' state shapes {theirs:?} are not this run's {specialists:?}"
+        ));
+    }
+    let mut config = manifest.config.clone();
+    config.column_ngrams = target.column_ngrams;
+    config.head_skip = target.head_skip;
+    if &config != target {
+        return refuse(format!(
+            "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
+            serde_json::to_string(&manifest.config).unwrap_or_default(),
+            serde_json::to_string(target).unwrap_or_default()
+        ));
+    }
+    let mut orchestrator = swarm
+        .orchestrator
+        .with_column_ngrams(target.column_ngrams, device);
+    let skip = target.head_skip.is_some();
+    orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
+    orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
+    Ok(orchestrator)
+}
+
+/// Runs (or resumes) a supervised training run in `out`.
+pub fn train(
+    config: &TrainConfig,
+    out: &Path,
+    options: &TrainOptions,
+) -> Result<TrainSummary, TrainError> {
+    config.validate()?;
+    let run = RunDir::open(out)?;
+    run.bind_config(config, |stored| config.resumable_from(stored))?;
+
+    let data = load_run_data(config)?;
+    let devices = options.training_devices();
+    let device = devices[0].clone();
+    let (swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
+    let resumed = resume(&run, swarm, config.optimizer(), &device)?;
+    let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
+    let (epochs, patience) = (config.run.epochs, config.run.patience.max(1));
+    let mut state = RunState::default();
+    if let Some(resumed) = resumed.state {
+        state = resumed;
+        // The stopping rules may have changed (more epochs, more patience): re-judge.
+        state.finished = state.epoch >= epochs
+            || (state.best_score.is_some() && state.epochs_without_improvement >= patience);
+        if options.progress {
+            eprintln!(
+                "resuming {} from step {} (epoch {}, batch {})",
+                out.display(),
+                state.step,
+                state.epoch + 1,
+                state.batch
+            );
+        }
+    }
+    // Specialists never change: each replica's device gets its copies once.
+    let replica_specialists: Vec<Vec<FrozenSpecialist>> = devices
+        .iter()
+        .map(|d| specialists_on(&swarm.specialists, d, &device))
+        .collect();
+    if options.progress && devices.len() > 1 {
+        eprintln!("data-parallel: {} replicas on {devices:?}", devices.len());
+    }
+    let log = Log::open(&run.log_path(), state.step)?;
+    let n = data.train.len();
+    let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
+    let batches = n.div_ceil(batch_size);
+    let parts = ModelParts {
+        orchestrator: &orchestrator_config,
+        space: &data.space,
+        serialize: &config.data.serialize,
+    };
+    let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
+        parts.save_checkpoint(&run, swarm, optim, state, config.run.keep_last)
+    };
+    let cpa_weight = config.optimizer.cpa_weight;
+    let mut steps_here = 0;
+    while !state.finished && state.epoch < epochs {
+        let order = epoch_order(seed, state.epoch, n);
+        let train = &data.train;
+        let mut progress = Progress::new(
+            format!("epoch {}/{}", state.epoch + 1, epochs),
+            batches,
+            options.progress,
+        );
+        let epoch_start = Instant::now();
+        while state.batch < batches {
+            if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
+                return Ok(TrainSummary {
+                    steps: state.step,
+                    epochs: state.epoch,
+                    best: state.best_score.zip(state.best_epoch),
+                    finished: false,
+                    model_dir: run.best_dir(),
+                });
+            }
+            let start = state.batch * batch_size;
+            let picked: Vec<&Example> = order[start..(start + batch_size).min(n)]
+                .iter()
+                .map(|&i| &train[i])
+                .collect();
+            // One shard per device (fewer when the batch is smaller), each with its part of the
+            // batch's loss and the router draws the undivided batch would give its tables.
+            let dropout = config.regularization.column_dropout;
+            let rng = rng_for(seed, ROUTING_STREAM, state.step as u64);
+            let counts = TargetCounts::of(&picked);
+            let shards = shard_ranges(picked.len(), devices.len())
+                .into_iter()
+                .zip(devices.iter().zip(&replica_specialists))
+                .map(|(range, (device, specialists))| Shard {
+                    device: device.clone(),
+                    input: ShardInput {
+                        routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
+                        dropout: (dropout > 0.0).then_some(DropoutDraw {
+                            p: dropout,
+                            seed,
+                            step: state.step,
+                            batch_size,
+                            first: range.start,
+                        }),
+                        examples: &picked[range],
+                        specialists: specialists.clone(),
+                    },
+                })
+                .collect();
+            let parallel =
+                data_parallel_grads(&swarm.orchestrator, &device, shards, |replica, input| {
+                    shard_step(replica, input, &data.space, counts, cpa_weight)
+                })?;
+            let reports = &parallel.outputs;
+            let value: f64 = reports.iter().map(|r| r.loss).sum();
+            // Only a finite loss gets its gradients checked (a non-finite one is reported as is).
+            let bad_gradients = if value.is_finite() {
+                non_finite_gradients(&swarm.orchestrator, &parallel.grads)
+            } else {
+                0
+            };
+            let policy = config.run.on_non_finite;
+            if !policy.take_step(value, bad_gradients, state.epoch, state.step)? {
+                log.write(&serde_json::json!({
+                    "event": "skip", "epoch": state.epoch, "step": state.step,
+                    "batch": state.batch, "loss": value.to_string(),
+                    "non_finite_gradients": bad_gradients,
+                    "tables": picked.iter().map(|e| e.table_id.as_str()).collect::<Vec<_>>(),
+                }))?;
+                state.batch += 1;
+                state.step += 1;
+                steps_here += 1;
+                continue;
+            }
+            let (cta_loss, cpa_loss) = (
+                sum_parts(reports.iter().map(|r| r.cta)),
+                sum_parts(reports.iter().map(|r| r.cpa)),
+            );
+            let active: usize = reports.iter().map(|r| r.active).sum();
+            let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
+            swarm.orchestrator = optim.step(
+                config.learning_rate_at(state.step, batches),
+                swarm.orchestrator.clone(),
+                parallel.grads,
+            );
+            state.epoch_loss.0 += value;
+            state.epoch_loss.1 += 1;
+            state.batch += 1;
+            state.step += 1;
+            steps_here += 1;
+            if state.step.is_multiple_of(config.run.log_every.max(1)) {
+                log.write(&serde_json::json!({
+                    "event": "step", "epoch": state.epoch, "step": state.step, "loss": value,
+                    "cta_loss": cta_loss, "cpa_loss": cpa_loss,
+                    "activation_rate": active as f64 / gates as f64,
+                    "tokens": picked.iter().map(|e| e.n_tokens()).sum::<usize>(),
+                }))?;
+            }
+            progress.set(
+                state.batch,
+                &format!(
+                    "loss {:.4}",
+                    state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
+                ),
+            );
+            let every = config.run.checkpoint_every;
+            if every > 0 && state.step.is_multiple_of(every) && state.batch < batches {
+                save_checkpoint(&swarm, &optim, &state)?;
+            }
+        }
+        let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
+        progress.finish(&format!("loss {train_loss:.4}"));
+        // Dev evaluation, best model, early stopping.
+        let reports = dev_reports(
+            &swarm,
+            &data.space,
+            &config.data.serialize,
+            &data.dev,
+            batch_size * 2,
+        )?;
+        let score = if reports.is_empty() {
+            None
+        } else {
+            Some(reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64)
+        };
+        // Without dev sets, the last epoch counts as the best.
+        let improved = match (score, state.best_score) {
+            (None, _) | (Some(_), None) => true,
+            (Some(s), Some(best)) => s > best,
+        };
+        if improved {
+            state.best_score = score.or(state.best_score);
+            state.best_epoch = Some(state.epoch);
+            state.epochs_without_improvement = 0;
+            parts.save_best(&run, &swarm)?;
+        } else {
+            state.epochs_without_improvement += 1;
+        }
+        log.write(&serde_json::json!({
+            "event": "epoch", "epoch": state.epoch, "step": state.step,
+            "train_loss": train_loss,
+            "seconds": epoch_start.elapsed().as_secs_f64(), "replicas": devices.len(),
+            "dev_score": score, "best": improved,
+            "dev": reports.iter().map(|r| serde_json::json!({
+                "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
+                "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
+            })).collect::<Vec<_>>(),
+        }))?;
+        if options.progress {
+            let dev: Vec<String> = reports
+                .iter()
+                .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
+                .collect();
+            eprintln!(
+                "epoch {} done in {}: {}{}",
+                state.epoch + 1,
+                format_duration(epoch_start.elapsed().as_secs_f64()),
+                if dev.is_empty() {
+                    "no dev set".into()
+                } else {
+                    dev.join(", ")
+                },
+                if improved { " (best)" } else { "" }
+            );
+        }
+        state.epoch += 1;
+        state.batch = 0;
+        state.epoch_loss = (0.0, 0);
+        state.finished = state.epoch >= epochs
+            || (score.is_some() && state.epochs_without_improvement >= patience);
+        save_checkpoint(&swarm, &optim, &state)?;
+    }
+    Ok(TrainSummary {
+        steps: state.step,
+        epochs: state.epoch,
+        best: state.best_score.zip(state.best_epoch),
+        finished: true,
+        model_dir: run.best_dir(),
+    })
+}
