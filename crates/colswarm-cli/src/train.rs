@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use burn::tensor::Device;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
 use colswarm_train::{
@@ -61,8 +61,9 @@ pub(crate) struct TrainArgs {
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
     sigmoid_multi_label: bool,
-    #[arg(long, value_enum, default_value_t = Fusion::WeightedSum)]
-    fusion: Fusion,
+    /// How specialist states are fused: weighted-sum, gated or concat-project.
+    #[arg(long, default_value = "weighted-sum")]
+    fusion: FusionMode,
     #[arg(long, default_value_t = 10)]
     epochs: usize,
     #[arg(long, default_value_t = 8)]
@@ -70,8 +71,8 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = 2e-3)]
     lr: f64,
     /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
-    #[arg(long, value_enum, default_value_t = Decay::Constant)]
-    lr_decay: Decay,
+    #[arg(long, default_value = "constant")]
+    lr_decay: LrDecay,
     /// Decoupled weight decay (AdamW); 0 is plain Adam.
     #[arg(long, default_value_t = 0.0)]
     weight_decay: f32,
@@ -118,38 +119,6 @@ pub(crate) struct TrainArgs {
     /// No progress lines.
     #[arg(long)]
     quiet: bool,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub(crate) enum Fusion {
-    WeightedSum,
-    Gated,
-    ConcatProject,
-}
-
-impl From<Fusion> for FusionMode {
-    fn from(f: Fusion) -> Self {
-        match f {
-            Fusion::WeightedSum => FusionMode::WeightedSum,
-            Fusion::Gated => FusionMode::Gated,
-            Fusion::ConcatProject => FusionMode::ConcatProject,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub(crate) enum Decay {
-    Constant,
-    Linear,
-}
-
-impl From<Decay> for LrDecay {
-    fn from(d: Decay) -> Self {
-        match d {
-            Decay::Constant => LrDecay::Constant,
-            Decay::Linear => LrDecay::Linear,
-        }
-    }
 }
 
 #[derive(Args, Debug)]
@@ -211,7 +180,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
                 .iter()
                 .map(|s| s.parse::<SpecialistSpec>())
                 .collect::<Result<_, _>>()?,
-            fusion: args.fusion.into(),
+            fusion: args.fusion,
             ngram_buckets: args.ngram_buckets,
             head_skip: args.head_skip,
             sigmoid_multi_label: args.sigmoid_multi_label,
@@ -234,7 +203,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
         optimizer: OptimizerSettings {
             batch_size: args.batch_size,
             learning_rate: args.lr,
-            lr_decay: args.lr_decay.into(),
+            lr_decay: args.lr_decay,
             weight_decay: args.weight_decay,
             ..OptimizerSettings::default()
         },

@@ -18,6 +18,41 @@ pub enum FusionMode {
     ConcatProject,
 }
 
+impl FusionMode {
+    /// Every mode, in the order the command line lists them.
+    pub const ALL: [FusionMode; 3] = [
+        FusionMode::WeightedSum,
+        FusionMode::Gated,
+        FusionMode::ConcatProject,
+    ];
+
+    /// The command-line name (`weighted-sum`, `gated`, `concat-project`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FusionMode::WeightedSum => "weighted-sum",
+            FusionMode::Gated => "gated",
+            FusionMode::ConcatProject => "concat-project",
+        }
+    }
+}
+
+impl std::str::FromStr for FusionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FusionMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = FusionMode::ALL.iter().map(|m| m.name()).collect();
+                format!(
+                    "unknown fusion `{s}` (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
 /// Configuration of a [`StateFusion`].
 #[derive(Config, Debug, PartialEq)]
 pub struct StateFusionConfig {
@@ -243,6 +278,15 @@ mod tests {
     use super::*;
     use burn::tensor::{Distribution, TensorData};
     use colswarm_testing::perturb;
+
+    #[test]
+    fn every_mode_parses_from_its_command_line_name_and_others_are_refused() {
+        for mode in FusionMode::ALL {
+            assert_eq!(mode.name().parse::<FusionMode>(), Ok(mode));
+        }
+        let err = "weighted_sum".parse::<FusionMode>().unwrap_err();
+        assert!(err.contains("weighted-sum, gated, concat-project"), "{err}");
+    }
 
     const MODES: [FusionMode; 3] = [
         FusionMode::WeightedSum,

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod alignment;
+mod checksum;
 mod error;
 mod fusion;
 mod heads;

@@ -14,7 +14,6 @@
 //! manifest's, naming the file and the component.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
@@ -22,9 +21,9 @@ use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module, write_atomically};
 use colswarm_rwkv::save_checkpoint;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::alignment::{AlignmentProjection, StateShape};
+pub use crate::checksum::sha256_file;
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
 use crate::orchestrator::{OrchestratorConfig, Swarm};
@@ -87,25 +86,6 @@ pub struct SwarmManifest {
     pub column_ngrams: Option<FileRef>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
-}
-
-/// SHA-256 of a file, hex.
-pub fn sha256_file(path: &Path) -> Result<String, SwarmError> {
-    let io = |source| SwarmError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        let read = file.read(&mut buffer).map_err(io)?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(format!("{:x}", hasher.finalize()))
 }
 
 fn resolve(dir: &Path, file: &FileRef) -> PathBuf {

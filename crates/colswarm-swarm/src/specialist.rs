@@ -6,8 +6,8 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_rwkv::{Rwkv, RwkvConfig, RwkvState, load_checkpoint};
 
 use crate::alignment::StateShape;
+use crate::checksum::sha256_file;
 use crate::error::SwarmError;
-use crate::manifest::sha256_file;
 
 /// An RWKV-7 checkpoint of any size that reads tables and hands its recurrent state over.
 ///

@@ -72,6 +72,18 @@ pub enum LrDecay {
     Linear,
 }
 
+impl std::str::FromStr for LrDecay {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "constant" => Ok(LrDecay::Constant),
+            "linear" => Ok(LrDecay::Linear),
+            _ => Err(format!("unknown decay `{s}` (expected constant or linear)")),
+        }
+    }
+}
+
 /// Everything a supervised run depends on (stored as `run.json`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
