@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pandas as pd
 
-from . import Annotator
+from . import COLUMNS, Annotator, annotation_rows
 
 #: Spark schema of :func:`annotate_paths`'s rows (``output="rows"``): the columns of
 #: :data:`colswarm.COLUMNS`, then the ``path`` each row's table was read from.
@@ -81,26 +81,19 @@ def annotate_batches(
                 {"path": pd.Series(paths, dtype=object), "annotation": pd.Series(lines, dtype=object)}
             )
             continue
-        annotations = annotator.annotate_json(paths, parse=True)
-        frames = []
-        for path, annotation in zip(paths, annotations):
-            frame = annotator_frame([annotation])
-            frame["path"] = path
-            frames.append(frame)
-        frame = pd.concat(frames, ignore_index=True)
-        frame["top_k"] = frame["top_k"].map(_scored)
-        frame["relation_top_k"] = frame["relation_top_k"].map(_scored)
+        rows = []
+        for path, annotation in zip(paths, annotator.annotate_json(paths, parse=True)):
+            for row in annotation_rows(annotation):
+                row["top_k"] = _scored(row["top_k"])
+                row["relation_top_k"] = _scored(row["relation_top_k"])
+                row["path"] = path
+                rows.append(row)
+        frame = pd.DataFrame(rows, columns=[*COLUMNS, "path"])
         # Plain object columns: pandas 3's Arrow-backed strings reach Spark's Arrow writer as
         # chunked arrays, which it refuses.
         text = ("table", "header", "namespace", "label", "relation", "path")
         frame = frame.astype({c: object for c in text})
         yield frame.astype({"column": "int32", "subject_column": "int32"})
-
-
-def annotator_frame(annotations: list) -> pd.DataFrame:
-    from . import _frame
-
-    return _frame(annotations)
 
 
 def annotate_paths(

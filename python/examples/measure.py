@@ -83,6 +83,12 @@ def main() -> None:
     n = len(dev)
     t_cli = best(args.repeat, lambda: cli_run(dev, env1))
     t_py = best(args.repeat, lambda: py_process(dev, 1, env1))
+    t_start = best(args.repeat, lambda: py_process([], 1, env1))
+    t_cli_start = best(args.repeat, lambda: subprocess.run(
+        [cli, "annotate", "--model", str(MODEL), "/nonexistent.csv"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env1))
+    print(f"start-up (interpreter, imports, model loaded): python {t_start:.2f} s, "
+          f"CLI {t_cli_start:.2f} s")
     print(f"process, 1 thread: CLI {t_cli:.2f} s ({1000 * t_cli / n:.1f} ms/table), "
           f"python annotate_many {t_py:.2f} s ({1000 * t_py / n:.1f} ms/table), "
           f"overhead {1000 * (t_py - t_cli) / n:+.2f} ms/table")
