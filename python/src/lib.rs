@@ -136,6 +136,9 @@ fn value_err(py: Python<'_>, message: String) -> PyErr {
     raise(py, message, Location::default())
 }
 
+/// A table as Python passes it: `(id, headers or None, columns)` (see [`table_from_columns`]).
+type RawTable = (String, Option<Vec<Option<String>>>, Vec<Vec<String>>);
+
 /// A table to annotate: a file, or a table built from columns of strings.
 enum Input {
     Path(PathBuf),
@@ -180,8 +183,7 @@ fn table_from_columns(
 
 fn extract_input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
     if let Ok(tuple) = item.cast::<PyTuple>() {
-        let (id, headers, columns): (String, Option<Vec<Option<String>>>, Vec<Vec<String>>) =
-            tuple.extract()?;
+        let (id, headers, columns): RawTable = tuple.extract()?;
         return table_from_columns(id, headers, columns)
             .map(Input::Table)
             .map_err(|m| value_err(item.py(), m));
@@ -331,13 +333,12 @@ fn to_json(annotation: &TableAnnotation) -> String {
 /// one string or None per column, columns one list of cell strings each.
 #[pyfunction]
 #[pyo3(signature = (path, lossy = false, sample_rows = 1000))]
-#[allow(clippy::type_complexity)]
 fn read_table(
     py: Python<'_>,
     path: PathBuf,
     lossy: bool,
     sample_rows: usize,
-) -> PyResult<(String, Option<Vec<Option<String>>>, Vec<Vec<String>>)> {
+) -> PyResult<RawTable> {
     let options = ReadTableOptions {
         lossy,
         sample_rows: sample_rows.max(1),
