@@ -1,0 +1,38 @@
+"""Type stubs of the Rust extension ``colswarm._colswarm`` (use the ``colswarm`` package)."""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+__version__: str
+
+#: A table as the extension reads it: ``(id, headers or None, columns)``, ``headers`` one
+#: string (or None) per column, ``columns`` one list of cell strings per column.
+RawTable = Tuple[str, Optional[List[Optional[str]]], List[List[str]]]
+
+class Annotator:
+    def __init__(
+        self,
+        model_dir: str,
+        top_k: int = 3,
+        threads: int = 1,
+        namespaces: Optional[List[str]] = None,
+        specialists: str = "router",
+        batch_size: int = 16,
+        lossy: bool = False,
+        sample_rows: int = 1000,
+    ) -> None: ...
+    def annotate_json(self, items: Sequence[Union[str, RawTable]]) -> List[str]:
+        """One JSON object per table (file path or raw table), as `colswarm annotate` prints."""
+    def describe(self) -> Dict[str, Any]: ...
+
+def read_table(path: str, lossy: bool = False, sample_rows: int = 1000) -> RawTable: ...
+def evaluate_json(
+    model_dir: str,
+    format: str,
+    inputs: List[str],
+    split: str = "all",
+    task: Optional[str] = None,
+    namespace: Optional[str] = None,
+    no_specialists: bool = False,
+    all_specialists: bool = False,
+    batch_size: int = 16,
+) -> str: ...

@@ -1,0 +1,151 @@
+"""Annotating DataFrames and files with the shipped model, against the `colswarm` CLI."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import colswarm
+from conftest import MODEL, T2D_TABLES, assert_same_annotations, cli_annotate, dev_tables
+
+CITIES = pd.DataFrame(
+    {
+        "city": ["Paris", "Lyon", "Marseille", "Toulouse"],
+        "country": ["France", "France", "France", "France"],
+        "population": [2_100_000, 516_000, 870_000, 493_000],
+    }
+)
+
+
+def test_a_dataframe_gets_one_row_per_column_and_namespace(annotator):
+    frame = annotator.annotate(CITIES, name="cities")
+    assert list(frame.columns) == list(colswarm.COLUMNS)
+    namespaces = annotator.info["cta_namespaces"]
+    assert len(frame) == 3 * len(namespaces)
+    assert set(frame["namespace"]) == set(namespaces)
+    assert sorted(set(frame["column"])) == [0, 1, 2]
+    assert list(frame["header"].drop_duplicates()) == ["city", "country", "population"]
+    assert (frame["table"] == "cities").all()
+    assert frame["confidence"].between(0, 1).all()
+    for top in frame["top_k"]:
+        assert len(top) == 3
+        assert all(0 <= c <= 1 for _, c in top)
+        assert [c for _, c in top] == sorted((c for _, c in top), reverse=True)
+    for label, labels in zip(frame["label"], frame["labels"]):
+        assert labels[0] == label
+    # Relations go from the subject column to every other one.
+    subject = frame["subject_column"].iloc[0]
+    related = frame[frame["column"] != subject]
+    assert related["relation"].notna().all()
+    assert related["relation_confidence"].between(0, 1).all()
+    assert frame[frame["column"] == subject]["relation"].isna().all()
+    gates = frame["gates"].iloc[0]
+    assert set(gates) == set(annotator.info["specialist_names"])
+    assert set(frame["active_specialists"].iloc[0]) <= set(gates)
+
+
+def test_a_path_equals_the_same_table_read_by_read_table(annotator):
+    path = T2D_TABLES / "77632062_0_2292892375652659825.csv"
+    table = colswarm.read_table(path)
+    assert table.attrs["colswarm_table"] == path.stem
+    assert list(table.columns)[:2] == ["world rank", "city"]
+    assert all(isinstance(v, str) for v in table.iloc[:, 0])
+    from_path = annotator.annotate(path)
+    from_frame = annotator.annotate(table)
+    pd.testing.assert_frame_equal(from_path, from_frame)
+    # A str path and a pathlib.Path are the same input.
+    pd.testing.assert_frame_equal(from_path, annotator.annotate(str(path)))
+
+
+def test_annotate_many_keeps_input_order_and_mixes_paths_and_frames(annotator, some_t2d_tables):
+    tables = list(some_t2d_tables[:3]) + [CITIES]
+    frame = annotator.annotate_many(tables, names=[None, None, None, "cities"])
+    ids = list(frame["table"].drop_duplicates())
+    assert ids == [p.stem for p in some_t2d_tables[:3]] + ["cities"]
+    one_by_one = pd.concat(
+        [annotator.annotate(t, name=n) for t, n in zip(tables, [None, None, None, "cities"])],
+        ignore_index=True,
+    )
+    pd.testing.assert_frame_equal(frame, one_by_one, atol=1e-4)
+
+
+def test_annotations_equal_the_cli_on_t2d_tables(annotator):
+    tables = dev_tables()[:20]
+    expected = cli_annotate(tables)
+    # One thread, batches of 16 as the CLI's: the very same numbers.
+    assert annotator.annotate_json(tables, parse=True) == expected
+    # Two threads make other batches: the same labels, confidences within float rounding.
+    two = colswarm.Annotator(MODEL, threads=2)
+    assert_same_annotations(two.annotate_json(tables, parse=True), expected)
+
+
+def test_options_reach_the_model(some_t2d_tables):
+    path = some_t2d_tables[0]
+    only_t2d = colswarm.Annotator(MODEL, top_k=5, namespace="t2d")
+    frame = only_t2d.annotate(path)
+    assert set(frame["namespace"]) == {"t2d"}
+    assert all(len(t) == 5 for t in frame["top_k"])
+    assert cli_annotate([path], "--top-k", "5", "--namespace", "t2d") == only_t2d.annotate_json(
+        [path], parse=True
+    )
+    off = colswarm.Annotator(MODEL, specialists="off").annotate(path)
+    assert all(a == [] for a in off["active_specialists"])
+    everyone = colswarm.Annotator(MODEL, specialists="all").annotate(path)
+    assert all(len(a) == 3 for a in everyone["active_specialists"])
+
+
+def test_repr_names_the_model_and_options(annotator):
+    text = repr(annotator)
+    assert "colswarm-small" in text and "top_k=3" in text and "specialists='router'" in text
+
+
+def test_any_dtype_is_accepted():
+    frame = pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "score": [1.5, float("nan"), 3.25],
+            "when": pd.to_datetime(["2020-01-02", None, "2021-06-30 12:30"], format="ISO8601"),
+            "flag": [True, False, True],
+            "name": ["a", None, "c"],
+            "nullable": pd.array([1, None, 3], dtype="Int64"),
+        }
+    )
+    annotator = colswarm.Annotator(MODEL)
+    result = annotator.annotate(frame)
+    assert sorted(set(result["column"])) == list(range(6))
+    # Cells become the text a CSV file would hold, missing values empty.
+    texts = [colswarm._column_texts(frame[c]) for c in frame.columns]
+    assert texts[0] == ["1", "2", "3"]
+    assert texts[1] == ["1.5", "", "3.25"]
+    assert texts[2] == ["2020-01-02", "", "2021-06-30T12:30:00"]
+    assert texts[3] == ["True", "False", "True"]
+    assert texts[4] == ["a", "", "c"]
+    assert texts[5] == ["1", "", "3"]
+
+
+def test_headerless_frames_and_rows_of_no_cells():
+    annotator = colswarm.Annotator(MODEL)
+    bare = pd.DataFrame([["Paris", "France"], ["Rome", "Italy"]])
+    frame = annotator.annotate(bare)
+    assert frame["header"].isna().all()
+    # Columns without rows: annotated from the headers alone.
+    empty_rows = pd.DataFrame({"city": pd.Series([], dtype=object), "country": []})
+    frame = annotator.annotate(empty_rows)
+    assert sorted(set(frame["column"])) == [0, 1]
+    assert frame["confidence"].between(0, 1).all()
+
+
+def test_no_table_gives_an_empty_frame(annotator):
+    frame = annotator.annotate_many([])
+    assert frame.empty and list(frame.columns) == list(colswarm.COLUMNS)
+
+
+def test_read_table_takes_the_first_row_as_headers_as_the_cli_does(tmp_path):
+    path = tmp_path / "bare.csv"
+    path.write_text("Paris,France\nRome,Italy\n")
+    frame = colswarm.read_table(path)
+    assert list(frame.columns) == ["Paris", "France"]
+    assert frame.values.tolist() == [["Rome", "Italy"]]
+    assert frame.attrs["colswarm_table"] == "bare"

@@ -1,0 +1,68 @@
+"""Bad input raises colswarm's exceptions, naming the file, line and column."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import colswarm
+from conftest import MODEL
+
+
+def test_a_missing_file_is_named(annotator, tmp_path):
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(colswarm.ColswarmFileNotFoundError) as err:
+        annotator.annotate(missing)
+    assert "nope.csv" in str(err.value)
+    assert err.value.path == str(missing)
+    # Also the standard exceptions, for callers that know nothing of colswarm.
+    assert isinstance(err.value, FileNotFoundError)
+    assert isinstance(err.value, OSError)
+    assert isinstance(err.value, ValueError)
+    with pytest.raises(FileNotFoundError, match="nope.csv"):
+        colswarm.read_table(missing)
+
+
+def test_a_missing_model_directory_is_named():
+    with pytest.raises(colswarm.ColswarmError, match="no/such/model"):
+        colswarm.Annotator("no/such/model")
+
+
+def test_invalid_utf8_names_file_line_and_column_unless_lossy(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("city,country\nParis,France\nK\xf6ln,Germany\n".encode("latin-1"))
+    with pytest.raises(colswarm.ColswarmError) as err:
+        colswarm.read_table(path)
+    message = str(err.value)
+    assert "latin1.csv" in message and "line 3" in message and "column index 0" in message
+    assert (err.value.path, err.value.line, err.value.column) == (str(path), 3, 0)
+    assert not isinstance(err.value, OSError)
+    with pytest.raises(colswarm.ColswarmError, match="latin1.csv"):
+        colswarm.Annotator(MODEL).annotate(path)
+    # lossy: U+FFFD instead of the bad byte.
+    frame = colswarm.read_table(path, lossy=True)
+    assert frame.iloc[1, 0] == "K\ufffdln"
+    annotated = colswarm.Annotator(MODEL, lossy=True).annotate(path)
+    assert sorted(set(annotated["column"])) == [0, 1]
+
+
+def test_an_empty_file_and_an_empty_dataframe(annotator, tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(colswarm.ColswarmError, match="empty.csv: empty table"):
+        annotator.annotate(empty)
+    with pytest.raises(colswarm.ColswarmError, match="empty table"):
+        annotator.annotate(pd.DataFrame())
+    with pytest.raises(colswarm.ColswarmError, match="mine: empty table"):
+        annotator.annotate(pd.DataFrame(), name="mine")
+
+
+def test_bad_arguments(annotator):
+    with pytest.raises(colswarm.ColswarmError, match="specialists"):
+        colswarm.Annotator(MODEL, specialists="some")
+    with pytest.raises(colswarm.ColswarmError, match="namespace `nope`"):
+        colswarm.Annotator(MODEL, namespace="nope")
+    with pytest.raises(TypeError, match="file path or a pandas DataFrame"):
+        annotator.annotate(42)
+    with pytest.raises(colswarm.ColswarmError, match="unknown format"):
+        colswarm.evaluate(MODEL, "nope", "datasets")

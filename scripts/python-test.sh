@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Python package's tests (python/tests), from a fresh clone: creates the virtual
+# environment .venv (override with COLSWARM_VENV), installs the pinned dev requirements,
+# builds the colswarm CLI (the tests compare against it) and the extension (`maturin develop`,
+# dev profile: it shares the workspace's dependency builds), then runs pytest. The Spark test
+# runs in local mode; it is skipped, saying so, only when no Java is installed.
+# Extra arguments go to pytest (e.g. -k spark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${COLSWARM_VENV:-.venv}
+python=${PYTHON:-python3}
+stage() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
+
+if [ ! -x "$venv/bin/python" ]; then
+  stage "creating $venv with $("$python" --version)"
+  "$python" -m venv "$venv"
+fi
+stage "pip install -r python/requirements-dev.txt"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r python/requirements-dev.txt
+
+stage "cargo build -p colswarm-cli"
+cargo build --quiet -p colswarm-cli
+
+stage "maturin develop (dev profile)"
+(cd python && VIRTUAL_ENV="$PWD/../$venv" PATH="$PWD/../$venv/bin:$PATH" maturin develop --quiet)
+
+if ! command -v java >/dev/null && [ -z "${JAVA_HOME:-}" ]; then
+  echo "== no Java found: the Spark test will be skipped (install a JDK 17+ to run it)" >&2
+fi
+stage "pytest python/tests"
+"$venv/bin/python" -m pytest python/tests "$@"
+stage "done"
