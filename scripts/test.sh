@@ -3,7 +3,8 @@
 # `wgpu` feature so that the CubeCL WKV-7 and state-fusion kernels' parity tests run too, on
 # wgpu's default adapter. On a machine without a GPU that is Mesa's lavapipe (software Vulkan),
 # installed here from Debian's packages when missing. The benches are compiled, not run.
-# Extra arguments go to the test run (e.g. a test-name filter).
+# Then the Python package's tests (scripts/python-test.sh). Extra arguments go to the cargo test
+# run (e.g. a test-name filter).
 # From an empty target/: about 21 minutes on a 2-core machine; `cargo test --workspace` (CPU
 # only, no GPU kernel tests) about 13.
 set -euo pipefail
@@ -36,4 +37,6 @@ fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 
 cargo test --workspace --features wgpu --benches --no-run --quiet
-exec cargo test --workspace --features wgpu "$@"
+cargo test --workspace --features wgpu "$@"
+# The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included.
+scripts/python-test.sh

@@ -1,6 +1,6 @@
 //! `colswarm._colswarm`: the Rust side of the `colswarm` Python package.
 //!
-//! A thin layer over [`colswarm_model`] and [`colswarm_train::eval`]: tables come in as file
+//! A thin layer over [`colswarm_model`] and the evaluation of [`colswarm_train`]: tables come in as file
 //! paths or as columns of strings (the pure-Python layer turns pandas DataFrames into those),
 //! annotations go out as the JSON lines `colswarm annotate` prints, so the two cannot drift
 //! apart. Every long call (reading files, annotating, evaluating) releases the GIL.
@@ -13,8 +13,9 @@ use colswarm_model::{
     Annotator, ModelError, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_with,
 };
 use colswarm_tables::{Cell, Column, Table, TableError};
-use colswarm_train::eval::{EvalOptions, default_task, evaluate};
-use colswarm_train::{DatasetFormat, Split, Task, TrainError, load_tables};
+use colswarm_train::{
+    DatasetFormat, EvalOptions, Split, Task, TrainError, default_task, evaluate, load_tables,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
