@@ -254,6 +254,13 @@ impl LabelSpace {
         self.list(task).iter().find(|n| n.name == name)
     }
 
+    /// Where the namespace named `name` sits in the CTA and in the CPA head's list (`None`
+    /// where that head has no such namespace).
+    pub fn positions(&self, name: &str) -> (Option<usize>, Option<usize>) {
+        let position = |task: Task| self.list(task).iter().position(|n| n.name == name);
+        (position(Task::Cta), position(Task::Cpa))
+    }
+
     /// The namespaces of a head trained from this format.
     pub fn by_format(&self, task: Task, format: DatasetFormat) -> Vec<&Namespace> {
         self.list(task)
@@ -355,6 +362,8 @@ mod tests {
         assert_eq!(space.flat(Task::Cta), ["a:x", "a:y", "b:x"]);
         assert_eq!(space.by_format(Task::Cta, DatasetFormat::SatoCv).len(), 1);
         assert_eq!(space.len(Task::Cpa), 0);
+        assert_eq!(space.positions("b"), (Some(1), None));
+        assert_eq!(space.positions("nope"), (None, None));
     }
 
     #[test]

@@ -46,7 +46,7 @@ use crate::run::{
 use crate::supervised::supervised_loss;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example, encode, featurizer, to_batch};
-use colswarm_model::{LabelSpace, Task};
+use colswarm_model::LabelSpace;
 use colswarm_model::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
 
 /// Which λ schedule the stage uses.
@@ -232,13 +232,7 @@ fn load_train_examples(
     let mut examples = Vec::new();
     for spec in specs {
         let data = spec.load()?;
-        let position = |task: Task| {
-            space
-                .list(task)
-                .iter()
-                .position(|n| n.name == spec.namespace)
-        };
-        let (cta, cpa) = (position(Task::Cta), position(Task::Cpa));
+        let (cta, cpa) = space.positions(&spec.namespace);
         if cta.is_none() && cpa.is_none() {
             return Err(TrainError::Config(format!(
                 "the model has no namespace `{}` (training set {spec})",

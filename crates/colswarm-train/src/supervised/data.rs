@@ -81,13 +81,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         .map(ngram_config);
     let mut examples = Vec::new();
     for (spec, data) in train {
-        let position = |task: Task| {
-            space
-                .list(task)
-                .iter()
-                .position(|n| n.name == spec.namespace)
-        };
-        let (cta, cpa) = (position(Task::Cta), position(Task::Cpa));
+        let (cta, cpa) = space.positions(&spec.namespace);
         for table in data.tables {
             let example = encode(
                 &table,
