@@ -22,17 +22,17 @@
 //! definitions and how they differ from open-parl 0.1.0 and Aegir.
 #![warn(missing_docs)]
 
-pub mod advantage;
-pub mod balance;
+mod advantage;
+mod balance;
 mod error;
-pub mod finish;
-pub mod objective;
-pub mod parallel;
-pub mod perf;
-pub mod reward;
-pub mod rollout;
-pub mod schedule;
-pub mod steps;
+mod finish;
+mod objective;
+mod parallel;
+mod perf;
+mod reward;
+mod rollout;
+mod schedule;
+mod steps;
 
 pub use advantage::{AdvantageConfig, group_advantages};
 pub use balance::load_balance_aux_loss;

@@ -39,33 +39,36 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod cell;
-pub mod delimited;
-pub mod error;
+mod cell;
+mod delimited;
+mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "parquet")]
-pub mod gittables;
-pub mod label_set;
-pub mod ngrams;
-pub mod options;
-pub mod python_literal;
+mod gittables;
+mod label_set;
+mod ngrams;
+mod options;
+mod python_literal;
 mod records;
-pub mod sato_cv;
-pub mod semtab;
-pub mod serialize;
-pub mod sotab;
-pub mod t2d;
-pub mod table;
-pub mod tokenizer;
-pub mod turl;
+mod sato_cv;
+mod semtab;
+mod serialize;
+mod sotab;
+mod t2d;
+mod table;
+mod tokenizer;
+mod turl;
 
 pub use cell::{Cell, CellKind, classify};
 pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
 };
 pub use error::{Result, TableError};
+#[cfg(feature = "parquet")]
+#[doc(hidden)]
+pub use gittables::in_guarded_decoder;
 #[cfg(feature = "parquet")]
 pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
 pub use label_set::{LabelHierarchy, LabelSet};
@@ -78,7 +81,7 @@ pub use sotab::{
     SotabCpaRecord, SotabCtaRecord, SotabSplit, load_sotab_split, read_sotab_cpa_gt,
     read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, sotab_label_set,
 };
-pub use t2d::{T2dDataset, load_t2d};
+pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};
 pub use table::{Column, CpaTarget, Table, TableContext};
 pub use tokenizer::{
     ByteTokenizer, CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, PAD,

@@ -270,11 +270,7 @@ fn t2d_webtables() {
         .tables
         .iter()
         .flat_map(|t| &t.columns)
-        .filter(|c| {
-            c.labels
-                .iter()
-                .any(|l| l == colswarm_tables::t2d::RDFS_LABEL)
-        })
+        .filter(|c| c.labels.iter().any(|l| l == colswarm_tables::RDFS_LABEL))
         .count();
     assert_eq!(label_columns, 656);
     assert_eq!(placed - label_columns + dataset.skipped.len(), 1227);

@@ -44,9 +44,9 @@ use crate::run::{
     resume, rng_for,
 };
 use crate::supervised::supervised_loss;
+use colswarm_model::LabelSpace;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example, encode, featurizer, to_batch};
-use colswarm_model::LabelSpace;
 use colswarm_model::{SerializeSettings, decode, load_model_extras, namespace_probs, rows_of};
 
 /// Which λ schedule the stage uses.
