@@ -5,10 +5,12 @@ use colswarm_swarm::SwarmOutput;
 use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{decode, hierarchy_probs, namespace_probs, subject_column, top_k};
+use crate::decode::{decode, hierarchy_probs, namespace_probs, subject_column};
+use crate::encode::Columns;
 use crate::encode::Example;
-use crate::labels::Task;
-use crate::model::Model;
+use crate::error::ModelError;
+use crate::labels::{Namespace, Task};
+use crate::model::{Model, SpecialistUse};
 
 /// A label and the model's confidence in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,19 +98,6 @@ pub struct AnnotateOptions {
     pub specialists: SpecialistUse,
 }
 
-/// Which specialists read the tables at inference.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SpecialistUse {
-    /// Those whose gate is above the router's threshold.
-    #[default]
-    Router,
-    /// None: the primary alone.
-    Off,
-    /// Every specialist on every table, whatever the router says (the swarm's full cost, for
-    /// benchmarks).
-    All,
-}
-
 impl Default for AnnotateOptions {
     fn default() -> Self {
         AnnotateOptions {
@@ -119,6 +108,63 @@ impl Default for AnnotateOptions {
             specialists: SpecialistUse::Router,
         }
     }
+}
+
+impl Model {
+    /// Annotates every column of every table.
+    pub fn annotate(
+        &self,
+        tables: &[Table],
+        options: &AnnotateOptions,
+    ) -> Result<Vec<TableAnnotation>, ModelError> {
+        let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, ModelError> {
+            let list = self.space.list(task);
+            if wanted.is_empty() {
+                return Ok((0..list.len()).collect());
+            }
+            wanted
+                .iter()
+                .map(|name| {
+                    list.iter().position(|n| &n.name == name).ok_or_else(|| {
+                        ModelError::UnknownNamespace(format!(
+                            "the model has no {task} namespace `{name}` (it has: {})",
+                            list.iter()
+                                .map(|n| n.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+                })
+                .collect()
+        };
+        let cta = pick(Task::Cta, &options.cta_namespaces)?;
+        let cpa = pick(Task::Cpa, &options.cpa_namespaces)?;
+        let mut annotations = Vec::with_capacity(tables.len());
+        for chunk in tables.chunks(options.batch_size.max(1)) {
+            let examples = self.encode(chunk, Columns::All);
+            let refs: Vec<&Example> = examples.iter().collect();
+            let out = self.forward(&refs, options.specialists)?;
+            let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
+            let outputs = Outputs::new(self, &out, &refs, &subjects);
+            for (b, table) in chunk.iter().enumerate() {
+                annotations.push(outputs.table(self, b, table, &cta, &cpa, options.top_k));
+            }
+        }
+        Ok(annotations)
+    }
+}
+
+fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
+    let mut order: Vec<usize> = (0..probs.len()).collect();
+    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
+    order
+        .into_iter()
+        .take(k)
+        .map(|i| Scored {
+            label: namespace.labels[i].clone(),
+            confidence: probs[i],
+        })
+        .collect()
 }
 
 /// Host copies of a forward pass's logits, indexed by (table, query).

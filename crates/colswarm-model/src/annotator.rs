@@ -6,9 +6,9 @@ use std::sync::Arc;
 use burn::tensor::Device;
 use colswarm_tables::Table;
 
-use crate::annotation::{AnnotateOptions, SpecialistUse, TableAnnotation};
+use crate::annotation::{AnnotateOptions, TableAnnotation};
 use crate::error::ModelError;
-use crate::model::Model;
+use crate::model::{Model, SpecialistUse};
 
 /// Configures and loads an [`Annotator`].
 #[derive(Clone, Debug)]

@@ -3,7 +3,6 @@
 use colswarm_swarm::LabelKind;
 use colswarm_tables::Table;
 
-use crate::annotation::Scored;
 use crate::labels::{Activation, Namespace};
 
 /// The subject column: the table's own when it names one, else the first column whose
@@ -81,19 +80,6 @@ pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
     let exp: Vec<f32> = slice.iter().map(|&x| (x - max).exp()).collect();
     let sum: f32 = exp.iter().sum();
     exp.iter().map(|&e| e / sum).collect()
-}
-
-pub(crate) fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
-    let mut order: Vec<usize> = (0..probs.len()).collect();
-    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
-    order
-        .into_iter()
-        .take(k)
-        .map(|i| Scored {
-            label: namespace.labels[i].clone(),
-            confidence: probs[i],
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ mod read;
 
 pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
-    SpecialistUse, TableAnnotation, TypeAnnotation, rows_of,
+    TableAnnotation, TypeAnnotation, rows_of,
 };
 pub use annotator::{Annotator, AnnotatorBuilder};
 pub use decode::{decode, hierarchy_probs, namespace_probs, subject_column};
@@ -46,7 +46,9 @@ pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
 pub use format::DatasetFormat;
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under};
-pub use model::{Model, SERIALIZE_FILE, SerializeSettings, load_model_extras, save_model_extras};
+pub use model::{
+    Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, load_model_extras, save_model_extras,
+};
 pub use progress::{Progress, format_duration};
 pub use read::{
     ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,

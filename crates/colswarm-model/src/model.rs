@@ -16,8 +16,6 @@ use colswarm_tables::{SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::annotation::{AnnotateOptions, Outputs, SpecialistUse, TableAnnotation};
-use crate::decode::subject_column;
 use crate::encode::{Columns, Example, encode, featurizer, to_batch};
 use crate::error::ModelError;
 use crate::labels::{LABELS_FILE, LabelSpace, Task};
@@ -126,6 +124,19 @@ impl SerializeSettings {
     }
 }
 
+/// Which specialists read the tables at inference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpecialistUse {
+    /// Those whose gate is above the router's threshold.
+    #[default]
+    Router,
+    /// None: the primary alone.
+    Off,
+    /// Every specialist on every table, whatever the router says (the swarm's full cost, for
+    /// benchmarks).
+    All,
+}
+
 /// A loaded model directory.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -206,48 +217,6 @@ impl Model {
             space,
             serialize,
         })
-    }
-
-    /// Annotates every column of every table.
-    pub fn annotate(
-        &self,
-        tables: &[Table],
-        options: &AnnotateOptions,
-    ) -> Result<Vec<TableAnnotation>, ModelError> {
-        let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, ModelError> {
-            let list = self.space.list(task);
-            if wanted.is_empty() {
-                return Ok((0..list.len()).collect());
-            }
-            wanted
-                .iter()
-                .map(|name| {
-                    list.iter().position(|n| &n.name == name).ok_or_else(|| {
-                        ModelError::UnknownNamespace(format!(
-                            "the model has no {task} namespace `{name}` (it has: {})",
-                            list.iter()
-                                .map(|n| n.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })
-                })
-                .collect()
-        };
-        let cta = pick(Task::Cta, &options.cta_namespaces)?;
-        let cpa = pick(Task::Cpa, &options.cpa_namespaces)?;
-        let mut annotations = Vec::with_capacity(tables.len());
-        for chunk in tables.chunks(options.batch_size.max(1)) {
-            let examples = self.encode(chunk, Columns::All);
-            let refs: Vec<&Example> = examples.iter().collect();
-            let out = self.forward(&refs, options.specialists)?;
-            let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
-            let outputs = Outputs::new(self, &out, &refs, &subjects);
-            for (b, table) in chunk.iter().enumerate() {
-                annotations.push(outputs.table(self, b, table, &cta, &cpa, options.top_k));
-            }
-        }
-        Ok(annotations)
     }
 
     /// Tables as this model reads them: its serialization and, when it reads them, its column
