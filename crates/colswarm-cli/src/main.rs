@@ -16,6 +16,8 @@ macro_rules! out {
 
 mod annotate;
 mod evaluate;
+mod pretrain;
+mod probe;
 mod shard;
 mod train;
 
@@ -75,6 +77,10 @@ struct Cli {
 enum Command {
     /// Supervised training of a specialist (no --specialist) or of a primary with its heads.
     Train(TrainArgs),
+    /// Pretrains a knowledge specialist on a corpus from `scripts/knowledge/`.
+    Pretrain(pretrain::PretrainArgs),
+    /// Linear probes: what a model's and its specialists' frozen column representations know.
+    Probe(probe::ProbeArgs),
     /// The PARL stage: trains the router (and orchestrator) of a model with frozen specialists.
     TrainRouter(TrainRouterArgs),
     /// Scores a model on labelled data: micro / macro / weighted F1 and a per-label report.
@@ -105,6 +111,8 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Train(args) => train::cmd_train(args),
+        Command::Pretrain(args) => pretrain::cmd_pretrain(args),
+        Command::Probe(args) => probe::cmd_probe(args),
         Command::TrainRouter(args) => train::cmd_train_router(args),
         Command::Eval(args) => evaluate::cmd_eval(args),
         Command::Annotate(args) => annotate::cmd_annotate(args),

@@ -32,4 +32,4 @@ pub use orchestrator::{
     TableBatch, TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
-pub use specialist::FrozenSpecialist;
+pub use specialist::{FrozenSpecialist, column_readings};

@@ -609,7 +609,7 @@ impl Swarm {
 ///
 /// - `hidden`: `[batch, time, d_model]`
 /// - returns `[total spans, d_model]`
-fn span_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tensor<2> {
+pub(crate) fn span_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tensor<2> {
     let [batch, time, d] = hidden.dims();
     let rows: usize = spans.iter().map(Vec::len).sum();
     let mut weights = vec![0.0f32; rows * batch * time];

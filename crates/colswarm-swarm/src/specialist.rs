@@ -1,5 +1,6 @@
 //! Frozen specialist checkpoints.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
@@ -75,6 +76,25 @@ impl FrozenSpecialist {
         }
     }
 
+    /// [`column_readings`] of this specialist (no gradients).
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[columns, d_model]`, columns in table order then span order
+    pub fn read_columns(
+        &self,
+        tables: &[&[u32]],
+        spans: &[Vec<Range<usize>>],
+        device: &Device,
+    ) -> Tensor<2> {
+        column_readings(
+            &self.model,
+            tables,
+            spans,
+            &device.clone().without_autodiff(),
+        )
+    }
+
     /// Reads the given tables (token ids, unpadded) and returns the per-layer WKV states after
     /// each table's last token.
     ///
@@ -87,6 +107,25 @@ impl FrozenSpecialist {
         let out: RwkvState = self.model.forward(tokens, Some(&lengths), None).state;
         out.layers.into_iter().map(|l| l.wkv).collect()
     }
+}
+
+/// A model's reading of columns: the mean of its hidden states over each column's span of its
+/// table's tokens (zeros for an empty span). Specialists are pretrained to put what they know
+/// here, and the swarm and the linear probes read it the same way.
+///
+/// # Shapes
+///
+/// - `tables`: one token sequence per table; `spans`: per table, its columns' token ranges
+/// - returns `[columns, d_model]`, columns in table order then span order
+pub fn column_readings(
+    model: &Rwkv,
+    tables: &[&[u32]],
+    spans: &[Vec<Range<usize>>],
+    device: &Device,
+) -> Tensor<2> {
+    let (tokens, lengths) = pad(tables, device);
+    let hidden = model.forward(tokens, Some(&lengths), None).hidden;
+    crate::orchestrator::span_means(hidden, spans)
 }
 
 /// Right-pads token sequences into a `[batch, time]` tensor (pad id 0; padding never reaches the

@@ -33,6 +33,14 @@ pub enum TrainError {
         /// What is wrong.
         reason: String,
     },
+    /// A knowledge corpus file is missing, malformed or lacks what an objective needs.
+    #[error("knowledge corpus {path}: {reason}")]
+    Corpus {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The training configuration is invalid.
     #[error("invalid training configuration: {0}")]
     Config(String),

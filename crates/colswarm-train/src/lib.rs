@@ -8,6 +8,9 @@
 //!   and data-parallel replicas ([`TrainOptions::devices`]);
 //! - the PARL stage ([`train_router`], [`ParlConfig`]) that trains the router with frozen
 //!   specialists;
+//! - pretraining of knowledge specialists ([`pretrain`], [`PretrainConfig`]) on a corpus of
+//!   gazetteers, unlabelled tables and a teacher's embeddings ([`KnowledgeCorpus`]);
+//! - linear probes of frozen column representations on labelled data ([`probe`]);
 //! - [`average_model_dirs`]: the mean of a run's checkpoints' weights.
 //!
 //! Both training stages run in a run directory (`run.json`, `log.jsonl`, atomic checkpoints,
@@ -30,6 +33,8 @@ mod eval;
 mod metrics;
 mod param_ids;
 mod parl;
+mod pretrain;
+mod probe;
 mod run;
 mod supervised;
 
@@ -47,6 +52,12 @@ pub use error::TrainError;
 pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
 pub use parl::{ParlConfig, ParlSummary, ScheduleChoice, train_router};
+pub use pretrain::{
+    CorpusTable, Gazetteer, HeldOutScore, KnowledgeCorpus, Objective, PretrainConfig,
+    PretrainModel, PretrainModelConfig, PretrainOptions, PretrainSummary, REPORT_FILE,
+    SPECIALIST_FILE, Teacher, pretrain,
+};
+pub use probe::{ProbeConfig, ProbeReport, ProbeScore, probe};
 pub use run::NonFinitePolicy;
 pub use supervised::{
     DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,

@@ -1,0 +1,87 @@
+//! `pretrain`: a knowledge specialist from a corpus exported by `scripts/knowledge/`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use colswarm_train::{Objective, PretrainConfig, PretrainOptions, pretrain};
+
+#[derive(Args, Debug)]
+pub(crate) struct PretrainArgs {
+    /// What the specialist learns: distill (teacher embeddings of cells and columns),
+    /// gazetteer (typing synthetic gazetteer columns) or header (a column's header from its
+    /// cells).
+    #[arg(long)]
+    objective: Objective,
+    /// The knowledge corpus directory (`.knowledge/corpus` after `scripts/knowledge/`).
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Run directory (checkpoints, log, `specialist.safetensors`, `report.json`); an existing
+    /// run there is resumed.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 64)]
+    d_model: usize,
+    #[arg(long, default_value_t = 2)]
+    layers: usize,
+    #[arg(long, default_value_t = 32)]
+    head_size: usize,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 2000)]
+    steps: usize,
+    /// Synthetic tables per step.
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 2e-3)]
+    lr: f64,
+    /// Held-out tables scored at each evaluation.
+    #[arg(long, default_value_t = 256)]
+    eval_tables: usize,
+    /// Score the held-out tables every this many steps (0: only at the end).
+    #[arg(long, default_value_t = 500)]
+    eval_every: usize,
+    #[arg(long, default_value_t = 200)]
+    checkpoint_every: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stop after this many steps in this process (resume later with the same command).
+    #[arg(long)]
+    stop_after_steps: Option<usize>,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub(crate) fn cmd_pretrain(args: PretrainArgs) -> Result<()> {
+    let mut config = PretrainConfig::new(args.objective);
+    config.d_model = args.d_model;
+    config.n_layers = args.layers;
+    config.head_size = args.head_size;
+    config.steps = args.steps;
+    config.batch_size = args.batch_size;
+    config.learning_rate = args.lr;
+    config.eval_tables = args.eval_tables;
+    config.eval_every = args.eval_every;
+    config.checkpoint_every = args.checkpoint_every;
+    config.seed = args.seed;
+    let options = PretrainOptions {
+        progress: !args.quiet,
+        stop_after_steps: args.stop_after_steps,
+    };
+    let summary = pretrain(&config, &args.corpus, &args.out, &options)
+        .with_context(|| format!("pretraining in {}", args.out.display()))?;
+    if summary.finished {
+        println!(
+            "{} steps; specialist: {}; held-out: {}",
+            summary.steps,
+            summary.specialist.display(),
+            serde_json::to_string(&summary.score)?
+        );
+    } else {
+        println!(
+            "stopped at step {} of {}; run the same command to resume",
+            summary.steps, config.steps
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,472 @@
+//! The pretraining loop: seeded synthetic batches, Adam, atomic checkpoints and exact resume in
+//! a run directory, a held-out score, and the specialist checkpoint at the end.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::grad_clipping::GradientClippingConfig;
+use burn::module::Module;
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor, TensorData};
+use colswarm_model::{Progress, format_duration};
+use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
+use colswarm_rwkv::save_checkpoint;
+use colswarm_tables::serialize_table;
+use serde::Serialize;
+
+use super::config::{Objective, PretrainConfig};
+use super::corpus::KnowledgeCorpus;
+use super::model::{PretrainModel, PretrainModelConfig, cosine_loss, cross_entropy};
+use super::synth::{Sampler, Split, SynthTable, Target};
+use crate::data_parallel::non_finite_gradients;
+use crate::error::TrainError;
+use crate::param_ids::renumber;
+use crate::run::{Log, NonFinitePolicy, RunDir, RunState, rng_for};
+
+/// Stream of the training tables, one generator per step.
+const TRAIN_STREAM: u64 = 11;
+/// Stream of the held-out tables, one generator per table.
+const HELD_OUT_STREAM: u64 = 12;
+
+/// The file the specialist is written to, in the run directory.
+pub const SPECIALIST_FILE: &str = "specialist.safetensors";
+/// The held-out score and the run's facts, in the run directory.
+pub const REPORT_FILE: &str = "report.json";
+const CHECKPOINT_FILE: &str = "pretrain.safetensors";
+
+/// How a run reports and when it stops early.
+#[derive(Clone, Debug, Default)]
+pub struct PretrainOptions {
+    /// Progress lines on stderr.
+    pub progress: bool,
+    /// Stop after this many steps in this process, writing a checkpoint first (tests use it
+    /// to interrupt a run).
+    pub stop_after_steps: Option<usize>,
+}
+
+/// The score of a specialist on tables drawn from its corpus's held-out part.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeldOutScore {
+    /// Columns scored.
+    pub columns: usize,
+    /// Mean loss.
+    pub loss: f64,
+    /// Gazetteer typing: the share of columns typed right.
+    pub accuracy: Option<f64>,
+    /// Embedding objectives: mean cosine between prediction and teacher.
+    pub cosine: Option<f64>,
+    /// Embedding objectives: the same mean for a constant prediction, the normalised mean of
+    /// the held-out targets (teacher embeddings share a common direction; this is the floor).
+    pub cosine_of_mean: Option<f64>,
+    /// Header prediction: the share of columns whose nearest held-out header (by the
+    /// teacher's embeddings) is their own.
+    pub header_top1: Option<f64>,
+    /// Header prediction: the number of candidate headers.
+    pub header_candidates: Option<usize>,
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct PretrainSummary {
+    /// Steps done in all.
+    pub steps: usize,
+    /// Whether the run reached its last step (the specialist and report are written then).
+    pub finished: bool,
+    /// The specialist checkpoint.
+    pub specialist: PathBuf,
+    /// The final held-out score.
+    pub score: Option<HeldOutScore>,
+}
+
+/// A batch of serialized synthetic tables.
+struct Batch {
+    tokens: Vec<Vec<u32>>,
+    spans: Vec<Vec<std::ops::Range<usize>>>,
+    targets: Vec<Target>,
+    headers: Vec<String>,
+}
+
+impl Batch {
+    fn of(tables: Vec<SynthTable>, config: &PretrainConfig) -> Self {
+        let serialize = config.serialize.config();
+        let mut batch = Batch {
+            tokens: Vec::new(),
+            spans: Vec::new(),
+            targets: Vec::new(),
+            headers: Vec::new(),
+        };
+        for table in tables {
+            let serialized = serialize_table(&table.table, &serialize);
+            batch.tokens.push(serialized.table_tokens);
+            batch.spans.push(serialized.column_spans);
+            batch.targets.extend(table.targets);
+            batch.headers.extend(table.headers);
+        }
+        batch
+    }
+
+    fn forward(&self, model: &PretrainModel) -> Tensor<2> {
+        let tables: Vec<&[u32]> = self.tokens.iter().map(Vec::as_slice).collect();
+        model.forward(&tables, &self.spans)
+    }
+
+    fn loss(&self, outputs: Tensor<2>) -> Tensor<1> {
+        match self.targets.first() {
+            Some(Target::Class(_)) => {
+                let classes: Vec<usize> = self
+                    .targets
+                    .iter()
+                    .map(|t| match t {
+                        Target::Class(c) => *c,
+                        Target::Embedding(_) => 0,
+                    })
+                    .collect();
+                cross_entropy(outputs, &classes)
+            }
+            _ => {
+                let flat: Vec<f32> = self
+                    .targets
+                    .iter()
+                    .flat_map(|t| match t {
+                        Target::Embedding(e) => e.clone(),
+                        Target::Class(_) => Vec::new(),
+                    })
+                    .collect();
+                cosine_loss(outputs, &flat)
+            }
+        }
+    }
+}
+
+fn draw_batch(sampler: &Sampler<'_>, config: &PretrainConfig, step: usize) -> Batch {
+    let mut rng = rng_for(config.seed, TRAIN_STREAM, step as u64);
+    let tables = (0..config.batch_size)
+        .filter_map(|i| sampler.draw(&mut rng, Split::Train, &format!("train-{step}-{i}")))
+        .collect();
+    Batch::of(tables, config)
+}
+
+fn held_out_batch(sampler: &Sampler<'_>, config: &PretrainConfig) -> Batch {
+    let tables = (0..config.eval_tables)
+        .filter_map(|i| {
+            let mut rng = rng_for(config.seed, HELD_OUT_STREAM, i as u64);
+            sampler.draw(&mut rng, Split::HeldOut, &format!("held-out-{i}"))
+        })
+        .collect();
+    Batch::of(tables, config)
+}
+
+fn to_rows(t: Tensor<2>) -> Vec<Vec<f32>> {
+    let [_, d] = t.dims();
+    let values: Vec<f32> = t.into_data().try_to_vec::<f32>().unwrap_or_default();
+    values.chunks(d.max(1)).map(<[f32]>::to_vec).collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    f64::from(dot / (na * nb).max(1e-12))
+}
+
+/// Scores `model` on the held-out batch (in chunks, without gradients).
+fn score(
+    model: &PretrainModel,
+    held_out: &Batch,
+    sampler: &Sampler<'_>,
+    corpus: &KnowledgeCorpus,
+    objective: Objective,
+) -> HeldOutScore {
+    let mut outputs = Vec::new();
+    for start in (0..held_out.tokens.len()).step_by(64) {
+        let end = (start + 64).min(held_out.tokens.len());
+        let tables: Vec<&[u32]> = held_out.tokens[start..end]
+            .iter()
+            .map(Vec::as_slice)
+            .collect();
+        outputs.extend(to_rows(model.forward(&tables, &held_out.spans[start..end])));
+    }
+    let n = outputs.len();
+    let device = model.head.weight.val().device();
+    let flat: Vec<f32> = outputs.iter().flatten().copied().collect();
+    let all = Tensor::<2>::from_data(
+        TensorData::new(flat, [n, outputs.first().map_or(0, Vec::len)]),
+        &device,
+    );
+    let loss = f64::from(held_out.loss(all).into_scalar::<f32>());
+    let mut result = HeldOutScore {
+        columns: n,
+        loss,
+        accuracy: None,
+        cosine: None,
+        cosine_of_mean: None,
+        header_top1: None,
+        header_candidates: None,
+    };
+    match objective {
+        Objective::Gazetteer => {
+            let right = outputs
+                .iter()
+                .zip(&held_out.targets)
+                .filter(|(o, t)| matches!(t, Target::Class(c) if argmax(o) == *c))
+                .count();
+            result.accuracy = Some(right as f64 / n.max(1) as f64);
+        }
+        Objective::Distill | Objective::Header => {
+            let cosines: Vec<f64> = outputs
+                .iter()
+                .zip(&held_out.targets)
+                .filter_map(|(o, t)| match t {
+                    Target::Embedding(e) => Some(cosine(o, e)),
+                    Target::Class(_) => None,
+                })
+                .collect();
+            result.cosine = Some(cosines.iter().sum::<f64>() / cosines.len().max(1) as f64);
+            let targets: Vec<&[f32]> = held_out
+                .targets
+                .iter()
+                .filter_map(|t| match t {
+                    Target::Embedding(e) => Some(e.as_slice()),
+                    Target::Class(_) => None,
+                })
+                .collect();
+            let dim = targets.first().map_or(0, |t| t.len());
+            let mean: Vec<f32> = (0..dim)
+                .map(|i| targets.iter().map(|t| t[i]).sum::<f32>())
+                .collect();
+            let floor: f64 = targets.iter().map(|t| cosine(&mean, t)).sum();
+            result.cosine_of_mean = Some(floor / targets.len().max(1) as f64);
+        }
+    }
+    if objective == Objective::Header
+        && let Some(teacher) = corpus.teacher.as_ref()
+    {
+        let candidates = sampler.held_out_headers();
+        let embedded: Vec<&[f32]> = candidates
+            .iter()
+            .filter_map(|h| teacher.embedding(h))
+            .collect();
+        let right = outputs
+            .iter()
+            .zip(&held_out.headers)
+            .filter(|(o, header)| {
+                let scores: Vec<f64> = embedded.iter().map(|e| cosine(o, e)).collect();
+                candidates.get(argmax_f64(&scores)) == Some(*header)
+            })
+            .count();
+        result.header_top1 = Some(right as f64 / n.max(1) as f64);
+        result.header_candidates = Some(candidates.len());
+    }
+    result
+}
+
+fn argmax(v: &[f32]) -> usize {
+    v.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (i, &x)| {
+            if x > best.1 { (i, x) } else { best }
+        })
+        .0
+}
+
+fn argmax_f64(v: &[f64]) -> usize {
+    v.iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |best, (i, &x)| {
+            if x > best.1 { (i, x) } else { best }
+        })
+        .0
+}
+
+fn optimizer(config: &PretrainConfig) -> ModuleOptimizer {
+    AdamConfig::new()
+        .with_grad_clipping(config.grad_clip.map(GradientClippingConfig::Norm))
+        .init()
+}
+
+fn save_checkpoint_dir(
+    run: &RunDir,
+    model: &PretrainModel,
+    optim: &ModuleOptimizer,
+    state: &RunState,
+    keep_last: usize,
+) -> Result<(), TrainError> {
+    let temp = run.temp_dir("checkpoint")?;
+    let model_dir = temp.join("model");
+    std::fs::create_dir_all(&model_dir).map_err(|e| TrainError::io(&model_dir, e))?;
+    save_module(model, HashMap::new(), &model_dir.join(CHECKPOINT_FILE))?;
+    let path = temp.join("optimizer.bpk");
+    optim.save(&path).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: format!("could not write the optimizer state: {e:?}"),
+    })?;
+    run.commit_checkpoint(&temp, state.clone(), keep_last)?;
+    Ok(())
+}
+
+/// Runs (or resumes) pretraining of one specialist from the corpus in `corpus_dir`, in the run
+/// directory `out`. When it finishes, `out` holds [`SPECIALIST_FILE`] (an RWKV-7 checkpoint
+/// any swarm can load as a specialist) and [`REPORT_FILE`].
+pub fn pretrain(
+    config: &PretrainConfig,
+    corpus_dir: &Path,
+    out: &Path,
+    options: &PretrainOptions,
+) -> Result<PretrainSummary, TrainError> {
+    config.validate()?;
+    let run = RunDir::open(out)?;
+    run.bind_config(config, |stored| config.resumable_from(stored))?;
+    let load_start = Instant::now();
+    let corpus = KnowledgeCorpus::open(corpus_dir, config.objective.needs_teacher())?;
+    let sampler = Sampler::new(&corpus, config)?;
+    if options.progress {
+        eprintln!(
+            "corpus {}: {} gazetteers, {} tables, {} teacher strings (read in {})",
+            corpus_dir.display(),
+            corpus.gazetteers.len(),
+            corpus.tables.len(),
+            corpus.teacher.as_ref().map_or(0, |t| t.len()),
+            format_duration(load_start.elapsed().as_secs_f64())
+        );
+    }
+    let device = Device::flex().autodiff();
+    let model_config = PretrainModelConfig {
+        encoder: config.encoder(),
+        outputs: sampler.outputs(),
+    };
+    let mut model = renumber(model_config.init(config.seed, &device));
+    let mut optim = optimizer(config);
+    let mut state = RunState::default();
+    if let Some(checkpoint) = run.latest()? {
+        let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
+        model = renumber(file.load_into(model, &device)?);
+        let path = checkpoint.optimizer_path();
+        optim = optim.load(&path).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: format!("unreadable optimizer state: {e:?}"),
+        })?;
+        state = checkpoint.state;
+        if options.progress {
+            eprintln!("resuming {} from step {}", out.display(), state.step);
+        }
+    }
+    let log = Log::open(&run.log_path(), state.step)?;
+    let held_out = held_out_batch(&sampler, config);
+    let evaluate = |model: &PretrainModel| {
+        score(
+            &model.valid(),
+            &held_out,
+            &sampler,
+            &corpus,
+            config.objective,
+        )
+    };
+    let mut progress = Progress::new(
+        format!("pretrain {}", config.objective.name()),
+        config.steps,
+        options.progress,
+    );
+    let started = Instant::now();
+    let mut steps_here = 0;
+    while state.step < config.steps {
+        if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
+            save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
+            return Ok(PretrainSummary {
+                steps: state.step,
+                finished: false,
+                specialist: out.join(SPECIALIST_FILE),
+                score: None,
+            });
+        }
+        let batch = draw_batch(&sampler, config, state.step);
+        let loss = batch.loss(batch.forward(&model));
+        let value = f64::from(loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let bad = if value.is_finite() {
+            non_finite_gradients(&model, &grads)
+        } else {
+            0
+        };
+        // A non-finite loss or gradient stops the run; the last checkpoint stays.
+        if NonFinitePolicy::Stop.take_step(value, bad, 0, state.step)? {
+            model = optim.step(config.learning_rate_at(state.step), model, grads);
+        }
+        state.step += 1;
+        state.batch = state.step;
+        state.epoch_loss.0 += value;
+        state.epoch_loss.1 += 1;
+        steps_here += 1;
+        if state.step.is_multiple_of(config.log_every.max(1)) {
+            log.write(&serde_json::json!({
+                "event": "step", "step": state.step, "loss": value,
+                "columns": batch.targets.len(),
+                "tokens": batch.tokens.iter().map(Vec::len).sum::<usize>(),
+                "seconds": started.elapsed().as_secs_f64(),
+            }))?;
+        }
+        progress.set(
+            state.step,
+            &format!(
+                "loss {:.4}",
+                state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
+            ),
+        );
+        if config.eval_every > 0
+            && state.step.is_multiple_of(config.eval_every)
+            && state.step < config.steps
+        {
+            let held = evaluate(&model);
+            log.write(
+                &serde_json::json!({"event": "held-out", "step": state.step, "score": held}),
+            )?;
+            state.epoch_loss = (0.0, 0);
+        }
+        if state.step.is_multiple_of(config.checkpoint_every.max(1)) && state.step < config.steps {
+            save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
+        }
+    }
+    progress.finish("done");
+    let held = evaluate(&model);
+    log.write(&serde_json::json!({"event": "held-out", "step": state.step, "score": held}))?;
+    state.finished = true;
+    save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
+    let specialist = out.join(SPECIALIST_FILE);
+    save_checkpoint(&model.encoder.valid(), &config.encoder(), &specialist)?;
+    let report = serde_json::json!({
+        "objective": config.objective.name(),
+        "steps": state.step,
+        "seed": config.seed,
+        "batch_size": config.batch_size,
+        "held_out": held,
+        "corpus": {
+            "gazetteers": corpus.gazetteers.len(),
+            "gazetteer_entries": corpus.gazetteers.iter().map(|g| g.entries.len()).sum::<usize>(),
+            "tables": corpus.tables.len(),
+            "table_columns": corpus.tables.iter().map(|t| t.columns.len()).sum::<usize>(),
+            "teacher_strings": corpus.teacher.as_ref().map_or(0, |t| t.len()),
+            "classes": (config.objective == Objective::Gazetteer)
+                .then(|| corpus.gazetteers.iter().map(|g| g.name.clone()).collect::<Vec<_>>()),
+        },
+        "seconds_in_last_session": started.elapsed().as_secs_f64(),
+        "specialist_bytes": std::fs::metadata(&specialist).map(|m| m.len()).unwrap_or(0),
+    });
+    let path = out.join(REPORT_FILE);
+    let bytes = serde_json::to_vec_pretty(&report).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    colswarm_rwkv::checkpoint::write_atomically(&path, &bytes)?;
+    if options.progress {
+        eprintln!(
+            "held-out: {}",
+            serde_json::to_string(&held).unwrap_or_default()
+        );
+    }
+    Ok(PretrainSummary {
+        steps: state.step,
+        finished: true,
+        specialist,
+        score: Some(held),
+    })
+}
