@@ -57,6 +57,10 @@ pub(crate) struct TrainArgs {
     /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
     #[arg(long)]
     head_skip: bool,
+    /// Add each active specialist's reading of each column (the mean of its hidden states over
+    /// the column), mapped to the primary's width, to the column's representation.
+    #[arg(long)]
+    column_fusion: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
@@ -183,6 +187,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             fusion: args.fusion,
             ngram_buckets: args.ngram_buckets,
             head_skip: args.head_skip,
+            column_fusion: args.column_fusion,
             sigmoid_multi_label: args.sigmoid_multi_label,
             init_from: args.init_from,
         },

@@ -87,6 +87,7 @@ fn fusion_scale(c: &mut Criterion) {
             layers: 2,
             heads: 2,
             head_size: 64,
+            d_model: 128,
         };
         let orchestrator = OrchestratorConfig::new(primary.clone(), 8, LabelKind::SingleLabel, 4)
             .with_fusion(FusionMode::WeightedSum)

@@ -12,6 +12,8 @@ pub struct StateShape {
     pub heads: usize,
     /// Head size `N` (the state of a head is `N × N`).
     pub head_size: usize,
+    /// Width of the hidden states, and so of the model's column readings.
+    pub d_model: usize,
 }
 
 /// Maps a specialist's per-layer WKV states to the primary's shapes, per head:
@@ -33,6 +35,9 @@ pub struct AlignmentProjection {
     pub key_map: Option<Param<Tensor<4>>>,
     /// Head mixing `[layers_p, H_p, H_s]`, absent for the identity.
     pub head_mix: Option<Param<Tensor<3>>>,
+    /// Column fusion: the specialist's column readings → the primary's column representations,
+    /// `[d_s, d_p]`, starting at zero (absent without column fusion).
+    pub column_map: Option<Param<Tensor<2>>>,
     source_layers: usize,
     target_layers: usize,
 }
@@ -102,9 +107,34 @@ impl AlignmentProjection {
             value_map,
             key_map,
             head_mix,
+            column_map: None,
             source_layers: source.layers,
             target_layers: target.layers,
         }
+    }
+
+    /// The same alignment with a column map from `source`'s column readings to `target`'s
+    /// width, at zero, so the swarm's answers start as they were without it.
+    pub fn with_column_map(
+        mut self,
+        source: StateShape,
+        target: StateShape,
+        device: &Device,
+    ) -> Self {
+        self.column_map = Some(Param::from_tensor(Tensor::<2>::zeros(
+            [source.d_model, target.d_model],
+            device,
+        )));
+        self
+    }
+
+    /// Maps a specialist's column readings to the primary's width; `None` without a column map.
+    ///
+    /// # Shapes
+    ///
+    /// - `readings`: `[columns, d_s]`; returns `[columns, d_p]`
+    pub fn align_columns(&self, readings: Tensor<2>) -> Option<Tensor<2>> {
+        self.column_map.as_ref().map(|m| readings.matmul(m.val()))
     }
 
     /// Number of trainable parameters.
@@ -167,7 +197,28 @@ mod tests {
             layers,
             heads,
             head_size,
+            d_model: heads * head_size,
         }
+    }
+
+    #[test]
+    fn a_column_map_starts_at_zero_and_maps_widths() {
+        let device = Device::flex();
+        let (source, target) = (shape(1, 1, 8), shape(2, 2, 4));
+        let align = AlignmentProjection::new(source, target, &device);
+        assert!(
+            align
+                .align_columns(Tensor::<2>::ones([3, 8], &device))
+                .is_none()
+        );
+        let align = align.with_column_map(source, target, &device);
+        // Value and key maps [2, 2, 4, 8], head mixing [2, 2, 1], the column map [8, 8].
+        assert_eq!(align.param_count(), 2 * (2 * 2 * 4 * 8) + 2 * 2 + 8 * 8);
+        let out = align
+            .align_columns(Tensor::<2>::ones([3, 8], &device))
+            .unwrap();
+        assert_eq!(out.dims(), [3, 8]);
+        assert_eq!(out.abs().sum().into_scalar::<f32>(), 0.0);
     }
 
     #[test]

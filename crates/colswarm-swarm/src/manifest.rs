@@ -396,13 +396,20 @@ impl ComponentParams {
                     layers: l,
                     heads: h,
                     head_size: n,
+                    d_model: d,
+                };
+                let columns = if config.column_fusion {
+                    product(&[shape.d_model, d])
+                } else {
+                    0
                 };
                 if !AlignmentProjection::has_parameters(*shape, target) {
-                    0
+                    columns
                 } else {
                     sum(&[
                         product(&[2, l, h, n, shape.head_size]),
                         product(&[l, h, shape.heads]),
+                        columns,
                     ])
                 }
             })
@@ -455,11 +462,13 @@ mod tests {
                 layers: 1,
                 heads: 2,
                 head_size: 4,
+                d_model: 8,
             },
             StateShape {
                 layers: 3,
                 heads: 3,
                 head_size: 2,
+                d_model: 6,
             },
         ];
         for fusion in [
@@ -467,7 +476,9 @@ mod tests {
             FusionMode::Gated,
             FusionMode::ConcatProject,
         ] {
-            for (cta, cpa, ngrams, skip) in [(5, 0, None, false), (1, 3, Some(7), true)] {
+            for (cta, cpa, ngrams, skip, columns) in
+                [(5, 0, None, false, false), (1, 3, Some(7), true, true)]
+            {
                 let config =
                     OrchestratorConfig::new(primary.clone(), cta, LabelKind::MultiLabel, cpa)
                         .with_fusion(fusion)
@@ -475,13 +486,14 @@ mod tests {
                         .with_column_ngrams(
                             ngrams.map(|b| ColumnNgramsConfig::new().with_buckets(b)),
                         )
-                        .with_head_skip(skip.then_some(HeadSkip::Linear));
+                        .with_head_skip(skip.then_some(HeadSkip::Linear))
+                        .with_column_fusion(columns);
                 let built = config.init(&shapes, 0, &device);
                 let counted = ComponentParams::of(&config, &shapes);
                 let alignments: Vec<usize> =
                     built.alignments.iter().map(Module::num_params).collect();
-                // A specialist of the primary's shapes is aligned as it is.
-                assert_eq!(alignments[0], 0);
+                // A specialist of the primary's shapes is aligned as it is (its states).
+                assert_eq!(alignments[0], if columns { 8 * 8 } else { 0 });
                 assert_eq!(
                     counted,
                     ComponentParams {

@@ -48,6 +48,12 @@ pub struct OrchestratorConfig {
     /// What both heads add to their tanh layer; `None` adds nothing.
     #[config(default = "None")]
     pub head_skip: Option<HeadSkip>,
+    /// Column fusion: each active specialist's reading of each column (the mean of its hidden
+    /// states over the column's span), mapped to the primary's width by its alignment, is
+    /// added to the column's representation. Off, specialists reach the answers only through
+    /// the fused state.
+    #[config(default = false)]
+    pub column_fusion: bool,
 }
 
 /// What a head adds to its two-layer output.
@@ -213,6 +219,10 @@ pub struct SpecialistStates {
     pub work: Vec<(usize, f64)>,
     /// Per specialist and table: tokens it read for that table (0 when inactive).
     pub tokens: Vec<Vec<usize>>,
+    /// With column fusion: per specialist, its column readings mapped to the primary's width,
+    /// `[columns, d_model]` in [`TableBatch::column_rows`] order (zeros for the columns of
+    /// tables that did not activate it); `None` for a specialist no table activated.
+    pub columns: Vec<Option<Tensor<2>>>,
 }
 
 /// Everything a forward pass produces.
@@ -250,6 +260,7 @@ impl OrchestratorConfig {
             layers: p.n_layers,
             heads: p.n_heads(),
             head_size: p.head_size,
+            d_model: p.d_model,
         };
         Orchestrator {
             primary: p.init(seed, device),
@@ -259,7 +270,14 @@ impl OrchestratorConfig {
                 .init(device),
             alignments: specialists
                 .iter()
-                .map(|&s| AlignmentProjection::new(s, target, device))
+                .map(|&s| {
+                    let alignment = AlignmentProjection::new(s, target, device);
+                    if self.column_fusion {
+                        alignment.with_column_map(s, target, device)
+                    } else {
+                        alignment
+                    }
+                })
                 .collect(),
             fusion: StateFusionConfig::new(
                 self.fusion,
@@ -425,18 +443,47 @@ impl Orchestrator {
     }
 
     /// The column representations the heads read: [`Self::answer`] from the (fused) state,
-    /// plus the mean of the table read over each column's span and the columns' n-gram
-    /// embeddings ([`OrchestratorConfig::column_ngrams`]).
+    /// plus the mean of the table read over each column's span, the columns' n-gram
+    /// embeddings ([`OrchestratorConfig::column_ngrams`]) and, with column fusion, the aligned
+    /// column readings ([`SpecialistStates::columns`]) of the specialists each table activated
+    /// (`active[table][specialist]`).
     ///
     /// # Shapes
     ///
     /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
-    pub fn columns(&self, state: &RwkvState, batch: &TableBatch, read: &TableRead) -> Tensor<2> {
-        let columns = self.answer(state, batch) + read.column_pooled.clone();
-        match &read.column_ngrams {
-            Some(ngrams) => columns + ngrams.clone(),
-            None => columns,
+    pub fn columns(
+        &self,
+        state: &RwkvState,
+        batch: &TableBatch,
+        read: &TableRead,
+        specialists: &SpecialistStates,
+        active: &[Vec<bool>],
+    ) -> Tensor<2> {
+        let mut columns = self.answer(state, batch) + read.column_pooled.clone();
+        if let Some(ngrams) = &read.column_ngrams {
+            columns = columns + ngrams.clone();
         }
+        let rows = batch.column_rows();
+        for (i, readings) in specialists.columns.iter().enumerate() {
+            let Some(readings) = readings else { continue };
+            if rows.iter().all(|&(t, _)| active[t][i]) {
+                columns = columns + readings.clone();
+            } else if rows.iter().any(|&(t, _)| active[t][i]) {
+                let mask: Vec<f32> = rows
+                    .iter()
+                    .map(|&(t, _)| f32::from(u8::from(active[t][i])))
+                    .collect();
+                let mask =
+                    Tensor::<2>::from_data(TensorData::new(mask, [rows.len(), 1]), &self.device());
+                columns = columns + readings.clone() * mask;
+            }
+        }
+        columns
+    }
+
+    /// Whether specialists' column readings enter the column representations.
+    pub fn has_column_fusion(&self) -> bool {
+        self.alignments.iter().any(|a| a.column_map.is_some())
     }
 
     /// The output of a forward pass from its column representations: the CTA head's logits.
@@ -494,6 +541,7 @@ impl Swarm {
     /// specialists concurrently, one thread each. `active[table][specialist]`.
     pub fn run_specialists(&self, batch: &TableBatch, active: &[Vec<bool>]) -> SpecialistStates {
         let device = self.orchestrator.device();
+        let with_columns = self.orchestrator.has_column_fusion();
         let runs: Vec<SpecialistRun> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .specialists
@@ -501,7 +549,9 @@ impl Swarm {
                 .enumerate()
                 .map(|(i, specialist)| {
                     let device = device.clone();
-                    scope.spawn(move || SpecialistRun::new(specialist, i, batch, active, &device))
+                    scope.spawn(move || {
+                        SpecialistRun::new(specialist, i, batch, active, with_columns, &device)
+                    })
                 })
                 .collect();
             handles
@@ -517,6 +567,7 @@ impl Swarm {
             aligned: Vec::with_capacity(runs.len()),
             work: Vec::with_capacity(runs.len()),
             tokens: Vec::with_capacity(runs.len()),
+            columns: Vec::with_capacity(runs.len()),
         };
         for (run, alignment) in runs.into_iter().zip(&self.orchestrator.alignments) {
             // A specialist no table activated is left out of fusion: skip its alignment.
@@ -526,6 +577,9 @@ impl Swarm {
                 alignment.forward(&run.states)
             };
             states.aligned.push(aligned);
+            states
+                .columns
+                .push(run.columns.and_then(|c| alignment.align_columns(c)));
             states.work.push((run.tokens.iter().sum(), run.seconds));
             states.tokens.push(run.tokens);
         }
@@ -575,7 +629,9 @@ impl Swarm {
         };
         let specialists = self.run_specialists(batch, &decision.active);
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
-        let mut columns = self.orchestrator.columns(&fused, batch, read);
+        let mut columns =
+            self.orchestrator
+                .columns(&fused, batch, read, &specialists, &decision.active);
         if let Some(mask) = column_mask {
             columns = columns * mask;
         }
@@ -641,6 +697,9 @@ struct SpecialistRun {
     states: Vec<Tensor<4>>,
     /// Tokens read per table (0 where inactive).
     tokens: Vec<usize>,
+    /// Column readings `[columns, d_s]` in [`TableBatch::column_rows`] order, zeros for the
+    /// tables it did not read; `None` when it read nothing or none were asked for.
+    columns: Option<Tensor<2>>,
     seconds: f64,
 }
 
@@ -650,6 +709,7 @@ impl SpecialistRun {
         index: usize,
         batch: &TableBatch,
         active: &[Vec<bool>],
+        with_columns: bool,
         device: &Device,
     ) -> Self {
         let start = Instant::now();
@@ -666,11 +726,20 @@ impl SpecialistRun {
                 &device.clone().without_autodiff(),
             )
         };
+        let mut columns = None;
         let states = if rows.is_empty() {
             Vec::new()
         } else {
             let tables: Vec<&[u32]> = rows.iter().map(|&b| batch.tables[b].as_slice()).collect();
-            let read = specialist.read(&tables, device);
+            let read = if with_columns {
+                let spans: Vec<Vec<Range<usize>>> =
+                    rows.iter().map(|&b| batch.spans[b].clone()).collect();
+                let (states, readings) = specialist.read_with_columns(&tables, &spans, device);
+                columns = Some(spread_rows(readings, batch, &rows, device));
+                states
+            } else {
+                specialist.read(&tables, device)
+            };
             if rows.len() == batch_size {
                 read
             } else {
@@ -686,7 +755,48 @@ impl SpecialistRun {
         Self {
             states,
             tokens,
+            columns,
             seconds: start.elapsed().as_secs_f64(),
         }
     }
+}
+
+/// Column readings of the tables `rows` (in their order) placed at their columns' rows of the
+/// whole batch ([`TableBatch::column_rows`] order), zeros elsewhere.
+///
+/// # Shapes
+///
+/// - `readings`: `[columns of rows, d]`; returns `[columns of the batch, d]`
+fn spread_rows(
+    readings: Tensor<2>,
+    batch: &TableBatch,
+    rows: &[usize],
+    device: &Device,
+) -> Tensor<2> {
+    let counts: Vec<usize> = batch.spans.iter().map(Vec::len).collect();
+    let total: usize = counts.iter().sum();
+    if rows.len() == batch.tables.len() {
+        return readings;
+    }
+    let starts: Vec<usize> = counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let start = *acc;
+            *acc += c;
+            Some(start)
+        })
+        .collect();
+    let index: Vec<i64> = rows
+        .iter()
+        .flat_map(|&b| (starts[b]..starts[b] + counts[b]).map(|r| r as i64))
+        .collect();
+    let [_, d] = readings.dims();
+    let device = device.clone().without_autodiff();
+    let index = Tensor::<1, Int>::from_data(index.as_slice(), &device);
+    Tensor::<2>::zeros([total, d], &device).select_assign(
+        0,
+        index,
+        readings,
+        IndexingUpdateOp::Assign,
+    )
 }

@@ -73,6 +73,7 @@ impl FrozenSpecialist {
             layers: self.config.n_layers,
             heads: self.config.n_heads(),
             head_size: self.config.head_size,
+            d_model: self.config.d_model,
         }
     }
 
@@ -92,6 +93,27 @@ impl FrozenSpecialist {
             tables,
             spans,
             &device.clone().without_autodiff(),
+        )
+    }
+
+    /// [`Self::read`] and [`Self::read_columns`] from one pass over the tables.
+    ///
+    /// # Shapes
+    ///
+    /// - returns one `[tables.len(), heads, N, N]` tensor per layer, and `[columns, d_model]`
+    pub fn read_with_columns(
+        &self,
+        tables: &[&[u32]],
+        spans: &[Vec<Range<usize>>],
+        device: &Device,
+    ) -> (Vec<Tensor<4>>, Tensor<2>) {
+        let device = device.clone().without_autodiff();
+        let (tokens, lengths) = pad(tables, &device);
+        let out = self.model.forward(tokens, Some(&lengths), None);
+        let columns = crate::orchestrator::span_means(out.hidden, spans);
+        (
+            out.state.layers.into_iter().map(|l| l.wkv).collect(),
+            columns,
         )
     }
 

@@ -7,7 +7,7 @@ use colswarm_rwkv::checkpoint::named_tensors;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::{
     ColumnNgramsConfig, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing,
-    Swarm, SwarmError, TableBatch,
+    Swarm, SwarmError, TableBatch, column_readings,
 };
 use colswarm_testing::perturb;
 use rand_chacha::ChaCha8Rng;
@@ -498,4 +498,124 @@ fn column_ngrams_add_their_embedding_and_round_trip() {
         "{error}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn column_fusion_adds_exactly_the_mapped_readings_of_active_specialists() {
+    let device = Device::flex();
+    let specialists = vec![
+        specialist("a", rwkv(16, 2, 8), 10),
+        specialist("wide", rwkv(32, 3, 16), 11),
+    ];
+    let fused = swarm_of(
+        config(FusionMode::WeightedSum).with_column_fusion(true),
+        &device,
+        specialists.clone(),
+    );
+    assert!(fused.orchestrator.has_column_fusion());
+    // The same swarm without column maps: the state fusion alone.
+    let mut plain = fused.clone();
+    for alignment in &mut plain.orchestrator.alignments {
+        alignment.column_map = None;
+    }
+    let active = vec![vec![true, false], vec![true, true]];
+    let with = fused.forward(&batch(), fixed(active.clone())).unwrap();
+    let without = plain.forward(&batch(), fixed(active.clone())).unwrap();
+    let b = batch();
+    let tables: Vec<&[u32]> = b.tables.iter().map(Vec::as_slice).collect();
+    let mut expected = values(without.columns);
+    for (i, s) in specialists.iter().enumerate() {
+        let readings = column_readings(s.model(), &tables, &b.spans, &device);
+        let map = fused.orchestrator.alignments[i]
+            .column_map
+            .as_ref()
+            .unwrap()
+            .val();
+        let mapped = values(readings.matmul(map));
+        for (row, &(table, _)) in b.column_rows().iter().enumerate() {
+            if active[table][i] {
+                for (k, e) in expected[row * 16..(row + 1) * 16].iter_mut().enumerate() {
+                    *e += mapped[row * 16 + k];
+                }
+            }
+        }
+    }
+    for (row, (got, want)) in values(with.columns)
+        .chunks(16)
+        .zip(expected.chunks(16))
+        .enumerate()
+    {
+        for (k, (g, w)) in got.iter().zip(want).enumerate() {
+            assert_close(*g, *w, row, k);
+        }
+    }
+    // All off is still exactly the primary alone.
+    let off = fused
+        .forward(&batch(), fixed(vec![vec![false, false]; 2]))
+        .unwrap();
+    let read = fused.orchestrator.read_tables(&batch()).unwrap();
+    let alone = fused.orchestrator.answer(&read.state, &batch()) + read.column_pooled;
+    assert_eq!(values(off.columns), values(alone));
+
+    // A fresh column map starts at zero: the answers are those without column fusion.
+    let shapes: Vec<_> = specialists
+        .iter()
+        .map(FrozenSpecialist::state_shape)
+        .collect();
+    let fresh = config(FusionMode::WeightedSum)
+        .with_column_fusion(true)
+        .init(&shapes, 3, &device);
+    let fresh_plain = config(FusionMode::WeightedSum).init(&shapes, 3, &device);
+    let all = fixed(vec![vec![true, true]; 2]);
+    let x = Swarm::new(fresh, specialists.clone())
+        .unwrap()
+        .forward(&batch(), all)
+        .unwrap();
+    let all = fixed(vec![vec![true, true]; 2]);
+    let y = Swarm::new(fresh_plain, specialists)
+        .unwrap()
+        .forward(&batch(), all)
+        .unwrap();
+    assert_eq!(values(x.cta_logits), values(y.cta_logits));
+}
+
+#[test]
+fn column_maps_learn_and_round_trip() {
+    let device = Device::flex().autodiff();
+    let cfg = config(FusionMode::Gated).with_column_fusion(true);
+    let s = swarm_of(
+        cfg.clone(),
+        &device,
+        vec![specialist("wide", rwkv(32, 3, 16), 12)],
+    );
+    let out = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap();
+    let grads = out.cta_logits.sum().backward();
+    let map = s.orchestrator.alignments[0].column_map.as_ref().unwrap();
+    let grad = map
+        .val()
+        .grad(&grads)
+        .map(|g| g.abs().sum().into_scalar::<f32>());
+    assert!(
+        grad.is_some_and(|g| g > 0.0),
+        "column map gradient {grad:?}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("colswarm-column-fusion-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    s.save(&dir, &cfg, &labels, &[]).unwrap();
+    let (back, manifest) = Swarm::load(&dir, &Device::flex()).unwrap();
+    assert!(manifest.config.column_fusion);
+    let active = vec![vec![true]; 2];
+    let x = s.forward(&batch(), fixed(active.clone())).unwrap();
+    let y = back.forward(&batch(), fixed(active)).unwrap();
+    // Saved from an autodiff device, loaded on a plain one: equal to float rounding.
+    for (row, (g, w)) in values(y.cta_logits)
+        .iter()
+        .zip(values(x.cta_logits))
+        .enumerate()
+    {
+        assert_close(*g, w, row, 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

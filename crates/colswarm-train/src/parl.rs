@@ -431,7 +431,8 @@ fn parl_step(
     for rollout in 0..k {
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
-        let columns = orchestrator.columns(&fused, &batch, &read);
+        let columns =
+            orchestrator.columns(&fused, &batch, &read, &specialist_states, &decision.active);
         let out = orchestrator.output(columns, decision.clone(), TableSteps::default());
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
             stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);

@@ -84,6 +84,9 @@ struct ConfigV2 {
     column_ngrams: Option<NgramsV2>,
     #[serde(deserialize_with = "required")]
     head_skip: Option<HeadSkip>,
+    /// Absent (false) in every model written before column fusion existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    column_fusion: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -229,6 +232,7 @@ impl ManifestV1 {
             d_head_hidden: c.d_head_hidden,
             column_ngrams,
             head_skip: c.head_skip,
+            column_fusion: false,
         };
         Ok(SwarmManifest {
             version: ManifestVersion::V1,
@@ -261,6 +265,7 @@ impl From<ConfigV2> for OrchestratorConfig {
                     .with_max_cells(n.max_cells)
             }))
             .with_head_skip(c.head_skip)
+            .with_column_fusion(c.column_fusion)
     }
 }
 
@@ -282,6 +287,7 @@ impl From<&OrchestratorConfig> for ConfigV2 {
                 max_cells: n.max_cells,
             }),
             head_skip: c.head_skip,
+            column_fusion: c.column_fusion,
         }
     }
 }

@@ -119,6 +119,10 @@ pub struct ModelSettings {
     pub ngram_buckets: u32,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     pub head_skip: bool,
+    /// Add each active specialist's aligned column readings to the column representations
+    /// ([`OrchestratorConfig::column_fusion`]).
+    #[serde(default)]
+    pub column_fusion: bool,
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
     pub sigmoid_multi_label: bool,
@@ -138,6 +142,7 @@ impl Default for ModelSettings {
             fusion: FusionMode::WeightedSum,
             ngram_buckets: 1 << 14,
             head_skip: false,
+            column_fusion: false,
             sigmoid_multi_label: false,
             init_from: None,
         }
@@ -352,6 +357,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
             .then(|| ColumnNgramsConfig::new().with_buckets(model.ngram_buckets)),
     )
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
+    .with_column_fusion(model.column_fusion)
 }
 
 /// Switches that do not change the result (`devices` changes it in the last bits only).
