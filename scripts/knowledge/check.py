@@ -83,8 +83,13 @@ def main():
             p = c / "teacher" / rel
             ok(p.is_file() and p.stat().st_size == f["bytes"] and sha256_file(p) == f["sha256"],
                f"sha256 teacher/{rel}")
-        ok(t["corpus_strings_sha256"] == sha256_file(c / "strings.jsonl"),
-           "teacher built from the current strings.jsonl (re-run embed.py)")
+        if t["corpus_strings_sha256"] != sha256_file(c / "strings.jsonl"):
+            # A re-export that only dropped strings (a source taken out) leaves the teacher
+            # valid: it must still embed every string of the corpus.
+            def texts(path):
+                return {json.loads(line)["text"] for line in open(path, encoding="utf-8")}
+            missing = texts(c / "strings.jsonl") - texts(c / "teacher/strings.jsonl")
+            ok(not missing, f"teacher embeds every corpus string ({len(missing)} missing: re-run embed.py)")
         shape = safetensors_header(c / "teacher/embeddings.safetensors")["embeddings"]["shape"]
         n = sum(1 for _ in open(c / "teacher/strings.jsonl", encoding="utf-8"))
         ok(shape == [n, 384], f"embeddings shape {shape} vs {n} strings")

@@ -205,6 +205,13 @@ class Export:
     def gazetteer(self, gtype, sid, entries, description, ship=True, note=None):
         entries = {clean(e) for e in entries if e is not None}
         entries.discard("")
+        if not self.sources[sid]["ship"]:
+            # Entries of a source whose license keeps it out of shipped weights stay out of the
+            # corpus (a type it shares with other sources keeps their entries).
+            self.skipped.append({"name": f"gazetteer/{gtype}", "source": sid,
+                                 "entries": len(entries),
+                                 "why_not_exported": self.sources[sid]["license"]})
+            return
         self.gaz[gtype] |= entries
         m = self.gaz_meta.setdefault(gtype, {"description": description, "sources": [], "ship": True})
         m["sources"].append({"source": sid, "entries": len(entries)})
@@ -297,9 +304,10 @@ class Export:
                     artifact=artifact("dl/deb/iso-codes_*_all.deb"),
                     license="LGPL-2.1+", license_file="usr/share/doc/iso-codes/copyright",
                     license_path=K / "src/deb/usr/share/doc/iso-codes/copyright",
-                    license_note="LGPL-2.1-or-later covers the package's files. We export only "
-                                 "the ISO-standard names and codes (facts); kept shippable, flagged.",
-                    ship=True)
+                    license_note="LGPL-2.1-or-later covers the package's files. A GNU license, so "
+                                 "its entries train no shipped weights: not exported (see "
+                                 "not_exported).",
+                    ship=False)
         note = "iso-codes is LGPL-2.1+; entries are ISO-standard names/codes (facts)"
 
         def load(n):

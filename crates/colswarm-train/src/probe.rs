@@ -29,8 +29,11 @@ pub struct ProbeConfig {
     pub steps: usize,
     /// Adam's learning rate.
     pub learning_rate: f64,
-    /// L2 penalty on the weights.
-    pub l2: f64,
+    /// Candidate L2 penalties on the weights: each probe takes the one with the best
+    /// cross-validated accuracy on its training targets (folds by table).
+    pub l2: Vec<f64>,
+    /// Folds of that cross-validation.
+    pub folds: usize,
     /// Seed of the probe's initial weights.
     pub seed: u64,
     /// Tables per forward pass when features are extracted.
@@ -42,7 +45,8 @@ impl Default for ProbeConfig {
         ProbeConfig {
             steps: 300,
             learning_rate: 0.05,
-            l2: 1e-4,
+            l2: vec![1e-4, 1e-3, 1e-2, 1e-1],
+            folds: 3,
             seed: 0,
             batch_size: 16,
         }
@@ -60,6 +64,8 @@ pub struct ProbeScore {
     pub micro_f1: f64,
     /// Macro-F1 on the dev set.
     pub macro_f1: f64,
+    /// The L2 penalty cross-validation chose.
+    pub l2: f64,
 }
 
 /// The probes of one dev set.
@@ -194,14 +200,75 @@ fn standardize(train: &mut [f32], dev: &mut [f32], width: usize) {
     }
 }
 
-/// Trains a softmax regression on `[n, width]` features against label sets (uniform over each
-/// target's known labels) and returns the predicted label of each dev row.
+/// FNV-1a of a table id, modulo `folds`: a table's targets share a fold.
+fn fold_of(table: &str, folds: usize) -> usize {
+    let hash = table.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash % folds.max(1) as u64) as usize
+}
+
+/// The L2 penalty of [`ProbeConfig::l2`] whose probes, fitted on all folds but one, predict
+/// the held-out fold's targets best (a prediction is right when it is one of the target's
+/// labels); the first on ties.
+fn choose_l2(
+    x: &[f32],
+    labels: &[Vec<usize>],
+    folds: &[usize],
+    width: usize,
+    classes: usize,
+    config: &ProbeConfig,
+) -> f64 {
+    if config.l2.len() < 2 || config.folds < 2 {
+        return config.l2.first().copied().unwrap_or(0.0);
+    }
+    let mut best = (f64::NEG_INFINITY, config.l2[0]);
+    for &l2 in &config.l2 {
+        let mut right = 0;
+        for fold in 0..config.folds {
+            let (fit, held): (Vec<usize>, Vec<usize>) =
+                (0..labels.len()).partition(|&i| folds[i] != fold);
+            if fit.is_empty() || held.is_empty() {
+                continue;
+            }
+            let rows = |idx: &[usize]| -> Vec<f32> {
+                idx.iter()
+                    .flat_map(|&i| x[i * width..(i + 1) * width].iter().copied())
+                    .collect()
+            };
+            let fit_labels: Vec<Vec<usize>> = fit.iter().map(|&i| labels[i].clone()).collect();
+            let predicted = fit_and_predict(
+                &rows(&fit),
+                &fit_labels,
+                &rows(&held),
+                width,
+                classes,
+                l2,
+                config,
+            );
+            right += held
+                .iter()
+                .zip(predicted)
+                .filter(|(i, p)| labels[**i].contains(p))
+                .count();
+        }
+        let accuracy = right as f64 / labels.len().max(1) as f64;
+        if accuracy > best.0 {
+            best = (accuracy, l2);
+        }
+    }
+    best.1
+}
+
+/// Trains a softmax regression with L2 penalty `l2` on `[n, width]` features against label sets
+/// (uniform over each target's known labels) and returns the predicted label of each dev row.
 fn fit_and_predict(
     train: &[f32],
     labels: &[Vec<usize>],
     dev: &[f32],
     width: usize,
     classes: usize,
+    l2: f64,
     config: &ProbeConfig,
 ) -> Vec<usize> {
     let device = Device::flex().autodiff();
@@ -219,8 +286,8 @@ fn fit_and_predict(
     for _ in 0..config.steps {
         let logp = log_softmax(probe.forward(x.clone()), 1);
         let weights = probe.weight.val();
-        let loss = (logp * y.clone()).sum().neg() / n as f64
-            + (weights.clone() * weights).sum() * config.l2;
+        let loss =
+            (logp * y.clone()).sum().neg() / n as f64 + (weights.clone() * weights).sum() * l2;
         let grads = GradientsParams::from_grads(loss.backward(), &probe);
         probe = optim.step(config.learning_rate, probe, grads);
     }
@@ -324,17 +391,16 @@ pub fn probe(
             scores: Vec::new(),
             predictions: Vec::new(),
         };
+        let folds: Vec<usize> = known
+            .iter()
+            .map(|(i, _)| fold_of(&fit.keys[*i].0, config.folds))
+            .collect();
         for (name, systems) in feature_sets {
             let (mut x_fit, mut x_dev, width) = concat(&fit, &held, &systems, &known);
             standardize(&mut x_fit, &mut x_dev, width);
-            let predicted = fit_and_predict(
-                &x_fit,
-                &labels,
-                &x_dev,
-                width,
-                namespace.labels.len(),
-                config,
-            );
+            let classes = namespace.labels.len();
+            let l2 = choose_l2(&x_fit, &labels, &folds, width, classes, config);
+            let predicted = fit_and_predict(&x_fit, &labels, &x_dev, width, classes, l2, config);
             let predictions: Vec<TargetPrediction> = held
                 .keys
                 .iter()
@@ -352,6 +418,7 @@ pub fn probe(
             report.scores.push(ProbeScore {
                 features: name.clone(),
                 width,
+                l2,
                 micro_f1: f1.micro_f1,
                 macro_f1: f1.macro_f1,
             });
@@ -409,7 +476,7 @@ mod tests {
             })
             .collect();
         let labels: Vec<Vec<usize>> = (0..200).map(|i| vec![i % 2]).collect();
-        let predicted = fit_and_predict(&xs, &labels, &xs, 2, 2, &ProbeConfig::default());
+        let predicted = fit_and_predict(&xs, &labels, &xs, 2, 2, 1e-4, &ProbeConfig::default());
         let right = predicted
             .iter()
             .zip(&labels)
@@ -418,7 +485,8 @@ mod tests {
         assert_eq!(right, 200);
         // With only the noise feature it cannot do much better than chance.
         let noise: Vec<f32> = xs.chunks(2).map(|r| r[1]).collect();
-        let predicted = fit_and_predict(&noise, &labels, &noise, 1, 2, &ProbeConfig::default());
+        let predicted =
+            fit_and_predict(&noise, &labels, &noise, 1, 2, 1e-4, &ProbeConfig::default());
         let right = predicted
             .iter()
             .zip(&labels)
