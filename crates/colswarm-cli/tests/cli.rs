@@ -480,3 +480,47 @@ fn a_killed_training_resumes_to_the_same_weights() {
         );
     }
 }
+
+#[test]
+fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
+    let predictions = tempfile::tempdir().unwrap();
+    let dir = predictions.path().to_str().unwrap();
+    let out = colswarm(&[
+        "probe",
+        "--model",
+        "models/colswarm-small",
+        "--specialist",
+        "t2d=models/colswarm-small/specialists/t2d.safetensors",
+        "--train",
+        "t2d=t2d:datasets/t2d-webtables#train",
+        "--dev",
+        "t2d=t2d:datasets/t2d-webtables#dev",
+        "--steps",
+        "60",
+        "--predictions",
+        dir,
+        "--json",
+    ]);
+    let reports: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let report = &reports[0];
+    assert_eq!(report["namespace"], "t2d");
+    assert_eq!(report["task"], "cpa");
+    let scores = report["scores"].as_array().unwrap();
+    let names: Vec<&str> = scores
+        .iter()
+        .map(|s| s["features"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["primary", "t2d", "primary+t2d"]);
+    // The majority relation scores 0.077 on this split (docs/TRAINING.md).
+    let primary = scores[0]["micro_f1"].as_f64().unwrap();
+    assert!(primary > 0.3, "primary probe {primary}");
+    // CPA: subject and object side by side, 64 wide each, for both systems.
+    assert_eq!(scores[2]["width"], 256);
+    // Each probe's predictions are a file `compare` reads.
+    let a = format!("{dir}/t2d.primary.jsonl");
+    let b = format!("{dir}/t2d.primary+t2d.jsonl");
+    let compared: serde_json::Value =
+        serde_json::from_str(stdout(&colswarm(&["compare", &a, &b, "--json"])).trim()).unwrap();
+    assert_eq!(compared["n_targets"], report["dev_targets"]);
+    assert!((compared["micro_f1_a"].as_f64().unwrap() - primary).abs() < 1e-9);
+}
