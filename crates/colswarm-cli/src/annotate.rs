@@ -252,12 +252,17 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         );
         let c = &manifest.config;
         out!(
-            "column: pooling span mean, n-grams {}, head skip {:?}",
+            "column: pooling span mean, n-grams {}, head skip {:?}{}",
             c.column_ngrams.map_or("none".into(), |n| format!(
                 "{} buckets of {}-{}-grams over the header and {} cells",
                 n.buckets, n.min_n, n.max_n, n.max_cells,
             )),
-            c.head_skip
+            c.head_skip,
+            if c.column_fusion {
+                ", column fusion (specialists' column readings join the representations)"
+            } else {
+                ""
+            }
         );
         let mut total = 0;
         for (what, file) in files {
