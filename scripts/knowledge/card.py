@@ -9,9 +9,10 @@ objective, corpus size, steps, seed, training time, size on disk and the held-ou
 Stdlib only.
 """
 import argparse
-import hashlib
 import json
 from pathlib import Path
+
+from common import sha256_file
 
 OBJECTIVES = {
     "distill": ("Distillation: its reading of a column (one string, or 2-8 cells of one gazetteer "
@@ -28,14 +29,6 @@ OBJECTIVES = {
                "(cosine loss, through a linear head dropped after pretraining).",
                ("tables", "teacher")),
 }
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def main() -> None:
@@ -76,7 +69,7 @@ def main() -> None:
             "column's tokens.", ""]
     out += ["| | |", "|---|---|",
             f"| objective | {text} |",
-            f"| checkpoint | `{args.name}.safetensors`, {size:,} bytes ({size / 1e6:.2f} MB), sha256 `{sha256(checkpoint)[:16]}…` |",
+            f"| checkpoint | `{args.name}.safetensors`, {size:,} bytes ({size / 1e6:.2f} MB), sha256 `{sha256_file(checkpoint)[:16]}…` |",
             f"| steps | {report['steps']:,} of {config['batch_size']} synthetic tables (at most {config['max_columns']} columns each), Adam at {config['learning_rate']:g} after {config['warmup_steps']} warm-up steps, gradient norm clipped at {config['grad_clip']} |",
             f"| seed | {config['seed']} |",
             f"| tables as read | at most {config['serialize']['max_table_tokens']} tokens, {config['serialize']['max_rows']} rows, {config['serialize']['max_cell_bytes']} bytes per cell (the shipped model's serialization) |",

@@ -22,7 +22,9 @@ use super::synth::{Sampler, Split, SynthTable, Target};
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::param_ids::renumber;
-use crate::run::{Log, NonFinitePolicy, RunDir, RunState, rng_for};
+use crate::run::{
+    Log, NonFinitePolicy, RunDir, RunState, commit_with_optimizer, load_optimizer, rng_for,
+};
 
 /// Stream of the training tables, one generator per step.
 const TRAIN_STREAM: u64 = 11;
@@ -296,13 +298,7 @@ fn save_checkpoint_dir(
     let model_dir = temp.join("model");
     std::fs::create_dir_all(&model_dir).map_err(|e| TrainError::io(&model_dir, e))?;
     save_module(model, HashMap::new(), &model_dir.join(CHECKPOINT_FILE))?;
-    let path = temp.join("optimizer.bpk");
-    optim.save(&path).map_err(|e| TrainError::Run {
-        path: path.clone(),
-        reason: format!("could not write the optimizer state: {e:?}"),
-    })?;
-    run.commit_checkpoint(&temp, state.clone(), keep_last)?;
-    Ok(())
+    commit_with_optimizer(run, &temp, optim, state, keep_last)
 }
 
 /// Runs (or resumes) pretraining of one specialist from the corpus in `corpus_dir`, in the run
@@ -341,11 +337,7 @@ pub fn pretrain(
     if let Some(checkpoint) = run.latest()? {
         let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
         model = renumber(file.load_into(model, &device)?);
-        let path = checkpoint.optimizer_path();
-        optim = optim.load(&path).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("unreadable optimizer state: {e:?}"),
-        })?;
+        optim = load_optimizer(&checkpoint, optim)?;
         state = checkpoint.state;
         if options.progress {
             eprintln!("resuming {} from step {}", out.display(), state.step);

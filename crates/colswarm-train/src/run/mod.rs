@@ -22,7 +22,7 @@ use colswarm_model::{
 use colswarm_swarm::{OrchestratorConfig, Swarm};
 use serde::{Deserialize, Serialize};
 
-pub use dir::{RunDir, RunState};
+pub use dir::{Checkpoint, RunDir, RunState};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
@@ -113,14 +113,38 @@ impl ModelParts<'_> {
     ) -> Result<(), TrainError> {
         let temp = run.temp_dir("checkpoint")?;
         self.save(swarm, &temp.join("model"))?;
-        let path = temp.join("optimizer.bpk");
-        optim.save(&path).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("could not write the optimizer state: {e:?}"),
-        })?;
-        run.commit_checkpoint(&temp, state.clone(), keep_last)?;
-        Ok(())
+        commit_with_optimizer(run, &temp, optim, state, keep_last)
     }
+}
+
+/// Writes `optim`'s state into the temporary checkpoint `temp` (its model already there) and
+/// commits the checkpoint.
+pub(crate) fn commit_with_optimizer(
+    run: &RunDir,
+    temp: &Path,
+    optim: &ModuleOptimizer,
+    state: &RunState,
+    keep_last: usize,
+) -> Result<(), TrainError> {
+    let path = temp.join("optimizer.bpk");
+    optim.save(&path).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: format!("could not write the optimizer state: {e:?}"),
+    })?;
+    run.commit_checkpoint(temp, state.clone(), keep_last)?;
+    Ok(())
+}
+
+/// `optim` with the state saved in `checkpoint`.
+pub(crate) fn load_optimizer(
+    checkpoint: &Checkpoint,
+    optim: ModuleOptimizer,
+) -> Result<ModuleOptimizer, TrainError> {
+    let path = checkpoint.optimizer_path();
+    optim.load(&path).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: format!("unreadable optimizer state: {e:?}"),
+    })
 }
 
 /// A stage's swarm and optimizer, and the counters of the run so far.
@@ -149,13 +173,9 @@ pub(crate) fn resume(
         });
     };
     let (loaded, _) = Swarm::load(&checkpoint.model_dir(), device)?;
-    let path = checkpoint.optimizer_path();
     Ok(Resumed {
         swarm: Swarm::new(renumber(loaded.orchestrator), swarm.specialists)?,
-        optim: optim.load(&path).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("unreadable optimizer state: {e:?}"),
-        })?,
+        optim: load_optimizer(&checkpoint, optim)?,
         state: Some(checkpoint.state),
     })
 }
