@@ -255,6 +255,17 @@ fn a_resumed_run_equals_an_uninterrupted_one() {
             "{objective:?}: weights differ"
         );
         assert_eq!(step_losses(whole.path()), step_losses(parts.path()));
+        // Running a finished run again changes nothing and reports its score.
+        let log = std::fs::read(whole.path().join("log.jsonl")).unwrap();
+        let again = pretrain(
+            &config,
+            corpus.path(),
+            whole.path(),
+            &PretrainOptions::default(),
+        )
+        .unwrap();
+        assert!(again.finished && again.score.is_some());
+        assert_eq!(std::fs::read(whole.path().join("log.jsonl")).unwrap(), log);
         // Another seed trains another model.
         let mut other = config.clone();
         other.seed = 1;

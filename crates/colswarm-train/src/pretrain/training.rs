@@ -13,7 +13,7 @@ use colswarm_model::{Progress, format_duration};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::save_checkpoint;
 use colswarm_tables::serialize_table;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::config::{Objective, PretrainConfig};
 use super::corpus::KnowledgeCorpus;
@@ -48,7 +48,7 @@ pub struct PretrainOptions {
 }
 
 /// The score of a specialist on tables drawn from its corpus's held-out part.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HeldOutScore {
     /// Columns scored.
     pub columns: usize,
@@ -343,6 +343,16 @@ pub fn pretrain(
             eprintln!("resuming {} from step {}", out.display(), state.step);
         }
     }
+    let specialist = out.join(SPECIALIST_FILE);
+    if state.finished && state.step >= config.steps && specialist.exists() {
+        // Nothing left to do: report what the finished run measured.
+        return Ok(PretrainSummary {
+            steps: state.step,
+            finished: true,
+            score: finished_score(&out.join(REPORT_FILE)),
+            specialist,
+        });
+    }
     let log = Log::open(&run.log_path(), state.step)?;
     let held_out = held_out_batch(&sampler, config);
     let evaluate = |model: &PretrainModel| {
@@ -423,7 +433,6 @@ pub fn pretrain(
     log.write(&serde_json::json!({"event": "held-out", "step": state.step, "score": held}))?;
     state.finished = true;
     save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
-    let specialist = out.join(SPECIALIST_FILE);
     save_checkpoint(&model.encoder.valid(), &config.encoder(), &specialist)?;
     let report = serde_json::json!({
         "objective": config.objective.name(),
@@ -461,4 +470,11 @@ pub fn pretrain(
         specialist,
         score: Some(held),
     })
+}
+
+/// The held-out score a finished run wrote into its report.
+fn finished_score(report: &Path) -> Option<HeldOutScore> {
+    let bytes = std::fs::read(report).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    serde_json::from_value(value.get("held_out")?.clone()).ok()
 }
