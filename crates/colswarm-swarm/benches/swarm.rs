@@ -124,6 +124,7 @@ fn fusion_scale(c: &mut Criterion) {
                             aligned,
                             work: vec![(0, 0.0); n],
                             tokens: vec![vec![0; batch]; n],
+                            columns: vec![None; n],
                         };
                         let fused = orchestrator.fuse(&read_state, &states, &decision);
                         fused.layers[1].wkv.clone().into_data()

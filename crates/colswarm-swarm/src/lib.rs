@@ -19,6 +19,7 @@ mod heads;
 pub mod manifest;
 mod ngram_embedding;
 mod orchestrator;
+mod pooling;
 mod router;
 mod specialist;
 

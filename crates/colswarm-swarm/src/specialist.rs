@@ -110,7 +110,7 @@ impl FrozenSpecialist {
         let device = device.clone().without_autodiff();
         let (tokens, lengths) = pad(tables, &device);
         let out = self.model.forward(tokens, Some(&lengths), None);
-        let columns = crate::orchestrator::span_means(out.hidden, spans);
+        let columns = crate::pooling::span_means(out.hidden, spans);
         (
             out.state.layers.into_iter().map(|l| l.wkv).collect(),
             columns,
@@ -147,7 +147,7 @@ pub fn column_readings(
 ) -> Tensor<2> {
     let (tokens, lengths) = pad(tables, device);
     let hidden = model.forward(tokens, Some(&lengths), None).hidden;
-    crate::orchestrator::span_means(hidden, spans)
+    crate::pooling::span_means(hidden, spans)
 }
 
 /// Right-pads token sequences into a `[batch, time]` tensor (pad id 0; padding never reaches the

@@ -224,7 +224,7 @@ fn every_objective_lowers_its_loss_and_writes_a_loadable_specialist() {
 fn a_resumed_run_equals_an_uninterrupted_one() {
     let corpus = tempfile::tempdir().unwrap();
     write_corpus(corpus.path());
-    for objective in [Objective::Gazetteer, Objective::Header] {
+    for objective in Objective::ALL {
         let whole = tempfile::tempdir().unwrap();
         let config = config(objective, 25);
         pretrain(
