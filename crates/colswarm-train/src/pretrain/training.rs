@@ -334,7 +334,23 @@ pub fn pretrain(
     let mut model = renumber(model_config.init(config.seed, &device));
     let mut optim = optimizer(config);
     let mut state = RunState::default();
-    if let Some(checkpoint) = run.latest()? {
+    let latest = run.latest()?;
+    let specialist = out.join(SPECIALIST_FILE);
+    if let Some(done) = latest.as_ref().map(|c| &c.state)
+        && done.finished
+        && done.step >= config.steps
+        && specialist.exists()
+    {
+        // Nothing left to do: report what the finished run measured (and load nothing: the
+        // optimizer's state is read lazily, from files the caller may remove).
+        return Ok(PretrainSummary {
+            steps: done.step,
+            finished: true,
+            score: finished_score(&out.join(REPORT_FILE)),
+            specialist,
+        });
+    }
+    if let Some(checkpoint) = latest {
         let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
         model = renumber(file.load_into(model, &device)?);
         optim = load_optimizer(&checkpoint, optim)?;
@@ -342,16 +358,6 @@ pub fn pretrain(
         if options.progress {
             eprintln!("resuming {} from step {}", out.display(), state.step);
         }
-    }
-    let specialist = out.join(SPECIALIST_FILE);
-    if state.finished && state.step >= config.steps && specialist.exists() {
-        // Nothing left to do: report what the finished run measured.
-        return Ok(PretrainSummary {
-            steps: state.step,
-            finished: true,
-            score: finished_score(&out.join(REPORT_FILE)),
-            specialist,
-        });
     }
     let log = Log::open(&run.log_path(), state.step)?;
     let held_out = held_out_batch(&sampler, config);
