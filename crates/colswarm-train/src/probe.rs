@@ -18,9 +18,10 @@ use colswarm_tables::Table;
 use serde::Serialize;
 
 use crate::compare::{TargetPrediction, score_predictions};
-use crate::dataset::{DataSpec, LoadedData};
+use crate::dataset::{DataSpec, LoadedData, fnv1a};
 use crate::error::TrainError;
 use crate::eval::{default_task, pick_namespace};
+use crate::metrics::argmax;
 
 /// How each probe is trained.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,9 +203,7 @@ fn standardize(train: &mut [f32], dev: &mut [f32], width: usize) {
 
 /// FNV-1a of a table id, modulo `folds`: a table's targets share a fold.
 fn fold_of(table: &str, folds: usize) -> usize {
-    let hash = table.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let hash = fnv1a(table.as_bytes());
     (hash % folds.max(1) as u64) as usize
 }
 
@@ -302,18 +301,7 @@ fn fit_and_predict(
         .into_data()
         .try_to_vec::<f32>()
         .unwrap_or_default();
-    scores
-        .chunks(classes)
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold(
-                    (0, f32::NEG_INFINITY),
-                    |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-                )
-                .0
-        })
-        .collect()
+    scores.chunks(classes).map(argmax).collect()
 }
 
 /// Probes every dev set that has a training set of the same namespace: the primary's column

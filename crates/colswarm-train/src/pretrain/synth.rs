@@ -12,6 +12,7 @@ use rand::seq::{IndexedRandom, SliceRandom};
 
 use super::config::{Objective, PretrainConfig};
 use super::corpus::{KnowledgeCorpus, Teacher};
+use crate::dataset::fnv1a;
 use crate::error::TrainError;
 
 /// Which part of the corpus a table is drawn from.
@@ -19,6 +20,15 @@ use crate::error::TrainError;
 pub(crate) enum Split {
     Train,
     HeldOut,
+}
+
+impl Split {
+    fn index(self) -> usize {
+        match self {
+            Split::Train => 0,
+            Split::HeldOut => 1,
+        }
+    }
 }
 
 /// What the model must produce for one column.
@@ -37,13 +47,6 @@ pub(crate) struct SynthTable {
     pub(crate) targets: Vec<Target>,
     /// The header each column's target embeds ([`Objective::Header`] only).
     pub(crate) headers: Vec<String>,
-}
-
-/// FNV-1a, fixed across Rust versions (the split must not move).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 fn split_of(key: &str, every: u64) -> Split {
@@ -88,8 +91,10 @@ pub(crate) struct Sampler<'a> {
     config: &'a PretrainConfig,
     /// Per gazetteer, its entries split.
     gazetteers: Vec<SplitPool>,
-    /// Per corpus table, its split.
-    table_split: Vec<Split>,
+    /// Per split ([`Split::index`]): the corpus tables in it.
+    tables_in: [Vec<usize>; 2],
+    /// Per split: the gazetteers with entries in it.
+    gazetteers_in: [Vec<usize>; 2],
     /// Every corpus header, for decoy headers.
     headers: Vec<String>,
 }
@@ -101,19 +106,28 @@ impl<'a> Sampler<'a> {
         config: &'a PretrainConfig,
     ) -> Result<Self, TrainError> {
         let every = config.held_out_every;
+        let gazetteers: Vec<SplitPool> = corpus
+            .gazetteers
+            .iter()
+            .map(|g| SplitPool::of(g.entries.iter().cloned(), every))
+            .collect();
+        let table_split: Vec<Split> = corpus
+            .tables
+            .iter()
+            .map(|t| split_of(&t.id, every))
+            .collect();
+        let per_split = |keep: &dyn Fn(usize, Split) -> bool, n: usize| {
+            [Split::Train, Split::HeldOut].map(|split| (0..n).filter(|&i| keep(i, split)).collect())
+        };
         let sampler = Sampler {
             corpus,
             config,
-            gazetteers: corpus
-                .gazetteers
-                .iter()
-                .map(|g| SplitPool::of(g.entries.iter().cloned(), every))
-                .collect(),
-            table_split: corpus
-                .tables
-                .iter()
-                .map(|t| split_of(&t.id, every))
-                .collect(),
+            tables_in: per_split(&|t, split| table_split[t] == split, table_split.len()),
+            gazetteers_in: per_split(
+                &|g, split| !gazetteers[g].part(split).is_empty(),
+                gazetteers.len(),
+            ),
+            gazetteers,
             headers: corpus
                 .tables
                 .iter()
@@ -132,7 +146,7 @@ impl<'a> Sampler<'a> {
         match config.objective {
             Objective::Gazetteer | Objective::Distill => {
                 for split in [Split::Train, Split::HeldOut] {
-                    if sampler.gazetteers.iter().all(|p| p.part(split).is_empty()) {
+                    if sampler.gazetteers_in[split.index()].is_empty() {
                         return missing(
                             "gazetteer entries in both its training and held-out parts",
                         );
@@ -141,7 +155,7 @@ impl<'a> Sampler<'a> {
             }
             Objective::Header => {
                 for split in [Split::Train, Split::HeldOut] {
-                    if !sampler.table_split.contains(&split) {
+                    if sampler.tables_in[split.index()].is_empty() {
                         return missing(
                             "tables in both its training and held-out parts (add tables)",
                         );
@@ -173,13 +187,9 @@ impl<'a> Sampler<'a> {
         let Some(teacher) = self.corpus.teacher.as_ref() else {
             return Vec::new();
         };
-        let mut headers: Vec<String> = self
-            .corpus
-            .tables
+        let mut headers: Vec<String> = self.tables_in[Split::HeldOut.index()]
             .iter()
-            .zip(&self.table_split)
-            .filter(|(_, s)| **s == Split::HeldOut)
-            .flat_map(|(t, _)| t.headers.iter())
+            .flat_map(|&t| self.corpus.tables[t].headers.iter())
             .filter(|h| teacher.embedding(h).is_some())
             .cloned()
             .collect();
@@ -218,9 +228,7 @@ impl<'a> Sampler<'a> {
 
     fn gazetteer_table(&self, rng: &mut impl Rng, split: Split, id: &str) -> Option<SynthTable> {
         let rows = self.rows(rng);
-        let usable: Vec<usize> = (0..self.gazetteers.len())
-            .filter(|&g| !self.gazetteers[g].part(split).is_empty())
-            .collect();
+        let usable = &self.gazetteers_in[split.index()];
         let mut columns = Vec::new();
         let mut targets = Vec::new();
         for _ in 0..self.columns(rng) {
@@ -272,9 +280,7 @@ impl<'a> Sampler<'a> {
         split: Split,
         rows: usize,
     ) -> Option<Vec<String>> {
-        let tables: Vec<usize> = (0..self.corpus.tables.len())
-            .filter(|&t| self.table_split[t] == split)
-            .collect();
+        let tables = &self.tables_in[split.index()];
         if !tables.is_empty() && rng.random_bool(0.5) {
             let table = &self.corpus.tables[*tables.choose(rng)?];
             let column = table.columns.choose(rng)?;
@@ -283,12 +289,7 @@ impl<'a> Sampler<'a> {
                 .collect();
             return (!texts.is_empty()).then_some(texts);
         }
-        let pools: Vec<&SplitPool> = self
-            .gazetteers
-            .iter()
-            .filter(|p| !p.part(split).is_empty())
-            .collect();
-        let pool = pools.choose(rng)?.part(split);
+        let pool = self.gazetteers[*self.gazetteers_in[split.index()].choose(rng)?].part(split);
         Some(
             (0..rows)
                 .filter_map(|_| pool.choose(rng).cloned())
@@ -298,10 +299,7 @@ impl<'a> Sampler<'a> {
 
     fn header_table(&self, rng: &mut impl Rng, split: Split, id: &str) -> Option<SynthTable> {
         let teacher = self.teacher();
-        let tables: Vec<usize> = (0..self.corpus.tables.len())
-            .filter(|&t| self.table_split[t] == split)
-            .collect();
-        let table = &self.corpus.tables[*tables.choose(rng)?];
+        let table = &self.corpus.tables[*self.tables_in[split.index()].choose(rng)?];
         let n_rows = table.columns.first().map_or(0, Vec::len);
         if n_rows == 0 {
             return None;

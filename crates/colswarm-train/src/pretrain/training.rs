@@ -21,6 +21,7 @@ use super::model::{PretrainModel, PretrainModelConfig, cosine_loss, cross_entrop
 use super::synth::{Sampler, Split, SynthTable, Target};
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
+use crate::metrics::argmax;
 use crate::param_ids::renumber;
 use crate::run::{
     Log, NonFinitePolicy, RunDir, RunState, commit_with_optimizer, load_optimizer, rng_for,
@@ -254,31 +255,13 @@ fn score(
             .zip(&held_out.headers)
             .filter(|(o, header)| {
                 let scores: Vec<f64> = embedded.iter().map(|e| cosine(o, e)).collect();
-                candidates.get(argmax_f64(&scores)) == Some(*header)
+                candidates.get(argmax(&scores)) == Some(*header)
             })
             .count();
         result.header_top1 = Some(right as f64 / n.max(1) as f64);
         result.header_candidates = Some(candidates.len());
     }
     result
-}
-
-fn argmax(v: &[f32]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (i, &x)| {
-            if x > best.1 { (i, x) } else { best }
-        })
-        .0
-}
-
-fn argmax_f64(v: &[f64]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold((0, f64::NEG_INFINITY), |best, (i, &x)| {
-            if x > best.1 { (i, x) } else { best }
-        })
-        .0
 }
 
 fn optimizer(config: &PretrainConfig) -> ModuleOptimizer {
