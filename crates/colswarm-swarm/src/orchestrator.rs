@@ -9,6 +9,7 @@ use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use colswarm_parl::{StageSteps, TableSteps};
 use colswarm_rwkv::{LayerState, Rwkv, RwkvConfig, RwkvState};
 use rand::Rng;
+use rayon::prelude::*;
 
 use crate::alignment::{AlignmentProjection, StateShape};
 use crate::error::SwarmError;
@@ -539,31 +540,23 @@ impl Swarm {
     }
 
     /// Stage 2: each specialist reads the tables that activated it — only those rows — all
-    /// specialists concurrently, one thread each. `active[table][specialist]`.
+    /// specialists concurrently. `active[table][specialist]`.
+    ///
+    /// The reads are tasks on rayon's pool, the pool the tensor kernels run on, so specialists
+    /// and the kernels inside them share its threads (`--threads`) instead of competing for
+    /// them: with two threads, two small specialists read at once, each with single-threaded
+    /// kernels, rather than one after another with each kernel split in two.
     pub fn run_specialists(&self, batch: &TableBatch, active: &[Vec<bool>]) -> SpecialistStates {
         let device = self.orchestrator.device();
         let with_columns = self.orchestrator.has_column_fusion();
-        let runs: Vec<SpecialistRun> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .specialists
-                .iter()
-                .enumerate()
-                .map(|(i, specialist)| {
-                    let device = device.clone();
-                    scope.spawn(move || {
-                        SpecialistRun::new(specialist, i, batch, active, with_columns, &device)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                // A specialist thread only panics on a bug: re-raise it here, unchanged.
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
+        let runs: Vec<SpecialistRun> = self
+            .specialists
+            .par_iter()
+            .enumerate()
+            .map(|(i, specialist)| {
+                SpecialistRun::new(specialist, i, batch, active, with_columns, &device)
+            })
+            .collect();
         let mut states = SpecialistStates {
             aligned: Vec::with_capacity(runs.len()),
             work: Vec::with_capacity(runs.len()),
