@@ -150,6 +150,9 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
             f.weighted_f1,
             100.0 * report.activation_rate
         );
+        for line in report.routing.lines() {
+            out!("{line}");
+        }
         out!(
             "{:<48} {:>7} {:>7} {:>7} {:>7}",
             "label",

@@ -117,6 +117,103 @@ fn eval_json_carries_the_documented_fields() {
     assert!(report["per_label"].is_array());
 }
 
+/// A T2D folder holding the first `n` annotated tables (with the classes file).
+fn t2d_subset(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = root().join("datasets/t2d-webtables");
+    std::fs::copy(
+        source.join("classes_complete.csv"),
+        dir.path().join("classes_complete.csv"),
+    )
+    .unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(source.join("attributes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for sub in ["attributes", "tables"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    for file in files.iter().take(n) {
+        let name = file.file_name().unwrap();
+        for sub in ["attributes", "tables"] {
+            std::fs::copy(source.join(sub).join(name), dir.path().join(sub).join(name)).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn eval_json_reports_how_the_router_routes_per_specialist_and_kind() {
+    let data = t2d_subset(12);
+    let eval = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--model",
+            "models/colswarm-small",
+            "--format",
+            "t2d",
+            "--input",
+            data.path().to_str().unwrap(),
+            "--json",
+        ];
+        args.extend(extra);
+        let out = colswarm(&args);
+        serde_json::from_str::<serde_json::Value>(stdout(&out).trim()).unwrap()
+    };
+    let report = eval(&[]);
+    let n_tables = report["n_tables"].as_u64().unwrap();
+    assert!(n_tables > 0, "{report}");
+    let routing = &report["routing"];
+    assert_eq!(routing["tables"].as_u64(), Some(n_tables), "{routing}");
+    let by_kind = routing["tables_by_kind"].as_object().unwrap();
+    let count = |kind: &str| by_kind.get(kind).and_then(|n| n.as_u64()).unwrap_or(0);
+    assert_eq!(
+        count("entity") + count("numeric") + count("mixed"),
+        n_tables,
+        "{routing}"
+    );
+    assert!(count("wide") <= n_tables);
+    let specialists = routing["specialists"].as_array().unwrap();
+    let names: Vec<&str> = specialists
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["wikitables", "gittables", "t2d"],
+        "the router's order"
+    );
+    let mut opened = 0;
+    for s in specialists {
+        let overall = &s["overall"];
+        assert_eq!(overall["tables"].as_u64(), Some(n_tables), "{s}");
+        opened += overall["opened"].as_u64().unwrap();
+        let rates = std::iter::once(overall).chain(s["by_kind"].as_object().unwrap().values());
+        for rate in rates {
+            let r = rate["rate"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&r), "{s}");
+            let (o, t) = (
+                rate["opened"].as_u64().unwrap(),
+                rate["tables"].as_u64().unwrap(),
+            );
+            assert!((r - o as f64 / t as f64).abs() < 1e-12, "{s}");
+        }
+        for (kind, rate) in s["by_kind"].as_object().unwrap() {
+            assert_eq!(rate["tables"].as_u64(), Some(count(kind)), "{s}");
+        }
+    }
+    // The counts agree with the mean activation rate.
+    let activation = report["activation_rate"].as_f64().unwrap();
+    let expected = opened as f64 / (n_tables * specialists.len() as u64) as f64;
+    assert!((activation - expected).abs() < 1e-9, "{report}");
+
+    // The primary alone opens nothing: no routing to report.
+    let alone = eval(&["--no-specialists"]);
+    assert_eq!(alone["routing"]["tables"], 0, "{alone}");
+    assert_eq!(alone["routing"]["specialists"], serde_json::json!([]));
+}
+
 #[test]
 fn compare_matches_eval_and_baseline_predictions_target_by_target() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@ use crate::compare::{TargetPrediction, score_predictions};
 use crate::dataset::DatasetFormat;
 use crate::error::TrainError;
 use crate::metrics::F1Report;
+use crate::routing::RoutingReport;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example};
 use colswarm_model::{Model, Outputs, SpecialistUse, decode, namespace_probs};
@@ -49,6 +50,10 @@ pub struct EvalReport {
     pub use_specialists: bool,
     /// Mean fraction of specialists activated per table.
     pub activation_rate: f64,
+    /// Per specialist, the share of tables it was opened on, overall and by kind of table
+    /// (empty with the primary alone).
+    #[serde(default)]
+    pub routing: RoutingReport,
     /// Wall-clock seconds of the model's forward passes.
     pub seconds: f64,
     /// Scores.
@@ -117,6 +122,7 @@ pub fn evaluate(
     let namespace = pick_namespace(model, options.task, format, options.namespace.as_deref())?;
     let mut scored = Vec::new();
     let (mut seconds, mut active, mut gates) = (0.0, 0usize, 0usize);
+    let mut routing = RoutingReport::default();
     let tables: Vec<&Table> = tables
         .iter()
         .filter(|t| match options.task {
@@ -144,6 +150,13 @@ pub fn evaluate(
         for row in &outputs.gates {
             active += row.iter().filter(|(_, a)| *a).count();
             gates += row.len();
+        }
+        // The primary alone still reports every gate, closed: no routing to report.
+        if options.specialists != SpecialistUse::Off {
+            for (table, row) in chunk.iter().zip(&outputs.gates) {
+                let names = model.specialist_names.iter().map(String::as_str);
+                routing.add(table, names.zip(row.iter().map(|&(_, opened)| opened)));
+            }
         }
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
             // The predicted labels and every label's probability of one target (none for a
@@ -226,6 +239,7 @@ pub fn evaluate(
         } else {
             active as f64 / gates as f64
         },
+        routing,
         seconds,
         f1,
         targets: scored,

@@ -17,7 +17,8 @@
 //! `best/`) they share the machinery of; a stage resumes from its newest checkpoint.
 //!
 //! Around them: data specs and loading ([`DataSpec`], `NAME=FORMAT:PATH[#SPLIT]`), F1 reports
-//! from a model directory ([`evaluate`]), majority and character n-gram baselines scored the
+//! from a model directory ([`evaluate`], with how the router routed per specialist and kind of
+//! table: [`RoutingReport`]), majority and character n-gram baselines scored the
 //! same way ([`train_baseline`]), and a paired bootstrap over tables of two systems' micro-F1
 //! difference ([`paired_bootstrap`]).
 
@@ -35,6 +36,7 @@ mod param_ids;
 mod parl;
 mod pretrain;
 mod probe;
+mod routing;
 mod run;
 mod supervised;
 
@@ -58,6 +60,7 @@ pub use pretrain::{
     SPECIALIST_FILE, Teacher, pretrain,
 };
 pub use probe::{ProbeConfig, ProbeReport, ProbeScore, probe};
+pub use routing::{Rate, RoutingReport, SpecialistRouting, TableKind, WIDE_COLUMNS};
 pub use run::NonFinitePolicy;
 pub use supervised::{
     DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
