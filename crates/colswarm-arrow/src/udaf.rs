@@ -170,11 +170,9 @@ impl AggregateUDFImpl for AnnotateColumn {
     }
 }
 
-/// 64-bit FNV-1a: stable across platforms, runs and Rust versions (unlike `DefaultHasher`).
+/// 64-bit FNV-1a of a text: stable across platforms, runs and Rust versions.
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    colswarm_tables::fnv1a(text.as_bytes())
 }
 
 /// The `capacity` distinct values with the smallest hashes seen so far (ties by text). Adding

@@ -204,9 +204,7 @@ struct RowSample {
 impl RowSample {
     fn new(limit: Option<usize>, id: &str) -> Self {
         // FNV-1a of the id: the same file samples the same rows on every run.
-        let seed = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+        let seed = crate::fnv1a(id.as_bytes());
         RowSample {
             limit,
             rows: Vec::new(),

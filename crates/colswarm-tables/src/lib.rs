@@ -42,6 +42,7 @@
 mod cell;
 mod delimited;
 mod error;
+mod fnv;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -66,6 +67,7 @@ pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
 };
 pub use error::{Result, TableError};
+pub use fnv::fnv1a;
 #[cfg(feature = "parquet")]
 #[doc(hidden)]
 pub use gittables::in_guarded_decoder;

@@ -16,6 +16,7 @@
 //! assert!(features.iter().all(|&(bucket, _)| bucket < NgramConfig::default().buckets));
 //! ```
 
+use crate::fnv::{FNV_OFFSET, fnv1a_step};
 use crate::table::{Column, Table};
 
 /// Salts keep n-grams of different sources apart in the hash space.
@@ -125,9 +126,9 @@ impl NgramConfig {
         bytes.push(END);
         for start in 0..bytes.len() {
             // FNV-1a, extended one byte at a time so each start yields all its lengths at once.
-            let mut hash = fnv_step(FNV_OFFSET, salt);
+            let mut hash = fnv1a_step(FNV_OFFSET, salt);
             for (n, &b) in bytes[start..].iter().take(max_n).enumerate() {
-                hash = fnv_step(hash, b);
+                hash = fnv1a_step(hash, b);
                 if n + 1 >= min_n {
                     // Below `buckets`, a u32: the cast cannot truncate.
                     out.push((mix(hash) % buckets) as u32);
@@ -203,12 +204,6 @@ fn counts(mut buckets: Vec<u32>) -> SparseFeatures {
 
 fn l2(features: &[(u32, f32)]) -> f32 {
     features.iter().map(|(_, v)| v * v).sum::<f32>().sqrt()
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-fn fnv_step(hash: u64, byte: u8) -> u64 {
-    (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
 }
 
 /// SplitMix64's finalizer: FNV's low bits are weak, and the bucket is taken modulo a power of 2.

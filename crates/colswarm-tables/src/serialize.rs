@@ -33,6 +33,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::cell::Cell;
+use crate::fnv::fnv1a;
 use crate::table::Table;
 use crate::tokenizer::{
     CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, QUERY_END, QUERY_START,
@@ -282,13 +283,6 @@ pub fn sample_rows(n_rows: usize, max_rows: usize, seed: u64, table_id: &str) ->
     let mut rows = rand::seq::index::sample(&mut rng, n_rows, max_rows).into_vec();
     rows.sort_unstable();
     rows
-}
-
-/// FNV-1a: a fixed, dependency-free hash so sampling does not change across Rust versions.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// Max-min fair split of `total` over `demands`: nobody gets more than they ask for, and what

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use colswarm_tables::{
-    LabelSet, ReadOptions, SatoCvOptions, SemTabLayout, Table, load_semtab, load_sotab_split,
-    load_t2d, read_sato_cv_folds, read_wikitables_csv, wikitables_label_set,
+    LabelSet, ReadOptions, SatoCvOptions, SemTabLayout, Table, fnv1a, load_semtab,
+    load_sotab_split, load_t2d, read_sato_cv_folds, read_wikitables_csv, wikitables_label_set,
 };
 
 use crate::error::TrainError;
@@ -98,13 +98,6 @@ impl fmt::Display for Split {
             }
         }
     }
-}
-
-/// FNV-1a, fixed across Rust versions: the hash every split of this crate is drawn from.
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// Where a dataset lies and how to read it: `NAME=FORMAT:PATH[,PATH…][#SPLIT]`.

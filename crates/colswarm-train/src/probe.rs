@@ -14,11 +14,11 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_model::{Columns, Example, Model, Namespace, SpecialistUse, Task};
 use colswarm_rwkv::init::ParamFactory;
 use colswarm_swarm::FrozenSpecialist;
-use colswarm_tables::Table;
+use colswarm_tables::{Table, fnv1a};
 use serde::Serialize;
 
 use crate::compare::{TargetPrediction, score_predictions};
-use crate::dataset::{DataSpec, LoadedData, fnv1a};
+use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::eval::{default_task, pick_namespace};
 use crate::metrics::argmax;

@@ -12,8 +12,8 @@ use rand::seq::{IndexedRandom, SliceRandom};
 
 use super::config::{Objective, PretrainConfig};
 use super::corpus::{KnowledgeCorpus, Teacher};
-use crate::dataset::fnv1a;
 use crate::error::TrainError;
+use colswarm_tables::fnv1a;
 
 /// Which part of the corpus a table is drawn from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
