@@ -54,11 +54,6 @@ pub(crate) struct TrainArgs {
     /// n-gram embedding it lacks starts at zero) instead of random ones.
     #[arg(long)]
     init_from: Option<PathBuf>,
-    /// Train only the router, the alignments (with `--column-fusion`, their column maps) and the
-    /// fusion; the primary, its n-grams and the heads keep `--init-from`'s weights. Use it on
-    /// tables the `--init-from` model was not trained on.
-    #[arg(long, requires = "init_from")]
-    train_fusion_only: bool,
     /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
     #[arg(long)]
     head_skip: bool,
@@ -195,7 +190,6 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             column_fusion: args.column_fusion,
             sigmoid_multi_label: args.sigmoid_multi_label,
             init_from: args.init_from,
-            train_fusion_only: args.train_fusion_only,
         },
         data: DataSettings {
             train: specs(&args.train)?,

@@ -212,47 +212,6 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 }
 
 #[test]
-fn training_the_fusion_only_keeps_the_primary_and_heads_and_learns_column_maps() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = quick(dir.path());
-    config.model.ngram_buckets = 64;
-    let first = train_quietly(&config, &dir.path().join("first")).unwrap();
-
-    // On other tables, column fusion added (maps from zero), everything else frozen.
-    config.data.train = vec![t2d("dev")];
-    config.model.init_from = Some(first.model_dir.clone());
-    config.model.column_fusion = true;
-    config.model.train_fusion_only = true;
-    config.optimizer.learning_rate = 1e-2;
-    let second = train_quietly(&config, &dir.path().join("second")).unwrap();
-
-    let load = |dir: &Path| colswarm_model::Model::load(dir, &Device::flex()).unwrap();
-    let (before, after) = (load(&first.model_dir), load(&second.model_dir));
-    let (b, a) = (&before.swarm.orchestrator, &after.swarm.orchestrator);
-    let same = |x: burn::tensor::Tensor<2>, y: burn::tensor::Tensor<2>| {
-        x.into_data().try_to_vec::<f32>().unwrap() == y.into_data().try_to_vec::<f32>().unwrap()
-    };
-    assert!(same(b.primary.emb.weight.val(), a.primary.emb.weight.val()));
-    assert!(same(b.cta.hidden.weight.val(), a.cta.hidden.weight.val()));
-    assert!(same(b.cpa.hidden.weight.val(), a.cpa.hidden.weight.val()));
-    let ngrams = |o: &colswarm_swarm::Orchestrator| o.ngrams.as_ref().unwrap().weight.val();
-    assert!(same(ngrams(b), ngrams(a)));
-    assert!(b.alignments[0].column_map.is_none());
-    let map = a.alignments[0]
-        .column_map
-        .as_ref()
-        .expect("a column map")
-        .val();
-    let moved: f32 = map.abs().sum().into_scalar();
-    assert!(moved > 0.0, "the column map did not learn");
-
-    // Frozen weights need weights to start from.
-    config.model.init_from = None;
-    let err = train_quietly(&config, &dir.path().join("third")).unwrap_err();
-    assert!(err.to_string().contains("--init-from"), "{err}");
-}
-
-#[test]
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());

@@ -129,11 +129,6 @@ pub struct ModelSettings {
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     pub init_from: Option<PathBuf>,
-    /// Train only the router, the alignments (with their column maps) and the fusion: the
-    /// primary, its n-gram embedding and the heads keep the weights of `init_from`, so the
-    /// specialists' maps learn from tables the heads may never have seen.
-    #[serde(default)]
-    pub train_fusion_only: bool,
 }
 
 impl Default for ModelSettings {
@@ -150,7 +145,6 @@ impl Default for ModelSettings {
             column_fusion: false,
             sigmoid_multi_label: false,
             init_from: None,
-            train_fusion_only: false,
         }
     }
 }
@@ -255,11 +249,6 @@ impl TrainConfig {
         let (optimizer, data) = (&self.optimizer, &self.data);
         if data.train.is_empty() {
             return fail("no training set (--train NAME=FORMAT:PATH)".into());
-        }
-        if self.model.train_fusion_only && self.model.init_from.is_none() {
-            return fail(
-                "training the fusion only needs a model to start from (--init-from DIR)".into(),
-            );
         }
         if optimizer.batch_size == 0 || self.run.epochs == 0 {
             return fail("batch size and epochs must be at least 1".into());

@@ -61,11 +61,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         }
         train.push((spec.clone(), data));
     }
-    let mut space = match (&config.model.init_from, config.model.train_fusion_only) {
-        // Frozen heads keep their labels; a label they do not know gives no loss.
-        (Some(dir), true) => colswarm_model::Model::load(dir, &burn::tensor::Device::flex())?.space,
-        _ => label_space(&train),
-    };
+    let mut space = label_space(&train);
     if config.model.sigmoid_multi_label {
         for namespace in space.cta.iter_mut().chain(&mut space.cpa) {
             if namespace.kind == LabelKind::MultiLabel {

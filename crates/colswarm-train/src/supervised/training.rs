@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::Instant;
 
-use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
@@ -86,8 +85,6 @@ fn initial_weights(
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
     config.head_skip = target.head_skip;
-    // Column maps the model lacks start at zero, as n-grams do: the run starts from its answers.
-    config.column_fusion = target.column_fusion;
     if &config != target {
         return refuse(format!(
             "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
@@ -98,35 +95,10 @@ fn initial_weights(
     let mut orchestrator = swarm
         .orchestrator
         .with_column_ngrams(target.column_ngrams, device);
-    if target.column_fusion && !orchestrator.has_column_fusion() {
-        let p = &target.primary;
-        let primary = StateShape {
-            layers: p.n_layers,
-            heads: p.n_heads(),
-            head_size: p.head_size,
-            d_model: p.d_model,
-        };
-        orchestrator.alignments = orchestrator
-            .alignments
-            .into_iter()
-            .zip(specialists)
-            .map(|(alignment, &shape)| alignment.with_column_map(shape, primary, device))
-            .collect();
-    }
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
     Ok(orchestrator)
-}
-
-/// Stops gradients to the primary, its n-gram embedding and the heads (no gradient, no
-/// optimizer step): only the router, the alignments and the fusion learn.
-fn freeze_all_but_fusion(mut orchestrator: Orchestrator) -> Orchestrator {
-    orchestrator.primary = orchestrator.primary.no_grad();
-    orchestrator.cta = orchestrator.cta.no_grad();
-    orchestrator.cpa = orchestrator.cpa.no_grad();
-    orchestrator.ngrams = orchestrator.ngrams.map(Module::no_grad);
-    orchestrator
 }
 
 /// Runs (or resumes) a supervised training run in `out`.
@@ -145,9 +117,6 @@ pub fn train(
     let (swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
     let resumed = resume(&run, swarm, config.optimizer(), &device)?;
     let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
-    if config.model.train_fusion_only {
-        swarm.orchestrator = freeze_all_but_fusion(swarm.orchestrator);
-    }
     let (epochs, patience) = (config.run.epochs, config.run.patience.max(1));
     let mut state = RunState::default();
     if let Some(resumed) = resumed.state {
