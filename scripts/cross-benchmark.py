@@ -66,8 +66,9 @@ def main() -> int:
         candidates = {
             label: p for label, p in probabilities.items() if name(label) in gold_by_name
         }
-        shared.update(name(label) for label in candidates)
-        if not any(name(g) in {name(c) for c in candidates} for g in t["gold"]):
+        names = {name(label) for label in candidates}
+        shared |= names
+        if not any(name(g) in names for g in t["gold"]):
             left_out += 1
             continue
         best = max(sorted(candidates), key=lambda label: candidates[label])

@@ -121,7 +121,7 @@ pub fn evaluate(
 ) -> Result<EvalReport, TrainError> {
     let namespace = pick_namespace(model, options.task, format, options.namespace.as_deref())?;
     let mut scored = Vec::new();
-    let (mut seconds, mut active, mut gates) = (0.0, 0usize, 0usize);
+    let mut seconds = 0.0;
     let mut routing = RoutingReport::default();
     let tables: Vec<&Table> = tables
         .iter()
@@ -147,10 +147,6 @@ pub fn evaluate(
         let out = model.forward(&refs, options.specialists)?;
         let outputs = Outputs::new(model, &out, &refs, &subjects);
         seconds += start.elapsed().as_secs_f64();
-        for row in &outputs.gates {
-            active += row.iter().filter(|(_, a)| *a).count();
-            gates += row.len();
-        }
         // The primary alone still reports every gate, closed: no routing to report.
         if options.specialists != SpecialistUse::Off {
             for (table, row) in chunk.iter().zip(&outputs.gates) {
@@ -234,11 +230,7 @@ pub fn evaluate(
         n_tables: tables.len(),
         n_columns: scored.len(),
         use_specialists: options.specialists != SpecialistUse::Off,
-        activation_rate: if gates == 0 {
-            0.0
-        } else {
-            active as f64 / gates as f64
-        },
+        activation_rate: routing.activation_rate(),
         routing,
         seconds,
         f1,

@@ -200,6 +200,19 @@ impl RoutingReport {
         }
     }
 
+    /// The share of (table, specialist) pairs opened, over every specialist and table (0
+    /// when empty).
+    pub fn activation_rate(&self) -> f64 {
+        let (opened, gated) = self.specialists.iter().fold((0, 0), |(o, g), s| {
+            (o + s.overall.opened, g + s.overall.tables)
+        });
+        if gated == 0 {
+            0.0
+        } else {
+            opened as f64 / gated as f64
+        }
+    }
+
     /// True when no table was counted.
     pub fn is_empty(&self) -> bool {
         self.specialists.is_empty()
@@ -362,6 +375,9 @@ mod tests {
         assert_eq!(rate("a", Some(TableKind::Entity)), (1, 2, 0.5));
         assert_eq!(rate("b", Some(TableKind::Numeric)), (0, 1, 0.0));
         assert_eq!(rate("a", Some(TableKind::Wide)), (0, 1, 0.0));
+        // 6 of the 9 (table, specialist) pairs gated were opened.
+        assert!((report.activation_rate() - 6.0 / 9.0).abs() < 1e-12);
+        assert_eq!(RoutingReport::default().activation_rate(), 0.0);
         assert_eq!(rate("c", Some(TableKind::Mixed)), (1, 1, 1.0));
         // `c` saw only the wide table.
         assert!(
