@@ -10,13 +10,28 @@ use colswarm_model::{
     save_model_extras,
 };
 use colswarm_swarm::Swarm;
-use colswarm_swarm::manifest::{MANIFEST_FILE, MANIFEST_FORMAT, ManifestVersion};
+use colswarm_swarm::manifest::{
+    MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion,
+};
 use colswarm_tables::Table;
 use serde_json::Value;
 
-/// The shipped model, a `colswarm-swarm-v1` directory.
+/// The shipped model.
 fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/colswarm-small")
+}
+
+/// The shipped model's files in a `colswarm-swarm-v1` directory at `to`, as colswarm wrote
+/// them before v2: the same weights, a manifest of that format that names its column pooling
+/// and has no column fusion.
+fn v1_copy(to: &Path) {
+    copy_dir(&shipped(), to);
+    let mut manifest = read_json(&to.join(MANIFEST_FILE));
+    manifest["format"] = MANIFEST_FORMAT_V1.into();
+    let config = manifest["config"].as_object_mut().unwrap();
+    config.insert("column_pooling".into(), "SpanMean".into());
+    config.remove("column_fusion");
+    write_json(&to.join(MANIFEST_FILE), &manifest);
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -75,10 +90,10 @@ fn load_error(dir: &Path) -> String {
 }
 
 #[test]
-fn the_shipped_v1_model_loads_from_a_copy_unchanged() {
+fn a_v1_model_loads_from_its_files_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    copy_dir(&shipped(), &copy);
+    v1_copy(&copy);
     let before: Vec<Vec<u8>> = [MANIFEST_FILE, LABELS_FILE, SERIALIZE_FILE]
         .iter()
         .map(|f| std::fs::read(copy.join(f)).unwrap())
@@ -100,7 +115,7 @@ fn the_shipped_v1_model_loads_from_a_copy_unchanged() {
 fn older_serialize_and_label_files_take_the_defaults_they_always_meant() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    copy_dir(&shipped(), &copy);
+    v1_copy(&copy);
     // serialize.json from before the query budgets: they meant 32 and 16 bytes.
     let mut serialize = read_json(&copy.join(SERIALIZE_FILE));
     let object = serialize.as_object_mut().unwrap();
@@ -145,7 +160,7 @@ fn older_serialize_and_label_files_take_the_defaults_they_always_meant() {
 fn a_v1_manifest_without_its_later_fields_takes_their_defaults() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    copy_dir(&shipped(), &copy);
+    v1_copy(&copy);
     let mut manifest = read_json(&copy.join(MANIFEST_FILE));
     let config = manifest["config"].as_object_mut().unwrap();
     for field in ["budget", "wide_ngrams"] {
@@ -164,7 +179,7 @@ fn a_v1_manifest_without_its_later_fields_takes_their_defaults() {
 fn v1_models_of_removed_options_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    copy_dir(&shipped(), &copy);
+    v1_copy(&copy);
     let original = read_json(&copy.join(MANIFEST_FILE));
     let cases: [(&str, Value, &str); 5] = [
         ("column_pooling", Value::Null, "--no-span-pooling"),
@@ -197,7 +212,7 @@ fn v1_models_of_removed_options_are_refused_naming_the_file() {
 fn an_unknown_format_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    copy_dir(&shipped(), &copy);
+    v1_copy(&copy);
     let mut manifest = read_json(&copy.join(MANIFEST_FILE));
     manifest["format"] = "colswarm-swarm-v9".into();
     write_json(&copy.join(MANIFEST_FILE), &manifest);
