@@ -71,6 +71,10 @@ pub(crate) struct BaselineArgs {
     /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
     #[arg(long)]
     predictions: Option<PathBuf>,
+    /// Leave multi-label predictions unclosed under the label hierarchy (as `train
+    /// --no-hierarchy-closure`).
+    #[arg(long)]
+    no_hierarchy_closure: bool,
 }
 
 #[derive(Args, Debug)]
@@ -202,6 +206,9 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
     };
     // The same label hierarchy as a model trained on this set closes its predictions with.
     space.push_label_set(task, &train_spec.namespace, train_spec.format, kind, labels);
+    if args.no_hierarchy_closure {
+        space.clear_hierarchies();
+    }
     let namespace = space
         .list(task)
         .first()

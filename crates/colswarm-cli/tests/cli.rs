@@ -621,3 +621,49 @@ fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
     assert_eq!(compared["n_targets"], report["dev_targets"]);
     assert!((compared["micro_f1_a"].as_f64().unwrap() - primary).abs() < 1e-9);
 }
+
+#[test]
+fn baseline_without_the_hierarchy_closure_predicts_only_what_it_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = root().join("datasets/wikitables-turl-subset");
+    let train = format!(
+        "w=turl-csv:{}",
+        w.join("train_wikitables_subset_20.csv").display()
+    );
+    let eval = format!(
+        "w=turl-csv:{}",
+        w.join("dev_wikitables_subset_2.csv").display()
+    );
+    // Every predicted label of every column, with its own probability and whether it is the
+    // column's most probable one.
+    let run = |flat: bool| {
+        let file = dir.path().join(format!("flat-{flat}.jsonl"));
+        let mut args = vec!["baseline", "--kind", "char-ngram", "--train", &train];
+        args.extend(["--eval", &eval, "--predictions", file.to_str().unwrap()]);
+        if flat {
+            args.push("--no-hierarchy-closure");
+        }
+        stdout(&colswarm(&args));
+        let mut predicted = Vec::new();
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            let probs = row["probabilities"].as_object().unwrap();
+            let best = probs
+                .values()
+                .map(|p| p.as_f64().unwrap())
+                .fold(0.0, f64::max);
+            for label in row["predicted"].as_array().unwrap() {
+                let p = probs[label.as_str().unwrap()].as_f64().unwrap();
+                predicted.push((p, p == best));
+            }
+        }
+        predicted
+    };
+    let closed = run(false);
+    let flat = run(true);
+    // The closure adds super-types the model itself finds improbable; without it every
+    // predicted label is the column's best or above one half.
+    assert!(closed.iter().any(|&(p, best)| p < 0.5 && !best));
+    assert!(flat.iter().all(|&(p, best)| p > 0.5 || best));
+    assert!(flat.len() < closed.len());
+}

@@ -224,6 +224,15 @@ impl LabelSpace {
         }
     }
 
+    /// Forgets every namespace's hierarchy ([`Namespace::ancestors`]): multi-label predictions
+    /// are then the labels the model itself gives, not closed under super-types. Which decodes
+    /// better depends on the training data (see `colswarm train --no-hierarchy-closure`).
+    pub fn clear_hierarchies(&mut self) {
+        for namespace in self.cta.iter_mut().chain(&mut self.cpa) {
+            namespace.ancestors.clear();
+        }
+    }
+
     /// The namespaces of a head.
     pub fn list(&self, task: Task) -> &[Namespace] {
         match task {
@@ -393,6 +402,10 @@ mod tests {
         );
         assert_eq!(namespace.close_under_ancestors(vec![4]), [2, 3, 4]);
         assert_eq!(namespace.close_under_ancestors(vec![1, 0]), [0, 1, 3]);
+        let mut flat = space.clone();
+        flat.clear_hierarchies();
+        assert_eq!(flat.cta[0].close_under_ancestors(vec![4]), [4]);
+        assert_eq!(flat.cta[0].labels, space.cta[0].labels);
         // Without a hierarchy nothing is added.
         space.push_label_set(
             Task::Cta,

@@ -126,6 +126,12 @@ pub struct ModelSettings {
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
     pub sigmoid_multi_label: bool,
+    /// Close multi-label predictions under the hierarchy file beside the training data
+    /// ([`colswarm_model::Namespace::ancestors`]). It helps a model fit on WikiTables' balanced
+    /// train split, which rarely shows a type with its super-types, and costs one fit on data
+    /// with the real distribution (train and dev): choose by cross-validation.
+    #[serde(default = "closure_by_default")]
+    pub hierarchy_closure: bool,
     /// Start from this model directory's weights instead of random ones (same primary, heads
     /// and label space; an n-gram embedding it lacks starts at zero). `None`: random.
     pub init_from: Option<PathBuf>,
@@ -144,9 +150,15 @@ impl Default for ModelSettings {
             head_skip: false,
             column_fusion: false,
             sigmoid_multi_label: false,
+            hierarchy_closure: true,
             init_from: None,
         }
     }
+}
+
+/// Runs written before [`ModelSettings::hierarchy_closure`] closed their predictions.
+fn closure_by_default() -> bool {
+    true
 }
 
 /// The data of a supervised run.
@@ -466,5 +478,13 @@ mod tests {
             let message = config.validate().unwrap_err().to_string();
             assert!(message.contains("column dropout"), "{message}");
         }
+    }
+
+    #[test]
+    fn runs_written_before_the_closure_switch_keep_closing() {
+        let mut json = serde_json::to_value(ModelSettings::default()).unwrap();
+        json.as_object_mut().unwrap().remove("hierarchy_closure");
+        let settings: ModelSettings = serde_json::from_value(json).unwrap();
+        assert!(settings.hierarchy_closure);
     }
 }

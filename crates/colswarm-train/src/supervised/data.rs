@@ -62,6 +62,9 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         train.push((spec.clone(), data));
     }
     let mut space = label_space(&train);
+    if !config.model.hierarchy_closure {
+        space.clear_hierarchies();
+    }
     if config.model.sigmoid_multi_label {
         for namespace in space.cta.iter_mut().chain(&mut space.cpa) {
             if namespace.kind == LabelKind::MultiLabel {
