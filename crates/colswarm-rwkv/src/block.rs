@@ -84,6 +84,33 @@ impl Block {
         (x + ffn, state, v_first)
     }
 
+    /// Sequence mode for the time mixing's recurrent state alone ([`TimeMix::forward_state`]):
+    /// what a last block must compute when only the states are read, without its channel
+    /// mixing.
+    ///
+    /// # Shapes
+    ///
+    /// As [`Self::forward`]; returns the new `wkv`, `[batch, heads, n, n]`.
+    pub fn forward_wkv(
+        &self,
+        x: Tensor<3>,
+        state: LayerState,
+        v_first: Option<Tensor<2>>,
+        padding: Option<&Padding>,
+    ) -> Tensor<4> {
+        let x = match &self.ln0 {
+            Some(ln0) => ln0.forward(x),
+            None => x,
+        };
+        self.att.forward_state(
+            self.ln1.forward(x),
+            state.att_shift,
+            state.wkv,
+            v_first,
+            padding,
+        )
+    }
+
     /// Step mode: one token per sequence.
     ///
     /// # Shapes

@@ -87,6 +87,41 @@ impl Rwkv {
         }
     }
 
+    /// Sequence mode for the recurrent states alone, from zeros: each layer's `wkv` after each
+    /// sequence's last real token, equal to [`Self::forward`]'s, without what only the hidden
+    /// states need (the last block's read-out and channel mixing, the final norm). A swarm's
+    /// specialists are read this way.
+    ///
+    /// # Shapes
+    ///
+    /// - `tokens`: `[batch, time]`
+    /// - returns one `[batch, heads, n, n]` per layer, first to last.
+    pub fn read_wkv_states(
+        &self,
+        tokens: Tensor<2, Int>,
+        lengths: Option<&[usize]>,
+    ) -> Vec<Tensor<4>> {
+        let [batch, time] = tokens.dims();
+        let device = tokens.device();
+        let padding = lengths.map(|lengths| Padding::new(lengths, time, &device));
+        let state = self.zero_state(batch, &device);
+        let mut x = self.emb.forward(tokens);
+        let mut v_first = None;
+        let mut states = Vec::with_capacity(self.blocks.len());
+        let last = self.blocks.len().saturating_sub(1);
+        for (i, (block, layer_state)) in self.blocks.iter().zip(state.layers).enumerate() {
+            if i == last {
+                states.push(block.forward_wkv(x, layer_state, v_first, padding.as_ref()));
+                break;
+            }
+            let (out, new_state, first) = block.forward(x, layer_state, v_first, padding.as_ref());
+            x = out;
+            v_first = Some(first);
+            states.push(new_state.wkv);
+        }
+        states
+    }
+
     /// Step mode: reads one token per sequence.
     ///
     /// # Shapes

@@ -328,6 +328,42 @@ impl TimeMix {
         (out.reshape([batch, time, d]), new_shift, wkv, p.v_first)
     }
 
+    /// Sequence mode for the state alone: [`Self::forward`]'s new `wkv` without the read-out
+    /// (group norm, bonus, gate, output projection) that only the hidden states need.
+    ///
+    /// # Shapes
+    ///
+    /// As [`Self::forward`]; returns `wkv` `[batch, heads, n, n]`.
+    pub fn forward_state(
+        &self,
+        x: Tensor<3>,
+        shift: Tensor<2>,
+        wkv: Tensor<4>,
+        v_first: Option<Tensor<2>>,
+        padding: Option<&Padding>,
+    ) -> Tensor<4> {
+        let [batch, time, d] = x.dims();
+        let (h, n) = (self.heads, self.head_size);
+        let x_prev = token_shift(x.clone(), shift);
+        let flat = |t: Tensor<3>| t.reshape([batch * time, d]);
+        let p = self.project(flat(x), flat(x_prev), v_first);
+        let seq = |t: Tensor<2>| t.reshape([batch, time, h, n]);
+        let keep = |t: Tensor<2>| match padding {
+            Some(padding) => seq(t) * padding.valid.clone().reshape([batch, time, 1, 1]),
+            None => seq(t),
+        };
+        let (_, wkv) = colswarm_kernels::wkv7(
+            seq(p.r),
+            keep(p.log_w),
+            keep(p.k),
+            seq(p.v),
+            seq(p.removal),
+            keep(p.removal_rate),
+            wkv,
+        );
+        wkv
+    }
+
     /// Step mode: one token per sequence.
     ///
     /// # Shapes

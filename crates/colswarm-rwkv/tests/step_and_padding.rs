@@ -161,3 +161,30 @@ fn padding_does_not_leak_into_outputs_or_state() {
         );
     }
 }
+
+#[test]
+fn reading_the_states_alone_gives_the_full_reads_states() {
+    let device = Device::flex();
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    for layers in [1, 3] {
+        let config = RwkvConfig::new(64, 32, layers)
+            .with_head_size(8)
+            .with_d_ffn(Some(64));
+        let model = perturb(config.init(5, &device), 6, 0.3);
+        let (lengths, time) = ([7usize, 3, 0], 7);
+        let tokens = random_tokens(&mut rng, lengths.len() * time);
+        let batch = || {
+            Tensor::<2, Int>::from_data(
+                TensorData::new(tokens.clone(), [lengths.len(), time]),
+                &device,
+            )
+        };
+        let full = model.forward(batch(), Some(&lengths), None).state;
+        let alone = model.read_wkv_states(batch(), Some(&lengths));
+        assert_eq!(alone.len(), layers);
+        for (layer, (a, f)) in alone.into_iter().zip(full.layers).enumerate() {
+            // The same operations in the same order: bit for bit.
+            assert_eq!(values(a), values(f.wkv), "{layers} layers: layer {layer}");
+        }
+    }
+}

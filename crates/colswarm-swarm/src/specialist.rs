@@ -4,7 +4,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use colswarm_rwkv::{Rwkv, RwkvConfig, RwkvState, load_checkpoint};
+use colswarm_rwkv::{Rwkv, RwkvConfig, load_checkpoint};
 
 use crate::alignment::StateShape;
 use crate::checksum::sha256_file;
@@ -126,8 +126,7 @@ impl FrozenSpecialist {
     pub fn read(&self, tables: &[&[u32]], device: &Device) -> Vec<Tensor<4>> {
         let device = device.clone().without_autodiff();
         let (tokens, lengths) = pad(tables, &device);
-        let out: RwkvState = self.model.forward(tokens, Some(&lengths), None).state;
-        out.layers.into_iter().map(|l| l.wkv).collect()
+        self.model.read_wkv_states(tokens, Some(&lengths))
     }
 }
 
