@@ -3,12 +3,15 @@
 //! - `specialists/*`: the specialist stage with 4 active specialists, run concurrently (one
 //!   thread each, as the orchestrator does) against the same four reads one after another.
 //! - `fusion/*`: router + alignment + fusion for N = 4, 16, 64 small specialists with k active.
+//! - `specialist_read/*`: one read of a specialist of the shipped shape (d_model 64, 2 layers)
+//!   for its states: the whole forward pass against the states alone
+//!   (`Rwkv::read_wkv_states`, what the swarm runs).
 //!
 //! `cargo bench -p colswarm-swarm`; results in BENCHMARKS.md.
 
 use std::time::Duration;
 
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
 use colswarm_rwkv::RwkvConfig;
 use colswarm_swarm::{
     FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, RouterDecision, SpecialistStates,
@@ -136,5 +139,34 @@ fn fusion_scale(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, specialists, fusion_scale);
+fn specialist_read(c: &mut Criterion) {
+    let device = Device::flex();
+    let config = RwkvConfig::new(267, 64, 2).with_head_size(32);
+    let model = perturb(config.init(3, &device), 4, 0.05);
+    let (tables, time) = (8, 128);
+    let ids: Vec<i64> = (0..tables * time).map(|i| (i * 7 % 250) as i64).collect();
+    let tokens =
+        || Tensor::<2, Int>::from_data(TensorData::new(ids.clone(), [tables, time]), &device);
+    let lengths = vec![time; tables];
+
+    let mut group = c.benchmark_group("specialist_read_d64_l2_b8_t128");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("full_forward", |b| {
+        b.iter(|| {
+            let state = model.forward(tokens(), Some(&lengths), None).state;
+            state.layers.into_iter().map(|l| l.wkv.into_data()).count()
+        })
+    });
+    group.bench_function("states_alone", |b| {
+        b.iter(|| {
+            let states = model.read_wkv_states(tokens(), Some(&lengths));
+            states.into_iter().map(Tensor::into_data).count()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, specialists, fusion_scale, specialist_read);
 criterion_main!(benches);
