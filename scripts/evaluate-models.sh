@@ -1,12 +1,14 @@
 #!/bin/bash
-# Scores the shipped model, the primary alone, the specialists and the baselines on the dev
-# splits of docs/TRAINING.md, writing one JSON file per run into $OUT (default evals/), and
+# Scores a model trained on the training splits (the recipe of docs/TRAINING.md before its
+# final fit on all the data: the shipped model has seen the dev splits), the primary alone,
+# the specialists and the baselines on the dev splits, writing one JSON file per run into $OUT
+# (default evals/), and
 # compares the model with the char n-gram baseline target by target (a paired bootstrap over
 # tables: compare-swarm-vs-char-ngram-*.json; the predictions go to $OUT/predictions/).
-# Usage: scripts/evaluate-models.sh [model dir] [specialist runs dir]
+# Usage: scripts/evaluate-models.sh MODEL_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL=${1:-models/colswarm-small}
+MODEL=${1:?usage: scripts/evaluate-models.sh MODEL_DIR (a model trained on the training splits)}
 OUT=${OUT:-evals}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
 D=datasets
