@@ -156,13 +156,20 @@ fn specialist_read(c: &mut Criterion) {
     group.bench_function("full_forward", |b| {
         b.iter(|| {
             let state = model.forward(tokens(), Some(&lengths), None).state;
-            state.layers.into_iter().map(|l| l.wkv.into_data()).count()
+            state
+                .layers
+                .into_iter()
+                .map(|l| l.wkv.into_data())
+                .collect::<Vec<_>>()
         })
     });
     group.bench_function("states_alone", |b| {
         b.iter(|| {
             let states = model.read_wkv_states(tokens(), Some(&lengths));
-            states.into_iter().map(Tensor::into_data).count()
+            states
+                .into_iter()
+                .map(Tensor::into_data)
+                .collect::<Vec<_>>()
         })
     });
     group.finish();
