@@ -61,10 +61,7 @@ impl Block {
         v_first: Option<Tensor<2>>,
         padding: Option<&Padding>,
     ) -> (Tensor<3>, LayerState, Tensor<2>) {
-        let x = match &self.ln0 {
-            Some(ln0) => ln0.forward(x),
-            None => x,
-        };
+        let x = self.embedding_norm(x);
         let (att, att_shift, wkv, v_first) = self.att.forward(
             self.ln1.forward(x.clone()),
             state.att_shift,
@@ -84,6 +81,14 @@ impl Block {
         (x + ffn, state, v_first)
     }
 
+    /// `ln0` on the first block's input (the embedding); the identity on the others.
+    fn embedding_norm<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        match &self.ln0 {
+            Some(ln0) => ln0.forward(x),
+            None => x,
+        }
+    }
+
     /// Sequence mode for the time mixing's recurrent state alone ([`TimeMix::forward_state`]):
     /// what a last block must compute when only the states are read, without its channel
     /// mixing.
@@ -98,10 +103,7 @@ impl Block {
         v_first: Option<Tensor<2>>,
         padding: Option<&Padding>,
     ) -> Tensor<4> {
-        let x = match &self.ln0 {
-            Some(ln0) => ln0.forward(x),
-            None => x,
-        };
+        let x = self.embedding_norm(x);
         self.att.forward_state(
             self.ln1.forward(x),
             state.att_shift,
@@ -122,10 +124,7 @@ impl Block {
         state: LayerState,
         v_first: Option<Tensor<2>>,
     ) -> (Tensor<2>, LayerState, Tensor<2>) {
-        let x = match &self.ln0 {
-            Some(ln0) => ln0.forward(x),
-            None => x,
-        };
+        let x = self.embedding_norm(x);
         let (att, att_shift, wkv, v_first) = self.att.step(
             self.ln1.forward(x.clone()),
             state.att_shift,

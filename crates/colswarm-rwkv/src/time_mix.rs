@@ -303,27 +303,8 @@ impl TimeMix {
         padding: Option<&Padding>,
     ) -> (Tensor<3>, Tensor<2>, Tensor<4>, Tensor<2>) {
         let [batch, time, d] = x.dims();
-        let (h, n) = (self.heads, self.head_size);
-        let x_prev = token_shift(x.clone(), shift.clone());
-        let new_shift = last_token(x.clone(), shift, padding);
-        let flat = |t: Tensor<3>| t.reshape([batch * time, d]);
-        let p = self.project(flat(x), flat(x_prev), v_first);
-
-        let seq = |t: Tensor<2>| t.reshape([batch, time, h, n]);
-        // At padding: w = 1 and no write, so the state passes through unchanged.
-        let keep = |t: Tensor<2>| match padding {
-            Some(padding) => seq(t) * padding.valid.clone().reshape([batch, time, 1, 1]),
-            None => seq(t),
-        };
-        let (y, wkv) = colswarm_kernels::wkv7(
-            seq(p.r.clone()),
-            keep(p.log_w.clone()),
-            keep(p.k.clone()),
-            seq(p.v.clone()),
-            seq(p.removal.clone()),
-            keep(p.removal_rate.clone()),
-            wkv,
-        );
+        let new_shift = last_token(x.clone(), shift.clone(), padding);
+        let (p, y, wkv) = self.recur(x, shift, wkv, v_first, padding);
         let out = self.read_out(y.reshape([batch * time, d]), &p);
         (out.reshape([batch, time, d]), new_shift, wkv, p.v_first)
     }
@@ -342,26 +323,44 @@ impl TimeMix {
         v_first: Option<Tensor<2>>,
         padding: Option<&Padding>,
     ) -> Tensor<4> {
+        self.recur(x, shift, wkv, v_first, padding).2
+    }
+
+    /// Token shift, projections and the WKV-7 recurrence of sequence mode: the projections,
+    /// the recurrence's output and the new state.
+    ///
+    /// # Shapes
+    ///
+    /// As [`Self::forward`]; returns `y` `[batch, time, heads, n]` and `wkv`.
+    fn recur(
+        &self,
+        x: Tensor<3>,
+        shift: Tensor<2>,
+        wkv: Tensor<4>,
+        v_first: Option<Tensor<2>>,
+        padding: Option<&Padding>,
+    ) -> (Projected, Tensor<4>, Tensor<4>) {
         let [batch, time, d] = x.dims();
         let (h, n) = (self.heads, self.head_size);
         let x_prev = token_shift(x.clone(), shift);
         let flat = |t: Tensor<3>| t.reshape([batch * time, d]);
         let p = self.project(flat(x), flat(x_prev), v_first);
         let seq = |t: Tensor<2>| t.reshape([batch, time, h, n]);
+        // At padding: w = 1 and no write, so the state passes through unchanged.
         let keep = |t: Tensor<2>| match padding {
             Some(padding) => seq(t) * padding.valid.clone().reshape([batch, time, 1, 1]),
             None => seq(t),
         };
-        let (_, wkv) = colswarm_kernels::wkv7(
-            seq(p.r),
-            keep(p.log_w),
-            keep(p.k),
-            seq(p.v),
-            seq(p.removal),
-            keep(p.removal_rate),
+        let (y, wkv) = colswarm_kernels::wkv7(
+            seq(p.r.clone()),
+            keep(p.log_w.clone()),
+            keep(p.k.clone()),
+            seq(p.v.clone()),
+            seq(p.removal.clone()),
+            keep(p.removal_rate.clone()),
             wkv,
         );
-        wkv
+        (p, y, wkv)
     }
 
     /// Step mode: one token per sequence.
