@@ -66,11 +66,17 @@ fold() {
     --dev "wikitables=turl-csv:$F/dev.csv" \
     --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
-  # shellcheck disable=SC2046
   rm -rf "$OUT/fold$k-avg"
+  # shellcheck disable=SC2046
   $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null
   rm -rf "$OUT/fold$k-avg-flat" && cp -r "$OUT/fold$k-avg" "$OUT/fold$k-avg-flat"
-  python3 -c "import json,sys; p=sys.argv[1]; d=json.load(open(p)); [n.update(ancestors=[]) for n in d['cta']]; json.dump(d, open(p, 'w'))" \
+  python3 -c "
+import json, sys
+path = sys.argv[1]
+labels = json.load(open(path))
+for namespace in labels['cta']:
+    namespace['ancestors'] = []
+json.dump(labels, open(path, 'w'))" \
     "$OUT/fold$k-avg-flat/labels.json"
   for v in "" -flat; do
     $BIN eval --model "$OUT/fold$k-avg$v" --format turl-csv --input "$F/dev.csv" --no-specialists \

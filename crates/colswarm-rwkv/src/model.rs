@@ -31,6 +31,15 @@ pub struct RwkvOutput {
     pub state: RwkvState,
 }
 
+/// What [`Rwkv::read_blocks`] leaves: the last block's output, the blocks' states, and what
+/// the next block would read besides its input.
+struct BlocksRead {
+    x: Tensor<3>,
+    layers: Vec<crate::state::LayerState>,
+    v_first: Option<Tensor<2>>,
+    padding: Option<Padding>,
+}
+
 impl Rwkv {
     pub(crate) fn new(config: &RwkvConfig, seed: u64, device: &Device) -> Self {
         let mut params = ParamFactory::new(seed, device);
@@ -68,22 +77,12 @@ impl Rwkv {
         lengths: Option<&[usize]>,
         state: Option<RwkvState>,
     ) -> RwkvOutput {
-        let [batch, time] = tokens.dims();
-        let device = tokens.device();
-        let padding = lengths.map(|lengths| Padding::new(lengths, time, &device));
-        let state = state.unwrap_or_else(|| self.zero_state(batch, &device));
-        let mut x = self.emb.forward(tokens);
-        let mut v_first = None;
-        let mut layers = Vec::with_capacity(self.blocks.len());
-        for (block, layer_state) in self.blocks.iter().zip(state.layers) {
-            let (out, new_state, first) = block.forward(x, layer_state, v_first, padding.as_ref());
-            x = out;
-            v_first = Some(first);
-            layers.push(new_state);
-        }
+        let read = self.read_blocks(tokens, lengths, state, self.blocks.len());
         RwkvOutput {
-            hidden: self.ln_out.forward(x),
-            state: RwkvState { layers },
+            hidden: self.ln_out.forward(read.x),
+            state: RwkvState {
+                layers: read.layers,
+            },
         }
     }
 
@@ -101,25 +100,52 @@ impl Rwkv {
         tokens: Tensor<2, Int>,
         lengths: Option<&[usize]>,
     ) -> Vec<Tensor<4>> {
+        let Some(last) = self.blocks.last() else {
+            return Vec::new();
+        };
+        let [batch, _] = tokens.dims();
+        let mut zeros = self.zero_state(batch, &tokens.device());
+        let Some(last_state) = zeros.layers.pop() else {
+            return Vec::new();
+        };
+        let read = self.read_blocks(tokens, lengths, Some(zeros), self.blocks.len() - 1);
+        let mut states: Vec<Tensor<4>> = read.layers.into_iter().map(|l| l.wkv).collect();
+        states.push(last.forward_wkv(read.x, last_state, read.v_first, read.padding.as_ref()));
+        states
+    }
+
+    /// Embeds `tokens` and runs the first `blocks` blocks in full from `state` (zeros when
+    /// `None`).
+    ///
+    /// # Shapes
+    ///
+    /// - `tokens`: `[batch, time]`; returns `x` `[batch, time, d]` and those blocks' states.
+    fn read_blocks(
+        &self,
+        tokens: Tensor<2, Int>,
+        lengths: Option<&[usize]>,
+        state: Option<RwkvState>,
+        blocks: usize,
+    ) -> BlocksRead {
         let [batch, time] = tokens.dims();
         let device = tokens.device();
         let padding = lengths.map(|lengths| Padding::new(lengths, time, &device));
-        let state = self.zero_state(batch, &device);
+        let state = state.unwrap_or_else(|| self.zero_state(batch, &device));
         let mut x = self.emb.forward(tokens);
         let mut v_first = None;
-        let mut states = Vec::with_capacity(self.blocks.len());
-        let last = self.blocks.len().saturating_sub(1);
-        for (i, (block, layer_state)) in self.blocks.iter().zip(state.layers).enumerate() {
-            if i == last {
-                states.push(block.forward_wkv(x, layer_state, v_first, padding.as_ref()));
-                break;
-            }
+        let mut layers = Vec::with_capacity(blocks);
+        for (block, layer_state) in self.blocks.iter().zip(state.layers).take(blocks) {
             let (out, new_state, first) = block.forward(x, layer_state, v_first, padding.as_ref());
             x = out;
             v_first = Some(first);
-            states.push(new_state.wkv);
+            layers.push(new_state);
         }
-        states
+        BlocksRead {
+            x,
+            layers,
+            v_first,
+            padding,
+        }
     }
 
     /// Step mode: reads one token per sequence.
