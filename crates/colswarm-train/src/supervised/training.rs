@@ -50,9 +50,9 @@ fn fresh_swarm(
 }
 
 /// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
-/// must have the run's label space and, n-grams, head skips and column fusion aside, its
-/// configuration; an n-gram embedding, head skip or column map the model lacks starts at zero,
-/// so the run starts from the model's own predictions.
+/// must have the run's label space and, n-grams and head skips aside, its configuration; an
+/// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
+/// model's own predictions.
 fn initial_weights(
     dir: &Path,
     target: &OrchestratorConfig,
@@ -85,11 +85,9 @@ fn initial_weights(
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
     config.head_skip = target.head_skip;
-    // Column maps the model lacks start at zero, as n-grams do: the run starts from its answers.
-    config.column_fusion = config.column_fusion || target.column_fusion;
     if &config != target {
         return refuse(format!(
-            "its configuration differs from this run's beyond column n-grams, head skips and column fusion:\n  model: {}\n  run:   {}",
+            "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
             serde_json::to_string(&manifest.config).unwrap_or_default(),
             serde_json::to_string(target).unwrap_or_default()
         ));
@@ -97,21 +95,6 @@ fn initial_weights(
     let mut orchestrator = swarm
         .orchestrator
         .with_column_ngrams(target.column_ngrams, device);
-    if target.column_fusion && !orchestrator.has_column_fusion() {
-        let p = &target.primary;
-        let primary = StateShape {
-            layers: p.n_layers,
-            heads: p.n_heads(),
-            head_size: p.head_size,
-            d_model: p.d_model,
-        };
-        orchestrator.alignments = orchestrator
-            .alignments
-            .into_iter()
-            .zip(specialists)
-            .map(|(alignment, &shape)| alignment.with_column_map(shape, primary, device))
-            .collect();
-    }
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
