@@ -46,6 +46,7 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from itertools import zip_longest  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -81,7 +82,9 @@ def fnv1a64(text: str) -> int:
 def wikitables(paths):
     """turl.rs: each column's cells placed at their row; headers from the `headers` field."""
     for path in paths:
-        for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:
             table, headers = ast.literal_eval(r["table"]), ast.literal_eval(r["headers"])
             columns = []
             for cells in table:
@@ -97,8 +100,9 @@ def gittables(paths):
     """sato_cv.rs: one line per column (`data` split on ';'), grouped by table, no header."""
     tables = defaultdict(dict)
     for path in paths:
-        for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
-            tables[r["table_id"]][int(r["col_idx"])] = r["data"].split(";") if r["data"] else []
+        with open(path, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                tables[r["table_id"]][int(r["col_idx"])] = r["data"].split(";") if r["data"] else []
     for table_id, by_index in tables.items():
         columns = [by_index[i] for i in sorted(by_index)]
         yield table_id, [""] * len(columns), columns
@@ -111,7 +115,8 @@ def t2d(keep):
         table_id = attributes.stem
         if not keep(table_id):
             continue
-        rows = list(csv.reader(open(T2D / "tables" / f"{table_id}.csv", newline="", encoding="utf-8")))
+        with open(T2D / "tables" / f"{table_id}.csv", newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
         if not rows:
             continue
         width = max(len(r) for r in rows)
@@ -151,7 +156,8 @@ def main():
     for source in {Path(e["path"]).parts[1] for e in index}:
         (out / "tables" / source).symlink_to(base / "tables" / source)
 
-    base_texts = [json.loads(line)["text"] for line in open(base / "teacher" / "strings.jsonl", encoding="utf-8")]
+    with open(base / "teacher" / "strings.jsonl", encoding="utf-8") as f:
+        base_texts = [json.loads(line)["text"] for line in f]
     known = set(base_texts)
     new_texts, counts = [], {}
     for name, tables in labelled_tables(args.split):
@@ -163,14 +169,18 @@ def main():
             headers = [cap_bytes(h) for h in headers]
             if not columns or not any(any(col) for col in columns):
                 continue
-            file = f"{safe_name(table_id)}.csv"
+            stem = safe_name(table_id)
+            while (out / "tables" / source / f"{stem}.csv").exists():  # two ids, one safe name
+                stem += "_"
+            file = f"{stem}.csv"
             with open(out / "tables" / source / file, "w", newline="", encoding="utf-8") as f:
                 writer = csv.writer(f, quoting=csv.QUOTE_ALL)
                 writer.writerow(headers)
-                writer.writerows(zip(*columns))
+                # GitTables columns of one table differ in length: pad, never cut.
+                writer.writerows(zip_longest(*columns, fillvalue=""))
             index.append({
-                "name": safe_name(table_id), "source": source, "license": LICENSES[name], "ship": True,
-                "rows": len(columns[0]), "columns": len(columns), "headers": headers,
+                "name": stem, "source": source, "license": LICENSES[name], "ship": True,
+                "rows": max(map(len, columns)), "columns": len(columns), "headers": headers,
                 "path": f"tables/{source}/{file}",
             })
             for text in headers + [cell for col in columns for cell in col]:
