@@ -88,11 +88,6 @@ pub(crate) struct TrainArgs {
     /// Dropout on the column representations the heads read (training only; 0: none).
     #[arg(long, default_value_t = 0.0)]
     column_dropout: f32,
-    /// Dropout on whole column n-gram bags: each training column's bag is left out with this
-    /// probability, so the heads also learn from the table read and the specialists' readings
-    /// (training only; 0: none).
-    #[arg(long, default_value_t = 0.0)]
-    bag_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
     patience: usize,
@@ -225,7 +220,6 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
         },
         regularization: Regularization {
             column_dropout: args.column_dropout,
-            bag_dropout: args.bag_dropout,
         },
         run: RunSettings {
             epochs: args.epochs,

@@ -52,9 +52,8 @@ fn tiny(dir: &Path) -> TrainConfig {
             ..OptimizerSettings::default()
         },
         regularization: Regularization {
-            // Their masks must not depend on how the batch is split.
+            // Its masks must not depend on how the batch is split.
             column_dropout: 0.2,
-            bag_dropout: 0.3,
         },
         run: RunSettings {
             epochs: 1,

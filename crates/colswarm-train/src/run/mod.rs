@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use dir::{Checkpoint, RunDir, RunState};
 pub use log::Log;
 pub use rng::epoch_order;
-pub(crate) use rng::{BAG_DROPOUT_STREAM, DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
+pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
 
 use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;

@@ -15,8 +15,6 @@ pub(crate) const DROPOUT_STREAM: u64 = 3;
 /// Stream of the PARL stage's rollout masks, one generator per step (a PARL run draws no
 /// dropout mask, so it shares the number).
 pub(crate) const ROLLOUT_STREAM: u64 = 3;
-/// Stream of the supervised stage's n-gram bag dropout, one generator per table.
-pub(crate) const BAG_DROPOUT_STREAM: u64 = 4;
 
 /// The generator of draw `index` of `stream` in a run seeded with `seed`.
 pub(crate) fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {

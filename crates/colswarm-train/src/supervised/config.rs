@@ -212,12 +212,6 @@ pub struct Regularization {
     /// derive from the seed, the step and the table's place in its batch, so a resumed or
     /// data-parallel run draws the same ones. 0: none.
     pub column_dropout: f32,
-    /// Dropout on whole column n-gram bags, during training only: each training column's bag
-    /// is left out with this probability (no rescaling), so the heads must also type columns
-    /// from the table read and the specialists' readings. The draws derive from the seed and
-    /// the table's place in the run. 0 (and older run directories): none.
-    #[serde(default)]
-    pub bag_dropout: f32,
 }
 
 /// How long a run goes, what it keeps and logs, and where its random choices come from.
@@ -294,12 +288,6 @@ impl TrainConfig {
         if !(0.0..1.0).contains(&dropout) {
             return fail(format!(
                 "column dropout {dropout} is not a probability in [0, 1)"
-            ));
-        }
-        let bag_dropout = self.regularization.bag_dropout;
-        if !(0.0..1.0).contains(&bag_dropout) {
-            return fail(format!(
-                "bag dropout {bag_dropout} is not a probability in [0, 1)"
             ));
         }
         self.primary()
@@ -484,10 +472,7 @@ mod tests {
                     train: vec!["t=t2d:x".parse().unwrap()],
                     ..DataSettings::default()
                 },
-                regularization: Regularization {
-                    column_dropout: p,
-                    ..Regularization::default()
-                },
+                regularization: Regularization { column_dropout: p },
                 ..TrainConfig::default()
             };
             let message = config.validate().unwrap_err().to_string();

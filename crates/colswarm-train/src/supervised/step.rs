@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::loss::{TargetCounts, shard_loss};
 use crate::error::TrainError;
-use crate::run::{BAG_DROPOUT_STREAM, DROPOUT_STREAM, rng_for};
+use crate::run::{DROPOUT_STREAM, rng_for};
 
 /// The routing generator of a shard whose first table is table `first` of its batch:
 /// `batch_rng` (the whole batch's generator) after the draws [`SpecialistRouter::sample`] makes
@@ -60,11 +60,9 @@ pub(super) struct ShardInput<'a> {
     pub(super) routing: ChaCha8Rng,
     /// Where its column-dropout mask comes from; `None` without dropout.
     pub(super) dropout: Option<DropoutDraw>,
-    /// Where its n-gram bag dropout comes from; `None` without it.
-    pub(super) bag_dropout: Option<DropoutDraw>,
 }
 
-/// Where a shard's column-dropout mask (or bag dropout) comes from: the run's seed, the step, and the place of
+/// Where a shard's column-dropout mask comes from: the run's seed, the step, and the place of
 /// the shard's first table in the step's batch.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct DropoutDraw {
@@ -102,21 +100,6 @@ impl DropoutDraw {
         let rows = values.len() / d_model.max(1);
         Tensor::<2>::from_data(TensorData::new(values, [rows, d_model]), device)
     }
-
-    /// Leaves each column's n-gram bag of the shard's tables out with probability `p` (an
-    /// empty bag embeds to zero). As for [`DropoutDraw::mask`], table `i` of the batch draws
-    /// the same whatever shard it lands in.
-    fn drop_bags(&self, ngrams: &mut [Vec<Vec<(u32, f32)>>]) {
-        for (i, table_bags) in ngrams.iter_mut().enumerate() {
-            let table = self.step * self.batch_size + self.first + i;
-            let mut rng = rng_for(self.seed, BAG_DROPOUT_STREAM, table as u64);
-            for bag in table_bags {
-                if rng.random::<f32>() < self.p {
-                    bag.clear();
-                }
-            }
-        }
-    }
 }
 
 /// What one shard of a training step reports besides its loss.
@@ -144,13 +127,9 @@ pub(super) fn shard_step(
         specialists,
         mut routing,
         dropout,
-        bag_dropout,
     } = input;
     let swarm = Swarm::new(replica.clone(), specialists)?;
-    let mut tables = to_batch(examples);
-    if let Some(draw) = bag_dropout {
-        draw.drop_bags(&mut tables.ngrams);
-    }
+    let tables = to_batch(examples);
     // Both heads read the dropped-out columns (CPA reads `out.columns` in the loss).
     let column_mask = dropout.map(|draw| {
         let columns_per_table: Vec<usize> = tables.queries.iter().map(Vec::len).collect();
@@ -252,34 +231,5 @@ mod tests {
             ..draw(0)
         };
         assert_ne!(values(later, &columns), whole);
-    }
-
-    #[test]
-    fn bag_dropout_clears_whole_bags_by_table_and_keeps_the_rest() {
-        let bag = |c: u32| vec![(c, 1.0), (c + 1, 0.5)];
-        let tables: Vec<Vec<Vec<(u32, f32)>>> = (0..6)
-            .map(|t| (0..8).map(|c| bag(t * 10 + c)).collect())
-            .collect();
-        let draw = |first: usize| DropoutDraw {
-            p: 0.4,
-            seed: 9,
-            step: 2,
-            batch_size: 6,
-            first,
-        };
-        let mut whole = tables.clone();
-        draw(0).drop_bags(&mut whole);
-        let cleared = whole.iter().flatten().filter(|b| b.is_empty()).count();
-        assert!(
-            (8..=32).contains(&cleared),
-            "{cleared} of 48 bags cleared at p = 0.4"
-        );
-        for (kept, original) in whole.iter().flatten().zip(tables.iter().flatten()) {
-            assert!(kept.is_empty() || kept == original);
-        }
-        // The last two tables as a shard of their own draw what they draw in the whole batch.
-        let mut tail = tables[4..].to_vec();
-        draw(4).drop_bags(&mut tail);
-        assert_eq!(tail, whole[4..]);
     }
 }

@@ -183,7 +183,6 @@ pub fn train(
             // One shard per device (fewer when the batch is smaller), each with its part of the
             // batch's loss and the router draws the undivided batch would give its tables.
             let dropout = config.regularization.column_dropout;
-            let bag_dropout = config.regularization.bag_dropout;
             let rng = rng_for(seed, ROUTING_STREAM, state.step as u64);
             let counts = TargetCounts::of(&picked);
             let shards = shard_ranges(picked.len(), devices.len())
@@ -195,13 +194,6 @@ pub fn train(
                         routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
                         dropout: (dropout > 0.0).then_some(DropoutDraw {
                             p: dropout,
-                            seed,
-                            step: state.step,
-                            batch_size,
-                            first: range.start,
-                        }),
-                        bag_dropout: (bag_dropout > 0.0).then_some(DropoutDraw {
-                            p: bag_dropout,
                             seed,
                             step: state.step,
                             batch_size,
