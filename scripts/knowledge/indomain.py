@@ -16,6 +16,8 @@ Run inside the venv, after export.py and embed.py:
                != 0 mod 5: the training splits, for a specialist measured on the dev splits.
 --split all    every labelled table (WikiTables train and dev, GitTables cv_0-cv_3, all T2D),
                for a specialist shipped beside a model trained on all of them.
+--sets S,...   which labelled sets to add (default wikitables,gittables,t2d). The shipped
+               header specialist leaves out t2d: its repository's license is the AGPL.
 
 Writes OUT/ (a corpus `colswarm pretrain --corpus` reads):
   gazetteers -> the base corpus's (a symlink)
@@ -124,15 +126,18 @@ def t2d(keep):
         yield table_id, rows[0], [list(col) for col in zip(*rows[1:])]
 
 
-def labelled_tables(split: str):
+def labelled_tables(split: str, sets: list[str]):
     everything = split == "all"
     wiki = [WIKITABLES / "train_wikitables_subset_20.csv"]
     if everything:
         wiki.append(WIKITABLES / "dev_wikitables_subset_2.csv")
     folds = range(4) if everything else range(3)
-    yield "wikitables", wikitables(wiki)
-    yield "gittables", gittables([GITTABLES / f"db_semi1_cv_{i}.csv" for i in folds])
-    yield "t2d", t2d(lambda table_id: everything or fnv1a64(table_id) % 5 != 0)
+    if "wikitables" in sets:
+        yield "wikitables", wikitables(wiki)
+    if "gittables" in sets:
+        yield "gittables", gittables([GITTABLES / f"db_semi1_cv_{i}.csv" for i in folds])
+    if "t2d" in sets:
+        yield "t2d", t2d(lambda table_id: everything or fnv1a64(table_id) % 5 != 0)
 
 
 def safe_name(table_id: str) -> str:
@@ -145,7 +150,15 @@ def main():
     ap.add_argument("--base", type=Path, default=K / "corpus")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-rows", type=int, default=64)
+    ap.add_argument("--sets", default=",".join(LICENSES),
+                    help="comma-separated labelled sets to add (default: all three); leave out "
+                         "t2d for weights free of its repository's AGPL terms")
     args = ap.parse_args()
+    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
+    unknown = sorted(set(sets) - set(LICENSES))
+    if unknown or not sets:
+        sys.exit(f"--sets: unknown set(s) {', '.join(unknown) or '(none given)'}; "
+                 f"choose from {', '.join(LICENSES)}")
     base, out = args.base.resolve(), args.out.resolve()
     if out.exists():
         sys.exit(f"{out} exists: remove it first")
@@ -160,7 +173,7 @@ def main():
         base_texts = [json.loads(line)["text"] for line in f]
     known = set(base_texts)
     new_texts, counts = [], {}
-    for name, tables in labelled_tables(args.split):
+    for name, tables in labelled_tables(args.split, sets):
         source = f"labelled-{name}"
         (out / "tables" / source).mkdir()
         n_tables = n_columns = 0
@@ -211,6 +224,7 @@ def main():
         "generated_by": "scripts/knowledge/indomain.py",
         "base": str(base.relative_to(ROOT)) if base.is_relative_to(ROOT) else str(base),
         "split": args.split,
+        "sets": sets,
         "max_rows": args.max_rows,
         "max_string_bytes": MAX_BYTES,
         "labelled": counts,
