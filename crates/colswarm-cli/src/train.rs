@@ -61,10 +61,6 @@ pub(crate) struct TrainArgs {
     /// the column), mapped to the primary's width, to the column's representation.
     #[arg(long)]
     column_fusion: bool,
-    /// With --column-fusion: concatenate each specialist's mapped column readings to the
-    /// column representation (a block per specialist) instead of adding them.
-    #[arg(long, requires = "column_fusion")]
-    column_concat: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
     #[arg(long)]
@@ -197,7 +193,6 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             ngram_buckets: args.ngram_buckets,
             head_skip: args.head_skip,
             column_fusion: args.column_fusion,
-            column_concat: args.column_concat,
             sigmoid_multi_label: args.sigmoid_multi_label,
             hierarchy_closure: !args.no_hierarchy_closure,
             init_from: args.init_from,

@@ -56,12 +56,6 @@ pub struct OrchestratorConfig {
     /// the fused state.
     #[config(default = false)]
     pub column_fusion: bool,
-    /// With column fusion, each specialist's mapped readings join the column representation
-    /// as a block of its own (`[columns, d_model · (1 + specialists)]`, zeros where the
-    /// specialist is off) instead of being added to it, so the heads weigh them apart from
-    /// the primary's features.
-    #[config(default = false)]
-    pub column_concat: bool,
 }
 
 /// What a head adds to its two-layer output.
@@ -92,9 +86,6 @@ pub struct Orchestrator {
     /// How the batch's n-gram bags must be hashed (see [`Orchestrator::column_ngrams`]).
     #[module(skip)]
     column_ngrams: Option<ColumnNgramsConfig>,
-    /// See [`OrchestratorConfig::column_concat`].
-    #[module(skip)]
-    column_concat: bool,
 }
 
 /// A primary with its frozen specialists.
@@ -273,12 +264,6 @@ impl OrchestratorConfig {
             head_size: p.head_size,
             d_model: p.d_model,
         };
-        let column_concat = self.column_fusion && self.column_concat;
-        let d_columns = if column_concat {
-            p.d_model * (1 + specialists.len())
-        } else {
-            p.d_model
-        };
         Orchestrator {
             primary: p.init(seed, device),
             router: SpecialistRouterConfig::new(p.d_model, specialists.len())
@@ -304,18 +289,17 @@ impl OrchestratorConfig {
                 specialists.len(),
             )
             .init(device),
-            cta: ColumnHeadConfig::new(d_columns, self.cta_labels.max(1), self.cta_kind)
+            cta: ColumnHeadConfig::new(p.d_model, self.cta_labels.max(1), self.cta_kind)
                 .with_d_hidden(self.d_head_hidden)
                 .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(1), device),
-            cpa: ColumnHeadConfig::new(d_columns, self.cpa_labels.max(1), LabelKind::SingleLabel)
+            cpa: ColumnHeadConfig::new(p.d_model, self.cpa_labels.max(1), LabelKind::SingleLabel)
                 .with_d_hidden(self.d_head_hidden)
                 .with_pairwise(true)
                 .with_linear_skip(self.head_skip.is_some())
                 .init(seed.wrapping_add(2), device),
             ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
             column_ngrams: self.column_ngrams,
-            column_concat,
         }
     }
 }
@@ -468,8 +452,7 @@ impl Orchestrator {
     ///
     /// # Shapes
     ///
-    /// - returns `[columns, d_columns]` in [`TableBatch::column_rows`] order
-    ///   ([`Self::column_width`])
+    /// - returns `[columns, d_model]` in [`TableBatch::column_rows`] order
     pub fn columns(
         &self,
         state: &RwkvState,
@@ -483,47 +466,21 @@ impl Orchestrator {
             columns = columns + ngrams.clone();
         }
         let rows = batch.column_rows();
-        let mut blocks = Vec::new();
         for (i, readings) in specialists.columns.iter().enumerate() {
-            let Some(readings) = readings else {
-                if self.column_concat {
-                    blocks.push(Tensor::<2>::zeros(columns.dims(), &self.device()));
-                }
-                continue;
-            };
-            let active_readings = if rows.iter().all(|&(t, _)| active[t][i]) {
-                readings.clone()
-            } else {
+            let Some(readings) = readings else { continue };
+            if rows.iter().all(|&(t, _)| active[t][i]) {
+                columns = columns + readings.clone();
+            } else if rows.iter().any(|&(t, _)| active[t][i]) {
                 let mask: Vec<f32> = rows
                     .iter()
                     .map(|&(t, _)| f32::from(u8::from(active[t][i])))
                     .collect();
                 let mask =
                     Tensor::<2>::from_data(TensorData::new(mask, [rows.len(), 1]), &self.device());
-                readings.clone() * mask
-            };
-            if self.column_concat {
-                blocks.push(active_readings);
-            } else if rows.iter().any(|&(t, _)| active[t][i]) {
-                columns = columns + active_readings;
+                columns = columns + readings.clone() * mask;
             }
         }
-        if self.column_concat {
-            blocks.insert(0, columns);
-            return Tensor::cat(blocks, 1);
-        }
         columns
-    }
-
-    /// Width of the column representations the heads read: d_model, or d_model per
-    /// specialist more with [`OrchestratorConfig::column_concat`].
-    pub fn column_width(&self) -> usize {
-        let d = self.primary.d_model();
-        if self.column_concat {
-            d * (1 + self.alignments.len())
-        } else {
-            d
-        }
     }
 
     /// Whether specialists' column readings enter the column representations.

@@ -580,63 +580,6 @@ fn column_fusion_adds_exactly_the_mapped_readings_of_active_specialists() {
 }
 
 #[test]
-fn column_concat_gives_each_active_specialist_a_block_of_its_own() {
-    let device = Device::flex();
-    let specialists = vec![
-        specialist("a", rwkv(16, 2, 8), 10),
-        specialist("wide", rwkv(32, 3, 16), 11),
-    ];
-    let mut fused = swarm_of(
-        config(FusionMode::WeightedSum)
-            .with_column_fusion(true)
-            .with_column_concat(true),
-        &device,
-        specialists.clone(),
-    );
-    // Non-zero maps, so that a misplaced block would show.
-    for alignment in &mut fused.orchestrator.alignments {
-        let map = alignment.column_map.take().unwrap();
-        alignment.column_map = Some(perturb(map, 5, 0.5));
-    }
-    // The same swarm without column maps: the primary's block, and zeros for the others.
-    let mut plain = fused.clone();
-    for alignment in &mut plain.orchestrator.alignments {
-        alignment.column_map = None;
-    }
-    assert_eq!(fused.orchestrator.column_width(), 48);
-    let active = vec![vec![true, false], vec![true, true]];
-    let out = fused.forward(&batch(), fixed(active.clone())).unwrap();
-    assert_eq!(out.columns.dims()[1], 48);
-    assert_eq!(out.cta_logits.dims()[0], out.columns.dims()[0]);
-    let b = batch();
-    let tables: Vec<&[u32]> = b.tables.iter().map(Vec::as_slice).collect();
-    let without = plain.forward(&batch(), fixed(active.clone())).unwrap();
-    let (got, base) = (values(out.columns), values(without.columns));
-    for (i, s) in specialists.iter().enumerate() {
-        let readings = column_readings(s.model(), &tables, &b.spans, &device);
-        let map = fused.orchestrator.alignments[i]
-            .column_map
-            .as_ref()
-            .unwrap()
-            .val();
-        let mapped = values(readings.matmul(map));
-        for (row, &(table, _)) in b.column_rows().iter().enumerate() {
-            for k in 0..16 {
-                // The primary's block does not see the readings; without maps the blocks are zero.
-                assert_close(got[row * 48 + k], base[row * 48 + k], row, k);
-                assert_eq!(base[row * 48 + 16 * (i + 1) + k], 0.0);
-                let want = if active[table][i] {
-                    mapped[row * 16 + k]
-                } else {
-                    0.0
-                };
-                assert_close(got[row * 48 + 16 * (i + 1) + k], want, row, k);
-            }
-        }
-    }
-}
-
-#[test]
 fn column_maps_learn_and_round_trip() {
     let device = Device::flex().autodiff();
     let cfg = config(FusionMode::Gated).with_column_fusion(true);

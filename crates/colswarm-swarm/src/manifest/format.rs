@@ -87,9 +87,6 @@ struct ConfigV2 {
     /// Absent (false) in every model written before column fusion existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     column_fusion: bool,
-    /// Absent (false) in every model written before concatenating column fusion existed.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    column_concat: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -236,7 +233,6 @@ impl ManifestV1 {
             column_ngrams,
             head_skip: c.head_skip,
             column_fusion: false,
-            column_concat: false,
         };
         Ok(SwarmManifest {
             version: ManifestVersion::V1,
@@ -270,7 +266,6 @@ impl From<ConfigV2> for OrchestratorConfig {
             }))
             .with_head_skip(c.head_skip)
             .with_column_fusion(c.column_fusion)
-            .with_column_concat(c.column_concat)
     }
 }
 
@@ -293,7 +288,6 @@ impl From<&OrchestratorConfig> for ConfigV2 {
             }),
             head_skip: c.head_skip,
             column_fusion: c.column_fusion,
-            column_concat: c.column_concat,
         }
     }
 }

@@ -123,10 +123,6 @@ pub struct ModelSettings {
     /// ([`OrchestratorConfig::column_fusion`]).
     #[serde(default)]
     pub column_fusion: bool,
-    /// With column fusion, concatenate each specialist's mapped readings to the column
-    /// representations instead of adding them ([`OrchestratorConfig::column_concat`]).
-    #[serde(default)]
-    pub column_concat: bool,
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
     pub sigmoid_multi_label: bool,
@@ -153,7 +149,6 @@ impl Default for ModelSettings {
             ngram_buckets: 1 << 14,
             head_skip: false,
             column_fusion: false,
-            column_concat: false,
             sigmoid_multi_label: false,
             hierarchy_closure: true,
             init_from: None,
@@ -375,7 +370,6 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     )
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
     .with_column_fusion(model.column_fusion)
-    .with_column_concat(model.column_concat)
 }
 
 /// Switches that do not change the result (`devices` changes it in the last bits only).

@@ -135,7 +135,7 @@ pub(super) fn shard_step(
         let columns_per_table: Vec<usize> = tables.queries.iter().map(Vec::len).collect();
         draw.mask(
             &columns_per_table,
-            replica.column_width(),
+            replica.primary.d_model(),
             &replica.device(),
         )
     });
