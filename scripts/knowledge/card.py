@@ -141,6 +141,7 @@ def main() -> None:
             "GeoNames (geonames.org). WordNet 3.0 is © Princeton University, under its "
             "permissive license."]
     if indomain and "tables" in parts:
+        out[-1] = out[-1].replace("Only entries", "Of the packages' data, only entries", 1)
         out[-1] += (" The labelled sets' tables carry the terms of the datasets the shipped "
                     "model itself is trained on (its card, \"Data and licenses\")"
                     + ("; T2D is left out because its repository's license is the AGPL."
