@@ -40,3 +40,5 @@ cargo test --workspace --features wgpu --benches --no-run --quiet
 cargo test --workspace --features wgpu "$@"
 # The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included.
 scripts/python-test.sh
+# The knowledge scripts' stdlib tests (their corpus-building steps need the knowledge venv).
+python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'

@@ -1,0 +1,95 @@
+"""card.py on a tiny pretraining run, over a package corpus and over an in-domain corpus.
+
+    python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'
+
+Stdlib only; nothing is read from .knowledge/ or datasets/.
+"""
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def write_json(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+
+
+def make_run(run: Path, held_out_cosine: float) -> None:
+    write_json(run / "run.json", {
+        "objective": "header", "d_model": 64, "n_layers": 2, "head_size": 32,
+        "serialize": {"max_table_tokens": 128, "max_rows": 8, "max_cell_bytes": 24},
+        "batch_size": 32, "max_columns": 3, "learning_rate": 0.002, "warmup_steps": 50,
+        "grad_clip": 1.0, "seed": 0, "held_out_every": 20, "eval_tables": 512,
+        "eval_every": 1000, "checkpoint_every": 250,
+    })
+    write_json(run / "report.json", {
+        "steps": 3000, "objective": "header",
+        "corpus": {"gazetteers": 2, "gazetteer_entries": 10, "tables": 7, "table_columns": 40,
+                   "teacher_strings": 99, "classes": None},
+        "held_out": {"accuracy": None, "cosine": held_out_cosine, "cosine_of_mean": 0.5,
+                     "header_top1": 0.1, "header_candidates": 50, "columns": 80},
+    })
+    (run / "log.jsonl").write_text(json.dumps({"event": "step", "step": 3000, "seconds": 600.0}) + "\n")
+    (run / "specialist.safetensors").write_bytes(b"\0" * 1000)
+
+
+def make_base(corpus: Path) -> None:
+    write_json(corpus / "manifest.json", {"sources": [
+        {"package": "tables-pkg", "ecosystem": "pypi", "version": "1.0", "license": "MIT",
+         "ship": True, "counts": {"tables": 5}},
+        {"package": "teacher-pkg", "ecosystem": "pypi", "version": "0.1", "license": "Apache-2.0",
+         "ship": True, "counts": {}},
+    ]})
+    write_json(corpus / "teacher" / "manifest.json", {"teacher": {"package": "teacher-pkg"}})
+
+
+def card(run: Path, corpus: Path) -> str:
+    return subprocess.run(
+        [sys.executable, str(HERE / "card.py"), str(run), "header", "--corpus", str(corpus)],
+        check=True, capture_output=True, text=True).stdout
+
+
+class CardTest(unittest.TestCase):
+    def test_package_corpus_card_names_its_sources_and_flags_a_score_below_constant(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            make_base(tmp / "corpus")
+            make_run(tmp / "run", held_out_cosine=0.4)
+            text = card(tmp / "run", tmp / "corpus")
+        self.assertIn("| tables-pkg (pypi) | 1.0 | MIT |", text)
+        self.assertIn("teacher (`teacher/`)", text)
+        self.assertIn("further from the teacher than a constant", text)
+        self.assertNotIn("labelled sets", text)
+        self.assertIn("--corpus .knowledge/corpus --out", text)
+
+    def test_indomain_corpus_card_lists_the_labelled_sets_and_how_to_rebuild_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            make_base(tmp / "corpus")
+            write_json(tmp / "corpus-indomain-x" / "manifest.json", {
+                "generated_by": "scripts/knowledge/indomain.py", "base": str(tmp / "corpus"),
+                "split": "all", "sets": ["wikitables", "gittables"],
+                "labelled": {"wikitables": {"tables": 3, "columns": 9},
+                             "gittables": {"tables": 1200, "columns": 4000}},
+            })
+            make_run(tmp / "run", held_out_cosine=0.6)
+            text = card(tmp / "run", tmp / "corpus-indomain-x")
+        self.assertIn("with the labelled sets' own tables", text)
+        self.assertIn("| GitTables SemTab'22 (REVEAL) (`datasets/`) | every table |", text)
+        self.assertIn("tables: 1,200 (4,000 columns)", text)
+        self.assertNotIn("T2D gold standard", text)
+        self.assertIn("T2D is left out", text)
+        self.assertIn("Of the packages' data, only entries", text)
+        self.assertNotIn("further from the teacher", text)
+        self.assertIn("indomain.py --split all --sets wikitables,gittables "
+                      "--out .knowledge/corpus-indomain-x", text)
+        self.assertIn("--corpus .knowledge/corpus-indomain-x --out", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
