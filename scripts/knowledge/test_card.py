@@ -4,6 +4,8 @@
 
 Stdlib only; nothing is read from .knowledge/ or datasets/.
 """
+from __future__ import annotations
+
 import json
 import subprocess
 import sys
@@ -48,19 +50,26 @@ def make_base(corpus: Path) -> None:
     write_json(corpus / "teacher" / "manifest.json", {"teacher": {"package": "teacher-pkg"}})
 
 
-def card(run: Path, corpus: Path) -> str:
-    return subprocess.run(
-        [sys.executable, str(HERE / "card.py"), str(run), "header", "--corpus", str(corpus)],
-        check=True, capture_output=True, text=True).stdout
+def card(held_out_cosine: float, indomain: dict | None = None) -> str:
+    """The card of a run scored `held_out_cosine`, over a package corpus or, given the
+    manifest indomain.py writes, over an in-domain corpus `corpus-indomain-x` built on it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        make_base(tmp / "corpus")
+        corpus = tmp / "corpus"
+        if indomain is not None:
+            corpus = tmp / "corpus-indomain-x"
+            write_json(corpus / "manifest.json", {**indomain, "base": str(tmp / "corpus")})
+        make_run(tmp / "run", held_out_cosine)
+        return subprocess.run(
+            [sys.executable, str(HERE / "card.py"), str(tmp / "run"), "header",
+             "--corpus", str(corpus)],
+            check=True, capture_output=True, text=True).stdout
 
 
 class CardTest(unittest.TestCase):
     def test_package_corpus_card_names_its_sources_and_flags_a_score_below_constant(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            make_base(tmp / "corpus")
-            make_run(tmp / "run", held_out_cosine=0.4)
-            text = card(tmp / "run", tmp / "corpus")
+        text = card(held_out_cosine=0.4)
         self.assertIn("| tables-pkg (pypi) | 1.0 | MIT |", text)
         self.assertIn("teacher (`teacher/`)", text)
         self.assertIn("further from the teacher than a constant", text)
@@ -68,17 +77,12 @@ class CardTest(unittest.TestCase):
         self.assertIn("--corpus .knowledge/corpus --out", text)
 
     def test_indomain_corpus_card_lists_the_labelled_sets_and_how_to_rebuild_it(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            make_base(tmp / "corpus")
-            write_json(tmp / "corpus-indomain-x" / "manifest.json", {
-                "generated_by": "scripts/knowledge/indomain.py", "base": str(tmp / "corpus"),
-                "split": "all", "sets": ["wikitables", "gittables"],
-                "labelled": {"wikitables": {"tables": 3, "columns": 9},
-                             "gittables": {"tables": 1200, "columns": 4000}},
-            })
-            make_run(tmp / "run", held_out_cosine=0.6)
-            text = card(tmp / "run", tmp / "corpus-indomain-x")
+        text = card(held_out_cosine=0.6, indomain={
+            "generated_by": "scripts/knowledge/indomain.py",
+            "split": "all", "sets": ["wikitables", "gittables"],
+            "labelled": {"wikitables": {"tables": 3, "columns": 9},
+                         "gittables": {"tables": 1200, "columns": 4000}},
+        })
         self.assertIn("with the labelled sets' own tables", text)
         self.assertIn("| GitTables SemTab'22 (REVEAL) (`datasets/`) | every table |", text)
         self.assertIn("tables: 1,200 (4,000 columns)", text)
