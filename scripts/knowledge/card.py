@@ -31,17 +31,6 @@ OBJECTIVES = {
                ("tables", "teacher")),
 }
 
-# What each labelled set's PROVENANCE.md says of its license, for corpora from indomain.py.
-LABELLED = {
-    "wikitables": ("WikiTables, TURL subset (TabAnnGPT)",
-                   "none given upstream; Wikipedia's text is CC BY-SA"),
-    "gittables": ("GitTables SemTab'22 (REVEAL)",
-                  "none given for the annotations; tables from permissively licensed GitHub "
-                  "repositories"),
-    "t2d": ("T2D gold standard (TAIPAN layout)",
-            "AGPL-3.0 in the TAIPAN repository; the WDC states Apache"),
-}
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -131,9 +120,9 @@ def main() -> None:
             out.append(f"| {s['package']} ({s['ecosystem']}) | {s['version']} | {s['license']} | {what} |")
     if indomain and "tables" in parts:
         for name, counts in indomain["labelled"].items():
-            title, license_text = LABELLED[name]
+            labelled = indomain["licenses"][name]
             split = "every table" if indomain["split"] == "all" else "the training split"
-            out.append(f"| {title} (`datasets/`) | {split} | {license_text} | tables: "
+            out.append(f"| {labelled['title']} (`{labelled['provenance']}`) | {split} | {labelled['license']} | tables: "
                        f"{counts['tables']:,} ({counts['columns']:,} columns), cells and headers |")
     out += ["", "Only entries whose license allows shipping the weights trained on them are used: "
             "GPL and unlicensed tables are never exported, and Debian's iso-codes (LGPL-2.1+) is "

@@ -62,10 +62,24 @@ DATASETS = ROOT / "datasets"
 WIKITABLES = DATASETS / "wikitables-turl-subset"
 GITTABLES = DATASETS / "gittables-semtab22" / "gt-semtab22-dbpedia-all"
 T2D = DATASETS / "t2d-webtables"
-LICENSES = {
-    "wikitables": "datasets/wikitables-turl-subset/PROVENANCE.md",
-    "gittables": "datasets/gittables-semtab22/PROVENANCE.md",
-    "t2d": "datasets/t2d-webtables/PROVENANCE.md (LICENSE.TAIPAN-Datasets.txt)",
+# Each labelled set's name and what its PROVENANCE.md says of its license (card.py prints them).
+SETS = {
+    "wikitables": {
+        "title": "WikiTables, TURL subset (TabAnnGPT)",
+        "license": "none given upstream; Wikipedia's text is CC BY-SA",
+        "provenance": "datasets/wikitables-turl-subset/PROVENANCE.md",
+    },
+    "gittables": {
+        "title": "GitTables SemTab'22 (REVEAL)",
+        "license": "none given for the annotations; tables from permissively licensed GitHub "
+                   "repositories",
+        "provenance": "datasets/gittables-semtab22/PROVENANCE.md",
+    },
+    "t2d": {
+        "title": "T2D gold standard (TAIPAN layout)",
+        "license": "AGPL-3.0 in the TAIPAN repository; the WDC states Apache",
+        "provenance": "datasets/t2d-webtables/PROVENANCE.md (LICENSE.TAIPAN-Datasets.txt)",
+    },
 }
 
 
@@ -132,12 +146,13 @@ def labelled_tables(split: str, sets: list[str]):
     if everything:
         wiki.append(WIKITABLES / "dev_wikitables_subset_2.csv")
     folds = range(4) if everything else range(3)
-    if "wikitables" in sets:
-        yield "wikitables", wikitables(wiki)
-    if "gittables" in sets:
-        yield "gittables", gittables([GITTABLES / f"db_semi1_cv_{i}.csv" for i in folds])
-    if "t2d" in sets:
-        yield "t2d", t2d(lambda table_id: everything or fnv1a64(table_id) % 5 != 0)
+    readers = {
+        "wikitables": lambda: wikitables(wiki),
+        "gittables": lambda: gittables([GITTABLES / f"db_semi1_cv_{i}.csv" for i in folds]),
+        "t2d": lambda: t2d(lambda table_id: everything or fnv1a64(table_id) % 5 != 0),
+    }
+    for name in sets:
+        yield name, readers[name]()
 
 
 def safe_name(table_id: str) -> str:
@@ -150,15 +165,15 @@ def main():
     ap.add_argument("--base", type=Path, default=K / "corpus")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-rows", type=int, default=64)
-    ap.add_argument("--sets", default=",".join(LICENSES),
+    ap.add_argument("--sets", default=",".join(SETS),
                     help="comma-separated labelled sets to add (default: all three); leave out "
                          "t2d for weights free of its repository's AGPL terms")
     args = ap.parse_args()
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
-    unknown = sorted(set(sets) - set(LICENSES))
+    unknown = sorted(set(sets) - set(SETS))
     if unknown or not sets:
         sys.exit(f"--sets: unknown set(s) {', '.join(unknown) or '(none given)'}; "
-                 f"choose from {', '.join(LICENSES)}")
+                 f"choose from {', '.join(SETS)}")
     base, out = args.base.resolve(), args.out.resolve()
     if out.exists():
         sys.exit(f"{out} exists: remove it first")
@@ -192,7 +207,7 @@ def main():
                 # GitTables columns of one table differ in length: pad, never cut.
                 writer.writerows(zip_longest(*columns, fillvalue=""))
             index.append({
-                "name": stem, "source": source, "license": LICENSES[name], "ship": True,
+                "name": stem, "source": source, "license": SETS[name]["provenance"], "ship": True,
                 "rows": max(map(len, columns)), "columns": len(columns), "headers": headers,
                 "path": f"tables/{source}/{file}",
             })
@@ -228,7 +243,7 @@ def main():
         "max_rows": args.max_rows,
         "max_string_bytes": MAX_BYTES,
         "labelled": counts,
-        "licenses": LICENSES,
+        "licenses": {name: SETS[name] for name in sets},
         "new_strings": len(new_texts),
         "embedding_seconds": round(seconds, 1),
         "note": "cells and headers only; no label is read",

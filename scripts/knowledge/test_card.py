@@ -82,9 +82,12 @@ class CardTest(unittest.TestCase):
             "split": "all", "sets": ["wikitables", "gittables"],
             "labelled": {"wikitables": {"tables": 3, "columns": 9},
                          "gittables": {"tables": 1200, "columns": 4000}},
+            "licenses": {name: {"title": title, "license": "see PROVENANCE", "provenance": f"{name}.md"}
+                         for name, title in [("wikitables", "WikiTables"),
+                                             ("gittables", "GitTables SemTab'22 (REVEAL)")]},
         })
         self.assertIn("with the labelled sets' own tables", text)
-        self.assertIn("| GitTables SemTab'22 (REVEAL) (`datasets/`) | every table |", text)
+        self.assertIn("| GitTables SemTab'22 (REVEAL) (`gittables.md`) | every table | see PROVENANCE |", text)
         self.assertIn("tables: 1,200 (4,000 columns)", text)
         self.assertNotIn("T2D gold standard", text)
         self.assertIn("T2D is left out", text)
