@@ -126,14 +126,18 @@ pub(crate) fn exp_into(out: &mut [f32], x: &[f32]) {
 pub(crate) fn exp_f32(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding and subtracting it rounds to an integer
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * core::f32::consts::LOG2_E + ROUND) - ROUND;
+    let shifted = x * core::f32::consts::LOG2_E + ROUND;
+    let n = shifted - ROUND;
+    // `n` as an integer, read from the low mantissa bits of `shifted` rather than by an `as`
+    // cast, whose saturating NaN check kept the loops from vectorising.
+    let n_int = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
     let poly = ((((1.987_569_2e-4 * r + 1.398_2e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 0.166_666_65)
         * r
         + 0.5;
     let e_r = poly * (r * r) + r + 1.0;
-    e_r * f32::from_bits(((n as i32 + 127) << 23) as u32)
+    e_r * f32::from_bits((n_int.wrapping_add(127) << 23) as u32)
 }
 
 #[cfg(test)]

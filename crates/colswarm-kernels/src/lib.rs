@@ -23,16 +23,20 @@
 //!   `k`, `v`, `b` leaves the state unchanged (this is how padding is masked).
 #![warn(missing_docs)]
 
+pub mod activation;
 mod cpu;
 #[cfg(feature = "cube")]
 mod cube;
 pub mod fuse_states;
 mod implementation;
+pub mod layer_norm;
 mod simd;
 #[cfg(test)]
 mod testing;
 pub mod wkv7;
 
+pub use activation::{ActivationBackend, sigmoid, tanh};
 pub use fuse_states::{FuseStatesBackend, fuse_states, fuse_states_reference, fuse_states_with};
 pub use implementation::KernelImpl;
+pub use layer_norm::{LayerNormBackend, layer_norm};
 pub use wkv7::{Wkv7Backend, Wkv7TrainBackend, wkv7, wkv7_reference, wkv7_with};

@@ -28,7 +28,24 @@ pub struct Block {
 }
 
 pub(crate) fn layer_norm(d: usize, device: &Device) -> LayerNorm {
-    LayerNormConfig::new(d).with_epsilon(1e-5).init(device)
+    LayerNormConfig::new(d)
+        .with_epsilon(f64::from(LAYER_NORM_EPSILON))
+        .init(device)
+}
+
+/// The epsilon of every layer norm [`layer_norm`] builds (burn's `LayerNorm` keeps its own
+/// private, so [`normalise`] needs it from here).
+const LAYER_NORM_EPSILON: f32 = 1e-5;
+
+/// `ln`'s normalisation through colswarm's fused kernel (burn's own layer norm sums rows in
+/// compensated scalar arithmetic: a tenth of a forward pass).
+pub(crate) fn normalise<const D: usize>(ln: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
+    let gamma = ln.gamma.val();
+    let beta = match &ln.beta {
+        Some(beta) => beta.val(),
+        None => gamma.zeros_like(),
+    };
+    colswarm_kernels::layer_norm(x, gamma, beta, LAYER_NORM_EPSILON)
 }
 
 impl Block {
@@ -63,7 +80,7 @@ impl Block {
     ) -> (Tensor<3>, LayerState, Tensor<2>) {
         let x = self.embedding_norm(x);
         let (att, att_shift, wkv, v_first) = self.att.forward(
-            self.ln1.forward(x.clone()),
+            normalise(&self.ln1, x.clone()),
             state.att_shift,
             state.wkv,
             v_first,
@@ -72,7 +89,7 @@ impl Block {
         let x = x + att;
         let (ffn, ffn_shift) =
             self.ffn
-                .forward(self.ln2.forward(x.clone()), state.ffn_shift, padding);
+                .forward(normalise(&self.ln2, x.clone()), state.ffn_shift, padding);
         let state = LayerState {
             wkv,
             att_shift,
@@ -84,7 +101,7 @@ impl Block {
     /// `ln0` on the first block's input (the embedding); the identity on the others.
     fn embedding_norm<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         match &self.ln0 {
-            Some(ln0) => ln0.forward(x),
+            Some(ln0) => normalise(ln0, x),
             None => x,
         }
     }
@@ -105,7 +122,7 @@ impl Block {
     ) -> Tensor<4> {
         let x = self.embedding_norm(x);
         self.att.forward_state(
-            self.ln1.forward(x),
+            normalise(&self.ln1, x),
             state.att_shift,
             state.wkv,
             v_first,
@@ -126,13 +143,13 @@ impl Block {
     ) -> (Tensor<2>, LayerState, Tensor<2>) {
         let x = self.embedding_norm(x);
         let (att, att_shift, wkv, v_first) = self.att.step(
-            self.ln1.forward(x.clone()),
+            normalise(&self.ln1, x.clone()),
             state.att_shift,
             state.wkv,
             v_first,
         );
         let x = x + att;
-        let x_ffn = self.ln2.forward(x.clone());
+        let x_ffn = normalise(&self.ln2, x.clone());
         let ffn = self.ffn.mix(x_ffn.clone(), state.ffn_shift);
         let state = LayerState {
             wkv,

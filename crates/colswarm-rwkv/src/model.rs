@@ -4,7 +4,7 @@ use burn::module::Module;
 use burn::nn::{Embedding, LayerNorm};
 use burn::tensor::{Device, Int, Tensor};
 
-use crate::block::{Block, layer_norm};
+use crate::block::{Block, layer_norm, normalise};
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
 use crate::padding::Padding;
@@ -79,7 +79,7 @@ impl Rwkv {
     ) -> RwkvOutput {
         let read = self.read_blocks(tokens, lengths, state, self.blocks.len());
         RwkvOutput {
-            hidden: self.ln_out.forward(read.x),
+            hidden: normalise(&self.ln_out, read.x),
             state: RwkvState {
                 layers: read.layers,
             },
@@ -168,7 +168,7 @@ impl Rwkv {
             v_first = Some(first);
             layers.push(new_state);
         }
-        (self.ln_out.forward(x), RwkvState { layers })
+        (normalise(&self.ln_out, x), RwkvState { layers })
     }
 
     /// The all-zero state for `batch` sequences.

@@ -3,8 +3,8 @@
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
-use burn::tensor::activation::{sigmoid, tanh};
 use burn::tensor::module::linear;
+use colswarm_kernels::{sigmoid, tanh};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -91,11 +91,16 @@ impl HeadNorm {
     /// - `x`: `[m, d]` → `[m, d]`
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let [m, d] = x.dims();
-        let x = x.reshape([m, self.heads, d / self.heads]);
-        let mean = x.clone().mean_dim(2);
-        let centred = x - mean;
-        let var = centred.clone().powf_scalar(2.0).mean_dim(2);
-        let normed = centred / (var + self.epsilon).sqrt();
+        let n = d / self.heads;
+        // Each head's values normalised alone: a layer norm over `n` without scale or shift
+        // (the fused kernel), then the per-channel ones.
+        let unit = Tensor::<1>::ones([n], &x.device());
+        let normed = colswarm_kernels::layer_norm(
+            x.reshape([m, self.heads, n]),
+            unit.clone(),
+            unit.zeros_like(),
+            self.epsilon as f32,
+        );
         normed.reshape([m, d]) * self.weight.val().unsqueeze() + self.bias.val().unsqueeze()
     }
 }

@@ -1,0 +1,99 @@
+//! Sigmoid and tanh with vectorised CPU kernels.
+//!
+//! RWKV-7's time mixing takes four to five sigmoids and a tanh per layer and token. Flex
+//! computes them with one libm call per element, which cost about a tenth of a whole forward
+//! pass; the fused kernels here evaluate them with a vectorised polynomial exponential.
+//!
+//! Implementations: burn's own `sigmoid` / `tanh` (the reference, every backend) and a fused
+//! Flex kernel with its own backward, reached through the [`ActivationBackend`] extension.
+//! On other backends (CubeCL) the plain entry points run the reference, which those backends
+//! already fuse.
+
+mod backend;
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+pub use backend::{ActivationBackend, ActivationTrainBackend};
+
+use burn::backend::Dispatch;
+use burn::tensor::Tensor;
+
+use crate::KernelImpl;
+
+/// `σ(x) = 1 / (1 + e⁻ˣ)`, element-wise: the fused kernel on Flex for `f32`, burn's
+/// `sigmoid` elsewhere. Differentiable.
+///
+/// # Shapes
+///
+/// Any; the output has `x`'s shape.
+pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    let imp = fastest(&x);
+    sigmoid_with(imp, x)
+}
+
+/// `tanh(x)`, element-wise: the fused kernel on Flex for `f32`, burn's `tanh` elsewhere.
+/// Differentiable.
+///
+/// # Shapes
+///
+/// Any; the output has `x`'s shape.
+pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    let imp = fastest(&x);
+    tanh_with(imp, x)
+}
+
+/// [`sigmoid`] with an explicit implementation.
+///
+/// # Shapes
+///
+/// As [`sigmoid`].
+///
+/// # Panics
+///
+/// If `imp` is fused and the tensor is not an `f32` tensor on a Flex device.
+pub fn sigmoid_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> {
+    if imp == KernelImpl::Reference {
+        return burn::tensor::activation::sigmoid(x);
+    }
+    check_fused(&x, "sigmoid");
+    Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_sigmoid(
+        x.into_dispatch(),
+    ))
+}
+
+/// [`tanh`] with an explicit implementation.
+///
+/// # Shapes
+///
+/// As [`tanh`].
+///
+/// # Panics
+///
+/// If `imp` is fused and the tensor is not an `f32` tensor on a Flex device.
+pub fn tanh_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> {
+    if imp == KernelImpl::Reference {
+        return burn::tensor::activation::tanh(x);
+    }
+    check_fused(&x, "tanh");
+    Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_tanh(
+        x.into_dispatch(),
+    ))
+}
+
+/// The fused kernel where it exists (Flex, `f32`), else the reference.
+fn fastest<const D: usize>(x: &Tensor<D>) -> KernelImpl {
+    if KernelImpl::FusedSerial.is_available(&x.device(), x.dtype()) {
+        KernelImpl::FusedSerial
+    } else {
+        KernelImpl::Reference
+    }
+}
+
+fn check_fused<const D: usize>(x: &Tensor<D>, op: &str) {
+    let (device, dtype) = (x.device(), x.dtype());
+    assert!(
+        KernelImpl::FusedSerial.is_available(&device, dtype),
+        "{op}: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
+    );
+}
