@@ -6,11 +6,16 @@
 //! recurrence (9·N² per head per token). The reference's forward+backward at T = 2048 takes
 //! minutes per iteration (burn's O(T²) backward of per-step slices) and only runs with
 //! `COLSWARM_BENCH_SLOW=1`. With `--features wgpu`, a `cube` group times the CubeCL kernels
-//! on wgpu's default adapter. Results: BENCHMARKS.md, "Kernels".
+//! on wgpu's default adapter. The `rwkv_block_ops` group times the fused linear map, layer norm,
+//! sigmoid and tanh against burn's own ops at the sizes of one annotation batch (16 tables of
+//! 128 tokens at d_model 64: 2,048 rows). Results: BENCHMARKS.md, "Kernels".
 
 use std::time::Duration;
 
 use burn::tensor::{Device, Distribution, Tensor};
+use colswarm_kernels::activation::{sigmoid_with, tanh_with};
+use colswarm_kernels::layer_norm::layer_norm_with;
+use colswarm_kernels::linear::linear_with;
 use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -80,6 +85,45 @@ fn matmul(c: &mut Criterion) {
     group.bench_function("flex_1024", |bench| {
         bench.iter(|| lhs.clone().matmul(rhs.clone()).into_data())
     });
+    group.finish();
+}
+
+/// The fused element-wise and linear ops of an RWKV-7 block against burn's, forward only (as
+/// in annotation), on 2,048 rows.
+fn rwkv_block_ops(c: &mut Criterion) {
+    const ROWS: usize = 2048;
+    let device = Device::flex();
+    let random =
+        |shape: [usize; 2]| Tensor::<2>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+    let (x, hidden) = (random([ROWS, 64]), random([ROWS, 256]));
+    let weights = [random([64, 64]), random([64, 256]), random([256, 64])];
+    let (gamma, beta) = (
+        Tensor::<1>::ones([64], &device),
+        Tensor::<1>::zeros([64], &device),
+    );
+    let mut group = c.benchmark_group("rwkv_block_ops_rows2048");
+    group.sample_size(30);
+    for imp in [KernelImpl::Reference, KernelImpl::FusedSerial] {
+        for weight in &weights {
+            let [d_in, d_out] = weight.dims();
+            let input = if d_in == 64 { &x } else { &hidden };
+            group.bench_function(
+                BenchmarkId::new(format!("linear_{d_in}x{d_out}"), name(imp)),
+                |bench| bench.iter(|| linear_with(imp, input.clone(), weight.clone()).into_data()),
+            );
+        }
+        group.bench_function(BenchmarkId::new("layer_norm_64", name(imp)), |bench| {
+            bench.iter(|| {
+                layer_norm_with(imp, x.clone(), gamma.clone(), beta.clone(), 1e-5).into_data()
+            })
+        });
+        group.bench_function(BenchmarkId::new("sigmoid_64", name(imp)), |bench| {
+            bench.iter(|| sigmoid_with(imp, x.clone()).into_data())
+        });
+        group.bench_function(BenchmarkId::new("tanh_64", name(imp)), |bench| {
+            bench.iter(|| tanh_with(imp, x.clone()).into_data())
+        });
+    }
     group.finish();
 }
 
@@ -201,6 +245,7 @@ fn cube(c: &mut Criterion) {
 criterion_group!(
     benches,
     matmul,
+    rwkv_block_ops,
     wkv7_forward,
     wkv7_forward_backward,
     fuse_states
@@ -209,6 +254,7 @@ criterion_group!(
 criterion_group!(
     benches,
     matmul,
+    rwkv_block_ops,
     wkv7_forward,
     wkv7_forward_backward,
     fuse_states,

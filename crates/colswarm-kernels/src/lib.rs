@@ -30,6 +30,7 @@ mod cube;
 pub mod fuse_states;
 mod implementation;
 pub mod layer_norm;
+pub mod linear;
 mod simd;
 #[cfg(test)]
 mod testing;
@@ -39,4 +40,5 @@ pub use activation::{ActivationBackend, sigmoid, tanh};
 pub use fuse_states::{FuseStatesBackend, fuse_states, fuse_states_reference, fuse_states_with};
 pub use implementation::KernelImpl;
 pub use layer_norm::{LayerNormBackend, layer_norm};
+pub use linear::{LinearBackend, linear};
 pub use wkv7::{Wkv7Backend, Wkv7TrainBackend, wkv7, wkv7_reference, wkv7_with};

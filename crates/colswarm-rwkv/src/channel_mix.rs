@@ -8,7 +8,7 @@ use burn::tensor::activation::relu;
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
 use crate::padding::Padding;
-use crate::time_mix::{last_token, token_shift};
+use crate::time_mix::{last_token, project, token_shift};
 
 /// RWKV-7 channel mixing (rwkv.md §2.5): `out = relu(x_k · W_k)² · W_v` with
 /// `x_k = x + (x_prev − x) ⊙ μ_k`.
@@ -50,8 +50,7 @@ impl ChannelMix {
     /// - `x`, `x_prev`: `[m, d]` → `[m, d]`
     pub fn mix(&self, x: Tensor<2>, x_prev: Tensor<2>) -> Tensor<2> {
         let xk = x.clone() + (x_prev - x) * self.x_k.val().unsqueeze();
-        self.value
-            .forward(relu(self.key.forward(xk)).powf_scalar(2.0))
+        project(&self.value, relu(project(&self.key, xk)).powf_scalar(2.0))
     }
 
     /// Sequence mode.

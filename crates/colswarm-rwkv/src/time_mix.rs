@@ -3,8 +3,7 @@
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
-use burn::tensor::module::linear;
-use colswarm_kernels::{sigmoid, tanh};
+use colswarm_kernels::{linear, sigmoid, tanh};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -125,7 +124,7 @@ pub(crate) struct Projected {
 
 /// `x · A · B` (a LoRA product), with `x` `[m, d]`.
 fn lora(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
-    linear(linear(x, a.val(), None), b.val(), None)
+    linear(linear(x, a.val()), b.val())
 }
 
 impl TimeMix {
@@ -231,17 +230,16 @@ impl TimeMix {
         let delta = x_prev - x.clone();
         let shift = |mu: &Param<Tensor<1>>| x.clone() + delta.clone() * mu.val().unsqueeze();
 
-        let r = self.receptance.forward(shift(&self.x_r));
+        let r = project(&self.receptance, shift(&self.x_r));
         let z = lora_tanh(shift(&self.x_w), &self.w1, &self.w2) + self.w0.val().unsqueeze();
         let log_w = sigmoid(z) * (-DECAY_SCALE);
-        let k = self.key.forward(shift(&self.x_k));
+        let k = project(&self.key, shift(&self.x_k));
         let x_v = shift(&self.x_v);
-        let mut v = self.value.forward(x_v.clone());
+        let mut v = project(&self.value, x_v.clone());
         let a = sigmoid(lora(shift(&self.x_a), &self.a1, &self.a2) + self.a0.val().unsqueeze());
         let g = linear(
-            sigmoid(linear(shift(&self.x_g), self.g1.val(), None)),
+            sigmoid(linear(shift(&self.x_g), self.g1.val())),
             self.g2.val(),
-            None,
         );
 
         let v_first = match (v_first, &self.v0, &self.v1, &self.v2) {
@@ -289,7 +287,7 @@ impl TimeMix {
         let bonus_weight =
             (per_head(p.r.clone()) * per_head(p.k.clone()) * self.r_k.val().unsqueeze()).sum_dim(2);
         let bonus = (bonus_weight * per_head(p.v.clone())).reshape([m, d]);
-        self.output.forward((normed + bonus) * p.g.clone())
+        project(&self.output, (normed + bonus) * p.g.clone())
     }
 
     /// Sequence mode: reads `x` from `state`, ignoring padding.
@@ -398,8 +396,18 @@ impl TimeMix {
 }
 
 /// `tanh(x · A) · B`.
+/// `layer`'s map through colswarm's kernel for small products (burn's `Linear::forward` goes
+/// through a general GEMM that packs both operands, 2–4× slower at these sizes).
+pub(crate) fn project(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
+    let y = linear(x, layer.weight.val());
+    match &layer.bias {
+        Some(bias) => y + bias.val().unsqueeze(),
+        None => y,
+    }
+}
+
 fn lora_tanh(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
-    linear(tanh(linear(x, a.val(), None)), b.val(), None)
+    linear(tanh(linear(x, a.val())), b.val())
 }
 
 /// The previous token's input at every position: `shift` at position 0.

@@ -1,0 +1,103 @@
+//! The bias-free linear map as a burn backend extension: the trait, the Flex kernel, and the
+//! autodiff implementation, whose backward uses the backend's own matrix products.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
+use burn::tensor::{DType, Shape, TensorData};
+
+use super::cpu::{self, Dims};
+use crate::cpu::{Isa, output_buffer};
+
+/// `x · weight` as a backend operation (the extension behind [`linear`](super::linear)).
+///
+/// The default body is the backend's matrix product; [`Flex`] overrides it with the kernel of
+/// `cpu.rs`, and `Autodiff<B, C>` with one graph node whose backward takes the products
+/// `grad · weightᵀ` and `xᵀ · grad` on the inner backend.
+#[backend_extension(Flex, Autodiff)]
+pub trait LinearBackend: Backend {
+    /// `x · weight`.
+    ///
+    /// # Shapes
+    ///
+    /// `x`: `[rows, d_in]`; `weight`: `[d_in, d_out]`; returns `[rows, d_out]`.
+    fn fused_linear(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::float_matmul(x, weight)
+    }
+}
+
+fn f32_contiguous(x: FlexTensor) -> FlexTensor {
+    assert_eq!(
+        x.dtype(),
+        DType::F32,
+        "the fused linear map needs f32 tensors"
+    );
+    x.to_contiguous()
+}
+
+impl LinearBackend for Flex {
+    fn fused_linear(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+        let (x, weight) = (f32_contiguous(x), f32_contiguous(weight));
+        let (&[m, k], &[k_w, n]) = (x.shape().as_slice(), weight.shape().as_slice()) else {
+            panic!(
+                "linear: expected two matrices, got {:?} and {:?}",
+                x.shape(),
+                weight.shape()
+            );
+        };
+        assert_eq!(
+            k, k_w,
+            "linear: x is [{m}, {k}] but the weight is [{k_w}, {n}]"
+        );
+        let mut out = output_buffer(m * n);
+        let (xs, ws) = (x.as_slice::<f32>(), weight.as_slice::<f32>());
+        let (xs, ws) = (xs.expect("contiguous f32"), ws.expect("contiguous f32"));
+        cpu::matmul(Isa::detect(), &mut out, xs, ws, Dims { m, k, n });
+        FlexTensor::from_data(TensorData::new(out, Shape::new([m, n])))
+    }
+}
+
+/// The autodiff node of one linear map.
+#[derive(Debug)]
+struct LinearNode;
+
+impl<B: LinearBackend> Backward<B, 2> for LinearNode {
+    /// The input and the weight.
+    type State = (FloatTensor<B>, FloatTensor<B>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad = grads.consume::<B>(&ops.node);
+        let (x, weight) = ops.state;
+        let [x_node, weight_node] = ops.parents;
+        if let Some(node) = x_node {
+            let d_x = B::float_matmul(grad.clone(), B::float_transpose(weight));
+            grads.register::<B>(node.id, d_x);
+        }
+        if let Some(node) = weight_node {
+            let d_weight = B::float_matmul(B::float_transpose(x), grad);
+            grads.register::<B>(node.id, d_weight);
+        }
+    }
+}
+
+impl<B: LinearBackend, C: CheckpointStrategy> LinearBackend for Autodiff<B, C> {
+    fn fused_linear(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (x, x_node) = x.into_parts();
+        let (weight, weight_node) = weight.into_parts();
+        match LinearNode
+            .prepare::<C>([x_node, weight_node])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let out = B::fused_linear(x.clone(), weight.clone());
+                prep.finish((x, weight), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fused_linear(x, weight)),
+        }
+    }
+}

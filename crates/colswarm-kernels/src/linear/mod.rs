@@ -1,0 +1,70 @@
+//! The bias-free linear map `x · weight` of RWKV-7's projections, with a CPU kernel for the
+//! small, skinny products of a small model.
+//!
+//! Implementations: the backend's matrix product (the reference, every backend) and, on Flex,
+//! the kernel of `cpu.rs`, reached through the [`LinearBackend`] extension; under autodiff
+//! the backward runs the backend's own products. On other backends (CubeCL) [`linear`] runs
+//! the reference.
+
+mod backend;
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+pub use backend::LinearBackend;
+
+use burn::backend::Dispatch;
+use burn::tensor::Tensor;
+
+use crate::KernelImpl;
+
+/// `x · weight`: the kernel on Flex for `f32`, the backend's matrix product elsewhere.
+/// Differentiable w.r.t. both.
+///
+/// # Shapes
+///
+/// - `x`: `[rows, d_in]`
+/// - `weight`: `[d_in, d_out]` (burn's `Linear` layout)
+/// - returns `[rows, d_out]`
+///
+/// # Panics
+///
+/// If the inner dimensions differ.
+pub fn linear(x: Tensor<2>, weight: Tensor<2>) -> Tensor<2> {
+    let imp = if KernelImpl::FusedSerial.is_available(&x.device(), x.dtype()) {
+        KernelImpl::FusedSerial
+    } else {
+        KernelImpl::Reference
+    };
+    linear_with(imp, x, weight)
+}
+
+/// [`linear`] with an explicit implementation.
+///
+/// # Shapes
+///
+/// As [`linear`].
+///
+/// # Panics
+///
+/// If the inner dimensions differ, or if `imp` is fused and the tensors are not `f32`
+/// tensors on a Flex device.
+pub fn linear_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2> {
+    let ([rows, d_in], [d_in_w, d_out]) = (x.dims(), weight.dims());
+    assert_eq!(
+        d_in, d_in_w,
+        "linear: the input is [{rows}, {d_in}] but the weight is [{d_in_w}, {d_out}]"
+    );
+    if imp == KernelImpl::Reference {
+        return x.matmul(weight);
+    }
+    let (device, dtype) = (x.device(), x.dtype());
+    assert!(
+        KernelImpl::FusedSerial.is_available(&device, dtype),
+        "linear: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
+    );
+    Tensor::from_dispatch(<Dispatch as LinearBackend>::fused_linear(
+        x.into_dispatch(),
+        weight.into_dispatch(),
+    ))
+}

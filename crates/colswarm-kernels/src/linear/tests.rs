@@ -1,0 +1,81 @@
+//! Parity of the fused linear map (output and both gradients) with the backend's product.
+
+use burn::tensor::{Device, Tensor};
+
+use super::linear_with;
+use crate::KernelImpl;
+use crate::testing::{rel_err, rng, tensor, uniform};
+
+const TOL: f32 = 1e-5;
+
+/// The output and the gradients w.r.t. `x` and `weight` of `Σ (x · weight) ⊙ c`.
+fn run(imp: KernelImpl, rows: usize, d_in: usize, d_out: usize, seed: u64) -> [Tensor<2>; 3] {
+    let mut rng = rng(seed);
+    let device = Device::flex().autodiff();
+    let x = tensor(
+        uniform(&mut rng, rows * d_in, -1.0, 1.0),
+        [rows, d_in],
+        &device,
+    )
+    .require_grad();
+    let w = tensor(
+        uniform(&mut rng, d_in * d_out, -0.3, 0.3),
+        [d_in, d_out],
+        &device,
+    )
+    .require_grad();
+    let c = tensor(
+        uniform(&mut rng, rows * d_out, -1.0, 1.0),
+        [rows, d_out],
+        &device,
+    );
+    let y = linear_with(imp, x.clone(), w.clone());
+    let grads = (y.clone() * c).sum().backward();
+    [
+        y.detach(),
+        x.grad(&grads).expect("tracked"),
+        w.grad(&grads).expect("tracked"),
+    ]
+}
+
+#[test]
+fn fused_matches_the_backend_with_gradients() {
+    for (rows, d_in, d_out, seed) in [
+        (512, 64, 64, 1),
+        (300, 64, 256, 2),
+        (129, 256, 64, 3),
+        (7, 64, 12, 4),
+        (9, 5, 3, 5),
+    ] {
+        let fused = run(KernelImpl::FusedSerial, rows, d_in, d_out, seed);
+        let reference = run(KernelImpl::Reference, rows, d_in, d_out, seed);
+        for ((what, a), b) in ["output", "d_x", "d_weight"]
+            .iter()
+            .zip(fused)
+            .zip(reference)
+        {
+            let err = rel_err(a, b);
+            assert!(
+                err < TOL,
+                "[{rows}, {d_in}] · [{d_in}, {d_out}] {what}: error {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_transposed_input_is_made_contiguous_first() {
+    let device = Device::flex();
+    let mut rng = rng(9);
+    let x_t: Tensor<2> = tensor(uniform(&mut rng, 6 * 10, -1.0, 1.0), [6, 10], &device);
+    let w: Tensor<2> = tensor(uniform(&mut rng, 6 * 4, -1.0, 1.0), [6, 4], &device);
+    let fused = linear_with(KernelImpl::FusedSerial, x_t.clone().transpose(), w.clone());
+    assert!(rel_err(fused, x_t.transpose().matmul(w)) < TOL);
+}
+
+#[test]
+#[should_panic(expected = "the weight is [5, 3]")]
+fn mismatched_shapes_are_named() {
+    let device = Device::flex();
+    let _ = super::linear(Tensor::ones([2, 4], &device), Tensor::ones([5, 3], &device));
+}
