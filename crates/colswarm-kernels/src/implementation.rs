@@ -42,6 +42,26 @@ impl KernelImpl {
         }
     }
 
+    /// The implementation of an op whose fused kernel exists on Flex only (the RWKV-7 block's
+    /// linear map, layer norm and activations): [`KernelImpl::FusedSerial`] for `f32` on
+    /// Flex, the reference elsewhere.
+    pub(crate) fn fastest_flex_only(device: &Device, dtype: DType) -> Self {
+        if Self::FusedSerial.is_available(device, dtype) {
+            Self::FusedSerial
+        } else {
+            Self::Reference
+        }
+    }
+
+    /// Panics, naming `op`, unless this is the reference or tensors of `dtype` on `device` can
+    /// run a Flex-only fused kernel.
+    pub(crate) fn check_flex_only(self, op: &str, device: &Device, dtype: DType) {
+        assert!(
+            self == Self::Reference || Self::FusedSerial.is_available(device, dtype),
+            "{op}: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
+        );
+    }
+
     /// Whether a fused implementation may use several threads.
     pub(crate) fn parallel(self) -> bool {
         self == Self::Fused

@@ -1,4 +1,6 @@
-//! Kernels for colswarm: the WKV-7 recurrence of RWKV-7 and the state-fusion op.
+//! Kernels for colswarm: the WKV-7 recurrence of RWKV-7 and the state-fusion op, and the
+//! CPU kernels of an RWKV-7 block's other hot ops ([`linear()`], [`layer_norm()`],
+//! [`sigmoid()`], [`tanh()`]; Flex only, burn's own ops elsewhere).
 //!
 //! Every op has a *reference* implementation composed of burn tensor ops (the ground truth for
 //! tests, and the fallback on every backend) and a *fused* CPU implementation for burn's Flex

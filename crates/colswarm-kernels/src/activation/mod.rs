@@ -28,7 +28,7 @@ use crate::KernelImpl;
 ///
 /// Any; the output has `x`'s shape.
 pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    let imp = fastest(&x);
+    let imp = KernelImpl::fastest_flex_only(&x.device(), x.dtype());
     sigmoid_with(imp, x)
 }
 
@@ -39,7 +39,7 @@ pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 ///
 /// Any; the output has `x`'s shape.
 pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    let imp = fastest(&x);
+    let imp = KernelImpl::fastest_flex_only(&x.device(), x.dtype());
     tanh_with(imp, x)
 }
 
@@ -56,7 +56,7 @@ pub fn sigmoid_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> 
     if imp == KernelImpl::Reference {
         return burn::tensor::activation::sigmoid(x);
     }
-    check_fused(&x, "sigmoid");
+    imp.check_flex_only("sigmoid", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_sigmoid(
         x.into_dispatch(),
     ))
@@ -75,25 +75,8 @@ pub fn tanh_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> {
     if imp == KernelImpl::Reference {
         return burn::tensor::activation::tanh(x);
     }
-    check_fused(&x, "tanh");
+    imp.check_flex_only("tanh", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_tanh(
         x.into_dispatch(),
     ))
-}
-
-/// The fused kernel where it exists (Flex, `f32`), else the reference.
-fn fastest<const D: usize>(x: &Tensor<D>) -> KernelImpl {
-    if KernelImpl::FusedSerial.is_available(&x.device(), x.dtype()) {
-        KernelImpl::FusedSerial
-    } else {
-        KernelImpl::Reference
-    }
-}
-
-fn check_fused<const D: usize>(x: &Tensor<D>, op: &str) {
-    let (device, dtype) = (x.device(), x.dtype());
-    assert!(
-        KernelImpl::FusedSerial.is_available(&device, dtype),
-        "{op}: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
-    );
 }

@@ -38,11 +38,7 @@ pub fn layer_norm<const D: usize>(
     beta: Tensor<1>,
     epsilon: f32,
 ) -> Tensor<D> {
-    let imp = if KernelImpl::FusedSerial.is_available(&x.device(), x.dtype()) {
-        KernelImpl::FusedSerial
-    } else {
-        KernelImpl::Reference
-    };
+    let imp = KernelImpl::fastest_flex_only(&x.device(), x.dtype());
     layer_norm_with(imp, x, gamma, beta, epsilon)
 }
 
@@ -74,11 +70,7 @@ pub fn layer_norm_with<const D: usize>(
     if imp == KernelImpl::Reference {
         return burn::tensor::module::layer_norm(x, gamma, Some(beta), f64::from(epsilon));
     }
-    let (device, dtype) = (x.device(), x.dtype());
-    assert!(
-        KernelImpl::FusedSerial.is_available(&device, dtype),
-        "layer_norm: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
-    );
+    imp.check_flex_only("layer_norm", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as LayerNormBackend>::fused_layer_norm(
         x.into_dispatch(),
         gamma.into_dispatch(),

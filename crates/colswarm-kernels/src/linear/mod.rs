@@ -31,11 +31,7 @@ use crate::KernelImpl;
 ///
 /// If the inner dimensions differ.
 pub fn linear(x: Tensor<2>, weight: Tensor<2>) -> Tensor<2> {
-    let imp = if KernelImpl::FusedSerial.is_available(&x.device(), x.dtype()) {
-        KernelImpl::FusedSerial
-    } else {
-        KernelImpl::Reference
-    };
+    let imp = KernelImpl::fastest_flex_only(&x.device(), x.dtype());
     linear_with(imp, x, weight)
 }
 
@@ -58,11 +54,7 @@ pub fn linear_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2
     if imp == KernelImpl::Reference {
         return x.matmul(weight);
     }
-    let (device, dtype) = (x.device(), x.dtype());
-    assert!(
-        KernelImpl::FusedSerial.is_available(&device, dtype),
-        "linear: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
-    );
+    imp.check_flex_only("linear", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as LinearBackend>::fused_linear(
         x.into_dispatch(),
         weight.into_dispatch(),
