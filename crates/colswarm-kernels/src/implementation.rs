@@ -43,8 +43,7 @@ impl KernelImpl {
     }
 
     /// The implementation of an op whose fused kernel exists on Flex only (the RWKV-7 block's
-    /// linear map, layer norm and activations): [`KernelImpl::FusedSerial`] for `f32` on
-    /// Flex, the reference elsewhere.
+    /// linear map): [`KernelImpl::FusedSerial`] for `f32` on Flex, the reference elsewhere.
     pub(crate) fn fastest_flex_only(device: &Device, dtype: DType) -> Self {
         if Self::FusedSerial.is_available(device, dtype) {
             Self::FusedSerial
@@ -53,12 +52,29 @@ impl KernelImpl {
         }
     }
 
+    /// The implementation of an element-wise op of the RWKV-7 block (layer norm, sigmoid,
+    /// tanh): [`KernelImpl::FusedSerial`] for `f32` on a plain Flex device, the reference
+    /// elsewhere, autodiff included. Training keeps burn's own ops: the fused kernels round
+    /// differently, and over a training run that moved dev scores (BENCHMARKS.md, "The RWKV-7
+    /// block's other ops").
+    pub(crate) fn fastest_for_inference(device: &Device, dtype: DType) -> Self {
+        if device.is_autodiff() {
+            Self::Reference
+        } else {
+            Self::fastest_flex_only(device, dtype)
+        }
+    }
+
     /// Panics, naming `op`, unless this is the reference or tensors of `dtype` on `device` can
-    /// run a Flex-only fused kernel.
-    pub(crate) fn check_flex_only(self, op: &str, device: &Device, dtype: DType) {
+    /// run a Flex-only fused kernel (`autodiff`: whether the kernel has a backward).
+    pub(crate) fn check_flex_only(self, op: &str, device: &Device, dtype: DType, autodiff: bool) {
         assert!(
             self == Self::Reference || Self::FusedSerial.is_available(device, dtype),
             "{op}: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
+        );
+        assert!(
+            self == Self::Reference || autodiff || !device.is_autodiff(),
+            "{op}: the fused kernel has no backward; use the reference under autodiff"
         );
     }
 

@@ -1,12 +1,12 @@
 //! Kernels for colswarm: the WKV-7 recurrence of RWKV-7 and the state-fusion op, and the
-//! CPU kernels of an RWKV-7 block's other hot ops ([`linear()`], [`layer_norm()`],
-//! [`sigmoid()`], [`tanh()`]; Flex only, burn's own ops elsewhere).
+//! CPU kernels of an RWKV-7 block's other hot ops ([`linear()`], and for inference
+//! [`layer_norm()`], [`sigmoid()`], [`tanh()`]; Flex only, burn's own ops elsewhere).
 //!
 //! Every op has a *reference* implementation composed of burn tensor ops (the ground truth for
 //! tests, and the fallback on every backend) and a *fused* CPU implementation for burn's Flex
-//! backend, with a hand-written backward under autodiff. The plain entry points ([`wkv7()`],
-//! [`fuse_states()`]) pick the fastest for the tensors' device; the `_with` variants take a
-//! [`KernelImpl`] (for benchmarks and parity tests).
+//! backend, with a backward under autodiff (the inference-only element-wise ones excepted). The
+//! plain entry points ([`wkv7()`], [`fuse_states()`], ...) pick the fastest for the tensors'
+//! device; the `_with` variants take a [`KernelImpl`] (for benchmarks and parity tests).
 //!
 //! The fused ops are burn backend extensions ([`Wkv7Backend`], [`FuseStatesBackend`]): a
 //! trait over `Backend` implemented for `Flex` (plain Rust over contiguous slices, vectorised

@@ -1,4 +1,4 @@
-//! Element-wise sigmoid and tanh and their backward, over contiguous `f32` slices.
+//! Element-wise sigmoid and tanh over contiguous `f32` slices.
 //!
 //! Flex's own `sigmoid` and `tanh` call libm once per element (5 and 19 ns per element on the
 //! bench machine); these loops use [`exp_f32`], branch-free arithmetic that the compiler
@@ -40,22 +40,6 @@ fn tanh_generic<S: Simd>(_: S, out: &mut [f32], x: &[f32]) {
     }
 }
 
-/// `d_x = grad · y · (1 − y)` from the sigmoid's output `y`.
-#[inline(always)]
-fn sigmoid_backward_generic<S: Simd>(_: S, out: &mut [f32], y: &[f32], grad: &[f32]) {
-    for ((o, &y), &g) in out.iter_mut().zip(y).zip(grad) {
-        *o = g * y * (1.0 - y);
-    }
-}
-
-/// `d_x = grad · (1 − y²)` from tanh's output `y`.
-#[inline(always)]
-fn tanh_backward_generic<S: Simd>(_: S, out: &mut [f32], y: &[f32], grad: &[f32]) {
-    for ((o, &y), &g) in out.iter_mut().zip(y).zip(grad) {
-        *o = g * (1.0 - y * y);
-    }
-}
-
 isa_dispatch!(
     /// `out = σ(x)`, element-wise.
     pub(crate) fn sigmoid_into = sigmoid_generic(out: &mut [f32], x: &[f32]) -> ()
@@ -64,15 +48,6 @@ isa_dispatch!(
     /// `out = tanh(x)`, element-wise.
     pub(crate) fn tanh_into = tanh_generic(out: &mut [f32], x: &[f32]) -> ()
 );
-isa_dispatch!(
-    /// The sigmoid's input gradient from its output `y` and the output gradient.
-    pub(crate) fn sigmoid_backward_into = sigmoid_backward_generic(out: &mut [f32], y: &[f32], grad: &[f32]) -> ()
-);
-isa_dispatch!(
-    /// Tanh's input gradient from its output `y` and the output gradient.
-    pub(crate) fn tanh_backward_into = tanh_backward_generic(out: &mut [f32], y: &[f32], grad: &[f32]) -> ()
-);
-
 #[cfg(test)]
 mod tests {
     use super::*;

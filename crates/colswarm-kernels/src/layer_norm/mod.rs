@@ -3,16 +3,16 @@
 //! Every RWKV-7 block normalises its input twice (the first block three times) and Flex's own
 //! layer norm sums each row in compensated scalar arithmetic: about a tenth of a whole forward
 //! pass at `d_model = 64`. Implementations: burn's layer norm (the reference, every backend)
-//! and a fused Flex kernel with a hand-written backward, reached through the
-//! [`LayerNormBackend`] extension. On other backends (CubeCL) [`layer_norm`] runs the
-//! reference.
+//! and a fused Flex kernel, reached through the [`LayerNormBackend`] extension. The kernel
+//! serves inference: under autodiff, and on other backends (CubeCL), [`layer_norm`] runs the
+//! reference (training keeps burn's ops; see [`crate::activation`]).
 
 mod backend;
 mod cpu;
 #[cfg(test)]
 mod tests;
 
-pub use backend::{LayerNormBackend, LayerNormTrainBackend};
+pub use backend::LayerNormBackend;
 
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
@@ -20,8 +20,9 @@ use burn::tensor::Tensor;
 use crate::KernelImpl;
 
 /// `(x − μ) / √(σ² + ε) ⊙ gamma + beta`, with the mean `μ` and the biased variance `σ²` over
-/// the last dimension, as `burn::nn::LayerNorm` computes it: the fused kernel on Flex for
-/// `f32`, burn's layer norm elsewhere. Differentiable w.r.t. all three tensors.
+/// the last dimension, as `burn::nn::LayerNorm` computes it: the fused kernel for `f32` on a
+/// plain Flex device, burn's layer norm elsewhere (autodiff included, so it stays
+/// differentiable).
 ///
 /// # Shapes
 ///
@@ -38,7 +39,7 @@ pub fn layer_norm<const D: usize>(
     beta: Tensor<1>,
     epsilon: f32,
 ) -> Tensor<D> {
-    let imp = KernelImpl::fastest_flex_only(&x.device(), x.dtype());
+    let imp = KernelImpl::fastest_for_inference(&x.device(), x.dtype());
     layer_norm_with(imp, x, gamma, beta, epsilon)
 }
 
@@ -51,7 +52,7 @@ pub fn layer_norm<const D: usize>(
 /// # Panics
 ///
 /// If the shapes do not match, or if `imp` is fused and the tensors are not `f32` tensors on
-/// a Flex device.
+/// a plain (not autodiff) Flex device.
 pub fn layer_norm_with<const D: usize>(
     imp: KernelImpl,
     x: Tensor<D>,
@@ -70,7 +71,7 @@ pub fn layer_norm_with<const D: usize>(
     if imp == KernelImpl::Reference {
         return burn::tensor::module::layer_norm(x, gamma, Some(beta), f64::from(epsilon));
     }
-    imp.check_flex_only("layer_norm", &x.device(), x.dtype());
+    imp.check_flex_only("layer_norm", &x.device(), x.dtype(), false);
     Tensor::from_dispatch(<Dispatch as LayerNormBackend>::fused_layer_norm(
         x.into_dispatch(),
         gamma.into_dispatch(),

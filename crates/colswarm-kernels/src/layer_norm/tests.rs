@@ -1,4 +1,4 @@
-//! Parity of the fused layer norm (output and the three gradients) with burn's own.
+//! Parity of the fused layer norm with burn's own.
 
 use burn::tensor::{Device, Tensor};
 
@@ -6,47 +6,26 @@ use super::layer_norm_with;
 use crate::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
-const TOL: f32 = 2e-5;
-
-/// The output and the gradients w.r.t. `x`, `gamma`, `beta` of `Σ layer_norm(x) ⊙ c` on seeded
-/// inputs of shape `[rows, d]` with an offset, so that the mean matters.
-fn run(imp: KernelImpl, rows: usize, d: usize, seed: u64) -> [Tensor<2>; 4] {
-    let mut rng = rng(seed);
-    let device = Device::flex().autodiff();
-    let offset = uniform(&mut rng, 1, -3.0, 3.0)[0];
-    let x: Vec<f32> = uniform(&mut rng, rows * d, -2.0, 2.0)
-        .iter()
-        .map(|v| v + offset)
-        .collect();
-    let x = tensor(x, [rows, d], &device).require_grad();
-    let gamma = tensor(uniform(&mut rng, d, 0.5, 1.5), [d], &device).require_grad();
-    let beta = tensor(uniform(&mut rng, d, -0.5, 0.5), [d], &device).require_grad();
-    let c = tensor(uniform(&mut rng, rows * d, -1.0, 1.0), [rows, d], &device);
-    let y = layer_norm_with(imp, x.clone(), gamma.clone(), beta.clone(), 1e-5);
-    let grads = (y.clone() * c).sum().backward();
-    let row = |t: Tensor<1>| t.unsqueeze::<2>();
-    [
-        y.detach(),
-        x.grad(&grads).expect("tracked"),
-        row(gamma.grad(&grads).expect("tracked")),
-        row(beta.grad(&grads).expect("tracked")),
-    ]
-}
+const TOL: f32 = 2e-6;
 
 #[test]
-fn fused_matches_burn_with_gradients() {
+fn fused_matches_burn() {
     // d = 64: whole vectors; d = 37: a scalar tail after the vectors; d = 5: the tail alone.
+    let device = Device::flex();
     for (rows, d, seed) in [(256, 64, 1), (9, 37, 2), (4, 5, 3)] {
-        let fused = run(KernelImpl::FusedSerial, rows, d, seed);
-        let reference = run(KernelImpl::Reference, rows, d, seed);
-        for ((what, a), b) in ["output", "d_x", "d_gamma", "d_beta"]
+        let mut rng = rng(seed);
+        // An offset, so that the mean matters.
+        let offset = uniform(&mut rng, 1, -3.0, 3.0)[0];
+        let x: Vec<f32> = uniform(&mut rng, rows * d, -2.0, 2.0)
             .iter()
-            .zip(fused)
-            .zip(reference)
-        {
-            let err = rel_err(a, b);
-            assert!(err < TOL, "[{rows}, {d}] {what}: error {err}");
-        }
+            .map(|v| v + offset)
+            .collect();
+        let x: Tensor<2> = tensor(x, [rows, d], &device);
+        let gamma = tensor(uniform(&mut rng, d, 0.5, 1.5), [d], &device);
+        let beta = tensor(uniform(&mut rng, d, -0.5, 0.5), [d], &device);
+        let run = |imp| layer_norm_with(imp, x.clone(), gamma.clone(), beta.clone(), 1e-5);
+        let err = rel_err(run(KernelImpl::FusedSerial), run(KernelImpl::Reference));
+        assert!(err < TOL, "[{rows}, {d}]: error {err}");
     }
 }
 
