@@ -37,8 +37,9 @@ pub(crate) fn layer_norm(d: usize, device: &Device) -> LayerNorm {
 /// private, so [`normalise`] needs it from here).
 const LAYER_NORM_EPSILON: f32 = 1e-5;
 
-/// `ln`'s normalisation through colswarm's fused kernel (burn's own layer norm sums rows in
-/// compensated scalar arithmetic: a tenth of a forward pass).
+/// `ln`'s normalisation through colswarm's layer norm: the fused kernel at inference (burn's
+/// own sums rows in compensated scalar arithmetic, a tenth of a forward pass), burn's under
+/// autodiff.
 pub(crate) fn normalise<const D: usize>(ln: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
     let gamma = ln.gamma.val();
     let beta = match &ln.beta {

@@ -395,9 +395,8 @@ impl TimeMix {
     }
 }
 
-/// `tanh(x · A) · B`.
 /// `layer`'s map through colswarm's kernel for small products (burn's `Linear::forward` goes
-/// through a general GEMM that packs both operands, 2–4× slower at these sizes).
+/// through a general GEMM that packs both operands, slower at these sizes: BENCHMARKS.md).
 pub(crate) fn project(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     let y = linear(x, layer.weight.val());
     match &layer.bias {
@@ -406,6 +405,7 @@ pub(crate) fn project(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     }
 }
 
+/// `tanh(x · A) · B`.
 fn lora_tanh(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
     linear(tanh(linear(x, a.val())), b.val())
 }
