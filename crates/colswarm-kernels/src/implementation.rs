@@ -66,14 +66,21 @@ impl KernelImpl {
     }
 
     /// Panics, naming `op`, unless this is the reference or tensors of `dtype` on `device` can
-    /// run a Flex-only fused kernel (`autodiff`: whether the kernel has a backward).
-    pub(crate) fn check_flex_only(self, op: &str, device: &Device, dtype: DType, autodiff: bool) {
+    /// run a Flex-only fused kernel (the counterpart of [`KernelImpl::fastest_flex_only`]).
+    pub(crate) fn check_flex_only(self, op: &str, device: &Device, dtype: DType) {
         assert!(
             self == Self::Reference || Self::FusedSerial.is_available(device, dtype),
             "{op}: the fused kernel runs on f32 tensors on a Flex device, not {dtype:?} on {device:?}"
         );
+    }
+
+    /// As [`KernelImpl::check_flex_only`], and the device must not be autodiff: the
+    /// inference-only kernels have no backward (the counterpart of
+    /// [`KernelImpl::fastest_for_inference`]).
+    pub(crate) fn check_for_inference(self, op: &str, device: &Device, dtype: DType) {
+        self.check_flex_only(op, device, dtype);
         assert!(
-            self == Self::Reference || autodiff || !device.is_autodiff(),
+            self == Self::Reference || !device.is_autodiff(),
             "{op}: the fused kernel has no backward; use the reference under autodiff"
         );
     }

@@ -58,7 +58,7 @@ pub fn sigmoid_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> 
     if imp == KernelImpl::Reference {
         return burn::tensor::activation::sigmoid(x);
     }
-    imp.check_flex_only("sigmoid", &x.device(), x.dtype(), false);
+    imp.check_for_inference("sigmoid", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_sigmoid(
         x.into_dispatch(),
     ))
@@ -78,7 +78,7 @@ pub fn tanh_with<const D: usize>(imp: KernelImpl, x: Tensor<D>) -> Tensor<D> {
     if imp == KernelImpl::Reference {
         return burn::tensor::activation::tanh(x);
     }
-    imp.check_flex_only("tanh", &x.device(), x.dtype(), false);
+    imp.check_for_inference("tanh", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as ActivationBackend>::fused_tanh(
         x.into_dispatch(),
     ))

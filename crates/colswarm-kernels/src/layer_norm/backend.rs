@@ -45,10 +45,6 @@ fn f32s(x: &FlexTensor) -> &[f32] {
     x.as_slice::<f32>().expect("made contiguous f32 above")
 }
 
-fn flex(values: Vec<f32>, like: &FlexTensor) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, like.shape()))
-}
-
 impl LayerNormBackend for Flex {
     fn fused_layer_norm(
         x: FlexTensor,
@@ -70,6 +66,6 @@ impl LayerNormBackend for Flex {
             f32s(&beta),
             epsilon,
         );
-        flex(out, &x)
+        FlexTensor::from_data(TensorData::new(out, x.shape()))
     }
 }

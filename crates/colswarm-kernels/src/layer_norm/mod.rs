@@ -71,7 +71,7 @@ pub fn layer_norm_with<const D: usize>(
     if imp == KernelImpl::Reference {
         return burn::tensor::module::layer_norm(x, gamma, Some(beta), f64::from(epsilon));
     }
-    imp.check_flex_only("layer_norm", &x.device(), x.dtype(), false);
+    imp.check_for_inference("layer_norm", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as LayerNormBackend>::fused_layer_norm(
         x.into_dispatch(),
         gamma.into_dispatch(),

@@ -54,7 +54,7 @@ pub fn linear_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2
     if imp == KernelImpl::Reference {
         return x.matmul(weight);
     }
-    imp.check_flex_only("linear", &x.device(), x.dtype(), true);
+    imp.check_flex_only("linear", &x.device(), x.dtype());
     Tensor::from_dispatch(<Dispatch as LinearBackend>::fused_linear(
         x.into_dispatch(),
         weight.into_dispatch(),
