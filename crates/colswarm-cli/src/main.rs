@@ -75,7 +75,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Supervised training of a specialist (no --specialist) or of a primary with its heads.
+    /// Supervised training of a specialist (no --specialist) or of a primary with its heads;
+    /// the defaults are the shipped model's recipe.
     Train(TrainArgs),
     /// Pretrains a knowledge specialist on a corpus from `scripts/knowledge/`.
     Pretrain(pretrain::PretrainArgs),

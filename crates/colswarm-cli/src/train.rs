@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use burn::tensor::Device;
-use clap::Args;
+use clap::{ArgAction, Args};
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
 use colswarm_train::{
@@ -37,7 +37,7 @@ pub(crate) struct TrainArgs {
     /// Run directory (checkpoints, log, best model); an existing run there is resumed.
     #[arg(long)]
     out: PathBuf,
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 64)]
     d_model: usize,
     #[arg(long, default_value_t = 2)]
     layers: usize,
@@ -54,16 +54,18 @@ pub(crate) struct TrainArgs {
     /// n-gram embedding it lacks starts at zero) instead of random ones.
     #[arg(long)]
     init_from: Option<PathBuf>,
-    /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero).
-    #[arg(long)]
+    /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero);
+    /// `--head-skip false` leaves it out.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     head_skip: bool,
     /// Add each active specialist's reading of each column (the mean of its hidden states over
     /// the column), mapped to the primary's width, to the column's representation.
     #[arg(long)]
     column_fusion: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
-    /// cross-entropy instead of a softmax; decoding then keeps every label above 0.5.
-    #[arg(long)]
+    /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
+    /// softmax instead.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     sigmoid_multi_label: bool,
     /// Leave multi-label predictions unclosed under the hierarchy file beside the data
     /// (WikiTables' `wikitables-hierarchy-v2.json`). The closure helps a model trained on
@@ -77,7 +79,7 @@ pub(crate) struct TrainArgs {
     epochs: usize,
     #[arg(long, default_value_t = 8)]
     batch_size: usize,
-    #[arg(long, default_value_t = 2e-3)]
+    #[arg(long, default_value_t = 5e-3)]
     lr: f64,
     /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
     #[arg(long, default_value = "constant")]
@@ -86,7 +88,7 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = 0.0)]
     weight_decay: f32,
     /// Dropout on the column representations the heads read (training only; 0: none).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.3)]
     column_dropout: f32,
     /// Epochs without dev improvement before stopping.
     #[arg(long, default_value_t = 3)]
@@ -99,18 +101,20 @@ pub(crate) struct TrainArgs {
     /// Use at most N tables of each training set (0: all).
     #[arg(long, default_value_t = 0)]
     max_tables: usize,
-    #[arg(long, default_value_t = 384)]
+    /// Most tokens of a table the primary reads (the biggest lever on speed).
+    #[arg(long, default_value_t = 128)]
     max_table_tokens: usize,
-    #[arg(long, default_value_t = 12)]
+    /// Rows sampled into the table read.
+    #[arg(long, default_value_t = 8)]
     max_rows: usize,
     #[arg(long, default_value_t = 24)]
     max_cell_bytes: usize,
     /// Sample cells repeated in each column's query (after its header).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 0)]
     query_cells: usize,
     /// Most bytes of the header inside a column's query (0: the query names the column only
     /// by its index; with span pooling and n-grams the column's content still reaches the heads).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 0)]
     query_header_bytes: usize,
     /// Most bytes of each sample cell inside a column's query.
     #[arg(long, default_value_t = 16)]
@@ -152,7 +156,8 @@ pub(crate) struct TrainRouterArgs {
     rollouts: usize,
     #[arg(long, default_value_t = 4)]
     batch_size: usize,
-    #[arg(long, default_value_t = 1e-3)]
+    /// Learning rate of every trained weight (router, fusion, alignments, primary and heads).
+    #[arg(long, default_value_t = 2e-4)]
     lr: f64,
     /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
     #[arg(long, default_value = "aegir")]

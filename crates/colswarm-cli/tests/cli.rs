@@ -585,6 +585,61 @@ fn a_killed_training_resumes_to_the_same_weights() {
 }
 
 #[test]
+fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--quiet",
+            "--epochs",
+            "1",
+            "--max-tables",
+            "3",
+            "--train",
+            "t2d=t2d:datasets/t2d-webtables#train",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        stdout(&colswarm(&args));
+        let json = |path: PathBuf| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        (
+            json(out.join("run.json")),
+            json(out.join("best/swarm.json")),
+        )
+    };
+    let shipped = root().join("models/colswarm-small");
+    let shipped_swarm: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(shipped.join("swarm.json")).unwrap()).unwrap();
+
+    let plain = dir.path().join("plain");
+    let (run, swarm) = train(&plain, &[]);
+    // The model a plain `train` builds reads tables and has the shape of the shipped model's.
+    assert_eq!(
+        std::fs::read_to_string(plain.join("best/serialize.json")).unwrap(),
+        std::fs::read_to_string(shipped.join("serialize.json")).unwrap()
+    );
+    for key in ["primary", "d_head_hidden", "column_ngrams", "head_skip"] {
+        assert_eq!(swarm["config"][key], shipped_swarm["config"][key], "{key}");
+    }
+    // ...trained as docs/TRAINING.md's recipe trains it.
+    assert_eq!(run["model"]["sigmoid_multi_label"], true);
+    assert_eq!(run["optimizer"]["learning_rate"], 5e-3);
+    assert_eq!(run["regularization"]["column_dropout"], 0.3);
+
+    let off = dir.path().join("off");
+    let (run, swarm) = train(
+        &off,
+        &["--head-skip", "false", "--sigmoid-multi-label=false"],
+    );
+    assert!(swarm["config"]["head_skip"].is_null());
+    assert_eq!(run["model"]["head_skip"], false);
+    assert_eq!(run["model"]["sigmoid_multi_label"], false);
+}
+
+#[test]
 fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
     let predictions = tempfile::tempdir().unwrap();
     let dir = predictions.path().to_str().unwrap();
