@@ -98,6 +98,10 @@ pub(crate) struct TrainArgs {
     checkpoint_every: usize,
     #[arg(long, default_value_t = 2)]
     keep_last: usize,
+    /// After training, write `OUT/averaged`: the element-wise mean of the weights of the last
+    /// N epochs (the shipped recipe averages 6 of 10; needs `--keep-last` ≥ N). 0: none.
+    #[arg(long, default_value_t = 0)]
+    average_last: usize,
     /// Use at most N tables of each training set (0: all).
     #[arg(long, default_value_t = 0)]
     max_tables: usize,
@@ -183,6 +187,16 @@ pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
 }
 
 pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
+    if args.average_last > args.keep_last {
+        anyhow::bail!(
+            "--average-last {} needs the last {} epoch checkpoints: pass --keep-last {} or more \
+             (it is {})",
+            args.average_last,
+            args.average_last,
+            args.average_last,
+            args.keep_last
+        );
+    }
     let config = TrainConfig {
         model: ModelSettings {
             d_model: args.d_model,
@@ -250,6 +264,24 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
         },
     )?;
     out!("{}", serde_json::to_string_pretty(&summary)?);
+    if args.average_last > 0 && summary.finished {
+        let averaged = args.out.join("averaged");
+        if averaged.exists() {
+            // A finished run run again: its checkpoints, and so their mean, are unchanged.
+            eprintln!("{} exists; left as it is", averaged.display());
+        } else {
+            let inputs =
+                colswarm_train::average_last_epochs(&args.out, args.average_last, &averaged)
+                    .with_context(|| format!("averaging into {}", averaged.display()))?;
+            eprintln!(
+                "averaged the last {} epochs ({} … {}) into {}",
+                inputs.len(),
+                inputs[0].display(),
+                inputs[inputs.len() - 1].display(),
+                averaged.display()
+            );
+        }
+    }
     Ok(())
 }
 

@@ -640,6 +640,89 @@ fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
 }
 
 #[test]
+fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let args = |average: &'static str, keep: &'static str| -> Vec<String> {
+        [
+            "train",
+            "--quiet",
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--head-size",
+            "16",
+            "--head-hidden",
+            "16",
+            "--ngram-buckets",
+            "64",
+            "--epochs",
+            "3",
+            "--patience",
+            "3",
+            "--batch-size",
+            "2",
+            "--max-tables",
+            "4",
+            "--checkpoint-every",
+            "1",
+            "--keep-last",
+            keep,
+            "--average-last",
+            average,
+            "--train",
+            "t2d=t2d:datasets/t2d-webtables#train",
+            "--out",
+            run.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let run_with = |a: Vec<String>| colswarm(&a.iter().map(String::as_str).collect::<Vec<_>>());
+
+    // Refused before training when the checkpoints it needs would not be kept.
+    let refused = run_with(args("4", "3"));
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--keep-last 4"));
+    assert!(!run.join("checkpoints").exists());
+
+    // Mid-epoch checkpoints (every step here) count against --keep-last: too few epoch ends.
+    let short = run_with(args("2", "2"));
+    assert!(!short.status.success());
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("epoch-end checkpoints"),
+        "{}",
+        String::from_utf8_lossy(&short.stderr)
+    );
+    std::fs::remove_dir_all(&run).unwrap();
+
+    stdout(&run_with(args("2", "100")));
+    // The epoch-end checkpoints: 2 steps per epoch, so steps 2, 4 and 6.
+    let epoch_end = |step: usize| format!("{}/checkpoints/step-{step:09}/model", run.display());
+    let reference = dir.path().join("reference");
+    stdout(&colswarm(&[
+        "average",
+        &epoch_end(4),
+        &epoch_end(6),
+        "--out",
+        reference.to_str().unwrap(),
+    ]));
+    for file in ["primary", "cta_head", "cpa_head", "column_ngrams"] {
+        let name = format!("{file}.safetensors");
+        assert_eq!(
+            std::fs::read(run.join("averaged").join(&name)).unwrap(),
+            std::fs::read(reference.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+    // Running the finished command again keeps the average.
+    let again = run_with(args("2", "100"));
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("left as it is"));
+}
+
+#[test]
 fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
     let predictions = tempfile::tempdir().unwrap();
     let dir = predictions.path().to_str().unwrap();

@@ -13,7 +13,7 @@ use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::SwarmManifest;
 
 use crate::error::TrainError;
-use crate::run::ModelParts;
+use crate::run::{ModelParts, RunDir, RunState};
 use colswarm_model::{SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
@@ -206,6 +206,52 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     }
     std::fs::rename(&temp, out).map_err(|e| TrainError::io(out, e))?;
     Ok(())
+}
+
+/// Averages the last `epochs` epoch-end checkpoints of the run at `run` (checkpoints written
+/// in the middle of an epoch by `checkpoint_every` are left out) into a new model directory
+/// `out`, as [`average_model_dirs`] does, and returns the checkpoints' model directories,
+/// oldest first.
+///
+/// The error names the run when it keeps fewer epoch-end checkpoints than asked for (its
+/// `keep_last` must be at least `epochs`, counting mid-epoch checkpoints).
+pub fn average_last_epochs(
+    run: &Path,
+    epochs: usize,
+    out: &Path,
+) -> Result<Vec<PathBuf>, TrainError> {
+    if !run.join("checkpoints").is_dir() {
+        return Err(TrainError::Run {
+            path: run.to_path_buf(),
+            reason: "not a training run directory (it has no checkpoints/)".into(),
+        });
+    }
+    let mut epoch_ends = Vec::new();
+    for dir in RunDir::open(run)?.checkpoints()? {
+        let path = dir.join("state.json");
+        let bytes = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
+        let state: RunState = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+            path: path.clone(),
+            reason: format!("invalid checkpoint state: {e}"),
+        })?;
+        // A checkpoint at the start of an epoch's first batch is the previous epoch's end.
+        if state.batch == 0 && state.step > 0 {
+            epoch_ends.push(dir.join("model"));
+        }
+    }
+    if epochs == 0 || epoch_ends.len() < epochs {
+        return Err(TrainError::Run {
+            path: run.to_path_buf(),
+            reason: format!(
+                "cannot average the last {epochs} epochs: the run keeps {} epoch-end \
+                 checkpoints (train with a larger keep_last)",
+                epoch_ends.len()
+            ),
+        });
+    }
+    let last = epoch_ends.split_off(epoch_ends.len() - epochs);
+    average_model_dirs(&last, out)?;
+    Ok(last)
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ mod routing;
 mod run;
 mod supervised;
 
-pub use average::{average_model_dirs, average_modules};
+pub use average::{average_last_epochs, average_model_dirs, average_modules};
 pub use baseline::{
     Baseline, BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
 };
