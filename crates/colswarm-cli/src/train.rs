@@ -187,14 +187,11 @@ pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
 }
 
 pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
-    if args.average_last > args.keep_last {
+    let (average, keep) = (args.average_last, args.keep_last);
+    if average > keep {
         anyhow::bail!(
-            "--average-last {} needs the last {} epoch checkpoints: pass --keep-last {} or more \
-             (it is {})",
-            args.average_last,
-            args.average_last,
-            args.average_last,
-            args.keep_last
+            "--average-last {average} needs --keep-last {average} or more (it is {keep}): \
+             only the newest --keep-last checkpoints are kept"
         );
     }
     let config = TrainConfig {
