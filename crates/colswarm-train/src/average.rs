@@ -220,6 +220,12 @@ pub fn average_last_epochs(
     epochs: usize,
     out: &Path,
 ) -> Result<Vec<PathBuf>, TrainError> {
+    if epochs == 0 {
+        return Err(TrainError::Run {
+            path: run.to_path_buf(),
+            reason: "averaging the last 0 epochs: ask for at least one".into(),
+        });
+    }
     if !run.join("checkpoints").is_dir() {
         return Err(TrainError::Run {
             path: run.to_path_buf(),
@@ -239,7 +245,7 @@ pub fn average_last_epochs(
             epoch_ends.push(dir.join("model"));
         }
     }
-    if epochs == 0 || epoch_ends.len() < epochs {
+    if epoch_ends.len() < epochs {
         return Err(TrainError::Run {
             path: run.to_path_buf(),
             reason: format!(
@@ -287,6 +293,27 @@ mod tests {
         let a = LinearConfig::new(5, 7).init(&device);
         let copies = vec![a.clone(), a.clone(), a.clone()];
         assert_eq!(values(&average_modules(copies).unwrap()), values(&a));
+    }
+
+    #[test]
+    fn averaging_epochs_of_no_run_or_zero_epochs_is_an_error_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let error = average_last_epochs(dir.path(), 2, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no checkpoints/"), "{error}");
+        assert!(error.contains(&dir.path().display().to_string()), "{error}");
+        std::fs::create_dir(dir.path().join("checkpoints")).unwrap();
+        let error = average_last_epochs(dir.path(), 2, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("keeps 0 epoch-end checkpoints"), "{error}");
+        let error = average_last_epochs(dir.path(), 0, &out)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("at least one"), "{error}");
+        assert!(!out.exists());
     }
 
     #[test]
