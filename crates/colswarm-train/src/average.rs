@@ -13,7 +13,7 @@ use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::SwarmManifest;
 
 use crate::error::TrainError;
-use crate::run::{ModelParts, RunDir, RunState};
+use crate::run::{ModelParts, RunDir, read_state};
 use colswarm_model::{SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
@@ -234,12 +234,7 @@ pub fn average_last_epochs(
     }
     let mut epoch_ends = Vec::new();
     for dir in RunDir::open(run)?.checkpoints()? {
-        let path = dir.join("state.json");
-        let bytes = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
-        let state: RunState = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("invalid checkpoint state: {e}"),
-        })?;
+        let state = read_state(&dir)?;
         // A checkpoint at the start of an epoch's first batch is the previous epoch's end.
         if state.batch == 0 && state.step > 0 {
             epoch_ends.push(dir.join("model"));

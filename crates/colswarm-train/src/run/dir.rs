@@ -199,12 +199,7 @@ impl RunDir {
         let Some(dir) = self.checkpoints()?.pop() else {
             return Ok(None);
         };
-        let path = dir.join("state.json");
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
-        let state: RunState = serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
-            path: path.clone(),
-            reason: format!("invalid checkpoint state: {e}"),
-        })?;
+        let state = read_state(&dir)?;
         let optimizer = dir.join("optimizer.bpk");
         let computed = sha256_file(&optimizer)?;
         if computed != state.optimizer_sha256 {
@@ -223,6 +218,16 @@ impl RunDir {
     pub fn replace_best(&self, source: &Path) -> Result<(), TrainError> {
         replace_dir(source, &self.best_dir(), &self.root.join(".old-best"))
     }
+}
+
+/// The counters (`state.json`) of the checkpoint in `dir`.
+pub fn read_state(dir: &Path) -> Result<RunState, TrainError> {
+    let path = dir.join("state.json");
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    serde_json::from_slice(&bytes).map_err(|e| TrainError::Run {
+        path,
+        reason: format!("invalid checkpoint state: {e}"),
+    })
 }
 
 /// Puts `source` at `target`: `target` → `old`, `source` → `target`, remove `old`. A crash

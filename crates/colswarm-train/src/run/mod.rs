@@ -22,7 +22,7 @@ use colswarm_model::{
 use colswarm_swarm::{OrchestratorConfig, Swarm};
 use serde::{Deserialize, Serialize};
 
-pub use dir::{Checkpoint, RunDir, RunState};
+pub use dir::{Checkpoint, RunDir, RunState, read_state};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
