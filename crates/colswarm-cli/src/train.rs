@@ -96,6 +96,8 @@ pub(crate) struct TrainArgs {
     /// Checkpoint every N steps as well as at epoch ends (0: epoch ends only).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: usize,
+    /// Checkpoints kept: the newest N, and the last N epochs' even when mid-epoch checkpoints
+    /// are newer.
     #[arg(long, default_value_t = 2)]
     keep_last: usize,
     /// After training, write `OUT/averaged`: the element-wise mean of the weights of the last
@@ -191,7 +193,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
     if average > keep {
         anyhow::bail!(
             "--average-last {average} needs --keep-last {average} or more (it is {keep}): \
-             only the newest --keep-last checkpoints are kept"
+             only the last --keep-last epochs' checkpoints are kept"
         );
     }
     let config = TrainConfig {

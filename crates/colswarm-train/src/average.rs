@@ -214,7 +214,7 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
 /// oldest first.
 ///
 /// The error names the run when it keeps fewer epoch-end checkpoints than asked for (its
-/// `keep_last` must be at least `epochs`, counting mid-epoch checkpoints).
+/// `keep_last` must be at least `epochs`).
 pub fn average_last_epochs(
     run: &Path,
     epochs: usize,
@@ -234,9 +234,7 @@ pub fn average_last_epochs(
     }
     let mut epoch_ends = Vec::new();
     for dir in RunDir::open(run)?.checkpoints()? {
-        let state = read_state(&dir)?;
-        // A checkpoint at the start of an epoch's first batch is the previous epoch's end.
-        if state.batch == 0 && state.step > 0 {
+        if read_state(&dir)?.ends_epoch() {
             epoch_ends.push(dir.join("model"));
         }
     }

@@ -40,8 +40,8 @@ use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Log, ModelParts, NonFinitePolicy, ROLLOUT_STREAM, RunDir, RunState, dev_reports, epoch_order,
-    resume, rng_for,
+    Log, ModelParts, NonFinitePolicy, ROLLOUT_STREAM, Retention, RunDir, RunState, dev_reports,
+    epoch_order, resume, rng_for,
 };
 use crate::supervised::supervised_loss;
 use colswarm_model::LabelSpace;
@@ -319,7 +319,13 @@ pub fn train_router(
         serialize: &serialize,
     };
     let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
-        parts.save_checkpoint(&run, swarm, optim, state, config.keep_last)
+        parts.save_checkpoint(
+            &run,
+            swarm,
+            optim,
+            state,
+            Retention::Newest(config.keep_last),
+        )
     };
     while state.step < config.steps {
         let started = Instant::now();

@@ -24,7 +24,8 @@ use crate::error::TrainError;
 use crate::metrics::argmax;
 use crate::param_ids::renumber;
 use crate::run::{
-    Log, NonFinitePolicy, RunDir, RunState, commit_with_optimizer, load_optimizer, rng_for,
+    Log, NonFinitePolicy, Retention, RunDir, RunState, commit_with_optimizer, load_optimizer,
+    rng_for,
 };
 
 /// Stream of the training tables, one generator per step.
@@ -281,7 +282,7 @@ fn save_checkpoint_dir(
     let model_dir = temp.join("model");
     std::fs::create_dir_all(&model_dir).map_err(|e| TrainError::io(&model_dir, e))?;
     save_module(model, HashMap::new(), &model_dir.join(CHECKPOINT_FILE))?;
-    commit_with_optimizer(run, &temp, optim, state, keep_last)
+    commit_with_optimizer(run, &temp, optim, state, Retention::Newest(keep_last))
 }
 
 /// Runs (or resumes) pretraining of one specialist from the corpus in `corpus_dir`, in the run

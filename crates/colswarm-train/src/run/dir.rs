@@ -11,7 +11,8 @@
 //! Every checkpoint is written into a `.tmp-*` directory and renamed into place, so a crash
 //! leaves either the old checkpoint or the new one, never half of one; `state.json` records the
 //! SHA-256 of the optimizer file and the model directory's manifest records its files', and both
-//! are verified when a run resumes. Only the newest `keep_last` checkpoints are kept.
+//! are verified when a run resumes. Which older checkpoints survive a new one is the run's
+//! [`Retention`].
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,24 @@ pub struct RunState {
     /// epoch reports the same mean loss).
     #[serde(default)]
     pub epoch_loss: (f64, usize),
+}
+
+impl RunState {
+    /// Whether the checkpoint holding these counters was written at the end of an epoch (at the
+    /// start of the next epoch's first batch), not in the middle of one.
+    pub fn ends_epoch(&self) -> bool {
+        self.batch == 0 && self.step > 0
+    }
+}
+
+/// Which checkpoints a run keeps besides the one it has just written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retention {
+    /// The newest `n` checkpoints (stages without epochs: PARL, pretraining).
+    Newest(usize),
+    /// The newest `n` checkpoints and, however many mid-epoch checkpoints came after them, the
+    /// newest `n` epoch-end checkpoints, so the last epochs stay there to be averaged.
+    EpochEnds(usize),
 }
 
 /// A complete checkpoint on disk.
@@ -166,12 +185,12 @@ impl RunDir {
     }
 
     /// Moves a finished temporary checkpoint (holding `model/` and `optimizer.bpk`) into place
-    /// with its `state.json`, then drops all but the newest `keep_last`.
+    /// with its `state.json`, then drops the checkpoints `retention` does not keep.
     pub fn commit_checkpoint(
         &self,
         temp: &Path,
         mut state: RunState,
-        keep_last: usize,
+        retention: Retention,
     ) -> Result<Checkpoint, TrainError> {
         state.optimizer_sha256 = sha256_file(&temp.join("optimizer.bpk"))?;
         let json = serde_json::to_vec_pretty(&state).map_err(|e| TrainError::Run {
@@ -187,11 +206,40 @@ impl RunDir {
             std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
         }
         std::fs::rename(temp, &dir).map_err(io(&dir))?;
-        let all = self.checkpoints()?;
-        for old in &all[..all.len().saturating_sub(keep_last.max(1))] {
-            std::fs::remove_dir_all(old).map_err(io(old))?;
+        for old in self.dropped(retention)? {
+            std::fs::remove_dir_all(&old).map_err(io(&old))?;
         }
         Ok(Checkpoint { dir, state })
+    }
+
+    /// The checkpoints `retention` drops, oldest first. The newest checkpoint is always kept.
+    fn dropped(&self, retention: Retention) -> Result<Vec<PathBuf>, TrainError> {
+        let mut older = self.checkpoints()?;
+        let Some(newest) = older.pop() else {
+            return Ok(Vec::new());
+        };
+        let mut dropped = Vec::new();
+        match retention {
+            Retention::Newest(n) => {
+                let kept = n.max(1) - 1;
+                dropped.extend(older.drain(..older.len().saturating_sub(kept)));
+            }
+            Retention::EpochEnds(n) => {
+                let n = n.max(1);
+                let mut epoch_ends = n - usize::from(read_state(&newest)?.ends_epoch());
+                // Newest first: `age` 0 is the checkpoint before `newest`.
+                for (age, dir) in older.into_iter().rev().enumerate() {
+                    let ends_epoch = read_state(&dir)?.ends_epoch();
+                    if ends_epoch && epoch_ends > 0 {
+                        epoch_ends -= 1;
+                    } else if age + 1 >= n {
+                        dropped.push(dir);
+                    }
+                }
+                dropped.reverse();
+            }
+        }
+        Ok(dropped)
     }
 
     /// The newest checkpoint, its state read and its optimizer file verified.
@@ -277,7 +325,8 @@ mod tests {
         assert!(run.latest().unwrap().is_none());
         for step in [3, 7, 12] {
             let temp = temp_checkpoint(&run, &[step as u8]);
-            run.commit_checkpoint(&temp, state(step), 2).unwrap();
+            run.commit_checkpoint(&temp, state(step), Retention::Newest(2))
+                .unwrap();
         }
         assert_eq!(run.checkpoints().unwrap().len(), 2);
         let latest = run.latest().unwrap().unwrap();
@@ -288,6 +337,36 @@ mod tests {
             err.contains("optimizer.bpk") && err.contains("checksum"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn epoch_end_retention_keeps_the_newest_checkpoints_and_the_last_epochs() {
+        let root = tempfile::tempdir().unwrap();
+        let run = RunDir::open(root.path()).unwrap();
+        let steps = |run: &RunDir| -> Vec<usize> {
+            let dirs = run.checkpoints().unwrap();
+            dirs.iter().map(|d| read_state(d).unwrap().step).collect()
+        };
+        // Epochs of 10 steps, a checkpoint every 4 steps and at each epoch's end.
+        for step in [4, 8, 10, 14, 18, 20, 24, 28, 30, 34] {
+            let mut counters = state(step);
+            counters.batch = step % 10;
+            let temp = temp_checkpoint(&run, &[step as u8]);
+            run.commit_checkpoint(&temp, counters, Retention::EpochEnds(2))
+                .unwrap();
+            if step == 24 {
+                assert_eq!(steps(&run), [10, 20, 24]);
+            }
+        }
+        // The newest two alone, 30 and 34, would hold one epoch end.
+        assert_eq!(steps(&run), [20, 30, 34]);
+        assert_eq!(run.latest().unwrap().unwrap().state.step, 34);
+        let temp = temp_checkpoint(&run, b"40");
+        let mut counters = state(40);
+        counters.batch = 0;
+        run.commit_checkpoint(&temp, counters, Retention::EpochEnds(2))
+            .unwrap();
+        assert_eq!(steps(&run), [30, 34, 40]);
     }
 
     #[test]

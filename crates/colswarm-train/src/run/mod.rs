@@ -22,7 +22,7 @@ use colswarm_model::{
 use colswarm_swarm::{OrchestratorConfig, Swarm};
 use serde::{Deserialize, Serialize};
 
-pub use dir::{Checkpoint, RunDir, RunState, read_state};
+pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
@@ -102,18 +102,18 @@ impl ModelParts<'_> {
     }
 
     /// Writes a checkpoint (model directory + optimizer state + counters) into `run`,
-    /// atomically, keeping the newest `keep_last`.
+    /// atomically, keeping what `retention` keeps.
     pub fn save_checkpoint(
         &self,
         run: &RunDir,
         swarm: &Swarm,
         optim: &ModuleOptimizer,
         state: &RunState,
-        keep_last: usize,
+        retention: Retention,
     ) -> Result<(), TrainError> {
         let temp = run.temp_dir("checkpoint")?;
         self.save(swarm, &temp.join("model"))?;
-        commit_with_optimizer(run, &temp, optim, state, keep_last)
+        commit_with_optimizer(run, &temp, optim, state, retention)
     }
 }
 
@@ -124,14 +124,14 @@ pub(crate) fn commit_with_optimizer(
     temp: &Path,
     optim: &ModuleOptimizer,
     state: &RunState,
-    keep_last: usize,
+    retention: Retention,
 ) -> Result<(), TrainError> {
     let path = temp.join("optimizer.bpk");
     optim.save(&path).map_err(|e| TrainError::Run {
         path: path.clone(),
         reason: format!("could not write the optimizer state: {e:?}"),
     })?;
-    run.commit_checkpoint(temp, state.clone(), keep_last)?;
+    run.commit_checkpoint(temp, state.clone(), retention)?;
     Ok(())
 }
 

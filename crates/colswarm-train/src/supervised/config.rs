@@ -221,7 +221,8 @@ pub struct RunSettings {
     pub epochs: usize,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
-    /// Checkpoints kept (besides `best/`).
+    /// Checkpoints kept (besides `best/`): the newest `keep_last`, and the last `keep_last`
+    /// epochs' however many mid-epoch checkpoints (`checkpoint_every`) came after them.
     pub keep_last: usize,
     /// Steps between checkpoints (0: only at epoch ends).
     pub checkpoint_every: usize,

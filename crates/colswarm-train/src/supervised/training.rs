@@ -19,7 +19,8 @@ use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, sha
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Log, ModelParts, ROUTING_STREAM, RunDir, RunState, dev_reports, epoch_order, resume, rng_for,
+    Log, ModelParts, ROUTING_STREAM, Retention, RunDir, RunState, dev_reports, epoch_order, resume,
+    rng_for,
 };
 
 /// Builds the swarm of a fresh run.
@@ -152,7 +153,13 @@ pub fn train(
         serialize: &config.data.serialize,
     };
     let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
-        parts.save_checkpoint(&run, swarm, optim, state, config.run.keep_last)
+        parts.save_checkpoint(
+            &run,
+            swarm,
+            optim,
+            state,
+            Retention::EpochEnds(config.run.keep_last),
+        )
     };
     let cpa_weight = config.optimizer.cpa_weight;
     let mut steps_here = 0;
