@@ -37,18 +37,18 @@ pub(crate) struct TrainArgs {
     /// Run directory (checkpoints, log, best model); an existing run there is resumed.
     #[arg(long)]
     out: PathBuf,
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = ModelSettings::default().d_model)]
     d_model: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = ModelSettings::default().n_layers)]
     layers: usize,
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = ModelSettings::default().head_size)]
     head_size: usize,
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = ModelSettings::default().d_head_hidden)]
     head_hidden: usize,
     /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
     /// header and first 20 cells, embedded and added to the column's representation); 0 turns
     /// it off. Each bucket costs d_model floats.
-    #[arg(long, default_value_t = 1 << 14)]
+    #[arg(long, default_value_t = ModelSettings::default().ngram_buckets)]
     ngram_buckets: u32,
     /// Start from this model directory's weights (same label space and architecture; an
     /// n-gram embedding it lacks starts at zero) instead of random ones.
@@ -56,7 +56,7 @@ pub(crate) struct TrainArgs {
     init_from: Option<PathBuf>,
     /// Give the CTA and CPA heads a linear skip beside their tanh layer (starts at zero);
     /// `--head-skip false` leaves it out.
-    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = ModelSettings::default().head_skip, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     head_skip: bool,
     /// Add each active specialist's reading of each column (the mean of its hidden states over
     /// the column), mapped to the primary's width, to the column's representation.
@@ -65,7 +65,7 @@ pub(crate) struct TrainArgs {
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
     /// softmax instead.
-    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = ModelSettings::default().sigmoid_multi_label, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     sigmoid_multi_label: bool,
     /// Leave multi-label predictions unclosed under the hierarchy file beside the data
     /// (WikiTables' `wikitables-hierarchy-v2.json`). The closure helps a model trained on
@@ -75,30 +75,30 @@ pub(crate) struct TrainArgs {
     /// How specialist states are fused: weighted-sum, gated or concat-project.
     #[arg(long, default_value = "weighted-sum")]
     fusion: FusionMode,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = RunSettings::default().epochs)]
     epochs: usize,
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = OptimizerSettings::default().batch_size)]
     batch_size: usize,
-    #[arg(long, default_value_t = 5e-3)]
+    #[arg(long, default_value_t = OptimizerSettings::default().learning_rate)]
     lr: f64,
     /// Learning-rate schedule: constant, or linear decay to zero at the end of the last epoch.
     #[arg(long, default_value = "constant")]
     lr_decay: LrDecay,
     /// Decoupled weight decay (AdamW); 0 is plain Adam.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = OptimizerSettings::default().weight_decay)]
     weight_decay: f32,
     /// Dropout on the column representations the heads read (training only; 0: none).
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = Regularization::default().column_dropout)]
     column_dropout: f32,
     /// Epochs without dev improvement before stopping.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = RunSettings::default().patience)]
     patience: usize,
     /// Checkpoint every N steps as well as at epoch ends (0: epoch ends only).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = RunSettings::default().checkpoint_every)]
     checkpoint_every: usize,
     /// Checkpoints kept: the newest N, and the last N epochs' even when mid-epoch checkpoints
     /// are newer.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = RunSettings::default().keep_last)]
     keep_last: usize,
     /// After training, write `OUT/averaged`: the element-wise mean of the weights of the last
     /// N epochs (the shipped recipe averages 6 of 10; needs `--keep-last` ≥ N). 0: none.
@@ -108,24 +108,24 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = 0)]
     max_tables: usize,
     /// Most tokens of a table the primary reads (the biggest lever on speed).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = SerializeSettings::default().max_table_tokens)]
     max_table_tokens: usize,
     /// Rows sampled into the table read.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = SerializeSettings::default().max_rows)]
     max_rows: usize,
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = SerializeSettings::default().max_cell_bytes)]
     max_cell_bytes: usize,
     /// Sample cells repeated in each column's query (after its header).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = SerializeSettings::default().query_cells)]
     query_cells: usize,
     /// Most bytes of the header inside a column's query (0: the query names the column only
     /// by its index; with span pooling and n-grams the column's content still reaches the heads).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = SerializeSettings::default().query_header_bytes)]
     query_header_bytes: usize,
     /// Most bytes of each sample cell inside a column's query.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = SerializeSettings::default().query_cell_bytes)]
     query_cell_bytes: usize,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = RunSettings::default().seed)]
     seed: u64,
     /// Skip a batch whose loss is NaN/inf (logged) instead of stopping.
     #[arg(long)]
@@ -155,15 +155,15 @@ pub(crate) struct TrainRouterArgs {
     #[arg(long)]
     out: PathBuf,
     /// Optimizer steps.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = ParlConfig::default().steps)]
     steps: usize,
     /// Rollouts (sampled router masks) per table.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = ParlConfig::default().rollouts)]
     rollouts: usize,
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = ParlConfig::default().batch_size)]
     batch_size: usize,
     /// Learning rate of every trained weight (router, fusion, alignments, primary and heads).
-    #[arg(long, default_value_t = 2e-4)]
+    #[arg(long, default_value_t = ParlConfig::default().learning_rate)]
     lr: f64,
     /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
     #[arg(long, default_value = "aegir")]
@@ -174,9 +174,9 @@ pub(crate) struct TrainRouterArgs {
     #[arg(long)]
     step_budget: Option<u64>,
     /// Evaluate on the dev sets every N steps.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = ParlConfig::default().eval_every)]
     eval_every: usize,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = ParlConfig::default().seed)]
     seed: u64,
     #[arg(long)]
     quiet: bool,

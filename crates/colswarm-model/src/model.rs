@@ -84,12 +84,13 @@ fn default_query_cell_bytes() -> usize {
 
 impl Default for SerializeSettings {
     fn default() -> Self {
+        // The shipped model's: a 128-token read of 8 rows, each column named by its index only.
         SerializeSettings {
-            max_table_tokens: 384,
-            max_rows: 12,
+            max_table_tokens: 128,
+            max_rows: 8,
             max_cell_bytes: 24,
-            query_cells: 2,
-            query_header_bytes: default_query_header_bytes(),
+            query_cells: 0,
+            query_header_bytes: 0,
             query_cell_bytes: default_query_cell_bytes(),
             seed: 0,
         }
@@ -261,6 +262,17 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_reads_tables_as_the_shipped_model_does() {
+        let shipped = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../models/colswarm-small/serialize.json"
+        );
+        let bytes = std::fs::read(shipped).unwrap();
+        let settings = SerializeSettings::from_json(&bytes, ManifestVersion::V2).unwrap();
+        assert_eq!(settings, SerializeSettings::default());
+    }
 
     #[test]
     fn query_budgets_reach_the_serializer_and_old_settings_keep_the_defaults() {

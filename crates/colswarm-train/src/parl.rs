@@ -135,7 +135,7 @@ impl Default for ParlConfig {
             steps: 200,
             rollouts: 4,
             batch_size: 4,
-            learning_rate: 1e-3,
+            learning_rate: 2e-4,
             schedule: ScheduleChoice::Aegir,
             reward: RewardConfig::default(),
             objective: ObjectiveConfig::default(),

@@ -85,6 +85,25 @@ impl std::str::FromStr for LrDecay {
 }
 
 /// Everything a supervised run depends on (stored as `run.json`).
+///
+/// Its default is the shipped model's recipe (as `colswarm train`'s flags are); a run needs only
+/// its data:
+///
+/// ```no_run
+/// use colswarm_train::{DataSettings, TrainConfig, TrainOptions, train};
+///
+/// let config = TrainConfig {
+///     data: DataSettings {
+///         train: vec!["mine=semtab:tables-dir#train".parse()?],
+///         dev: vec!["mine=semtab:tables-dir#dev".parse()?],
+///         ..DataSettings::default()
+///     },
+///     ..TrainConfig::default()
+/// };
+/// let summary = train(&config, "runs/mine".as_ref(), &TrainOptions::default())?;
+/// println!("best (dev micro-F1, epoch) {:?}: {}", summary.best, summary.model_dir.display());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
     /// What is trained.
@@ -137,19 +156,20 @@ pub struct ModelSettings {
     pub init_from: Option<PathBuf>,
 }
 
+/// The shipped model's recipe (docs/TRAINING.md), as are the other settings' defaults.
 impl Default for ModelSettings {
     fn default() -> Self {
         ModelSettings {
-            d_model: 128,
+            d_model: 64,
             n_layers: 2,
             head_size: 32,
             d_head_hidden: 128,
             specialists: Vec::new(),
             fusion: FusionMode::WeightedSum,
             ngram_buckets: 1 << 14,
-            head_skip: false,
+            head_skip: true,
             column_fusion: false,
-            sigmoid_multi_label: false,
+            sigmoid_multi_label: true,
             hierarchy_closure: true,
             init_from: None,
         }
@@ -195,7 +215,7 @@ impl Default for OptimizerSettings {
     fn default() -> Self {
         OptimizerSettings {
             batch_size: 8,
-            learning_rate: 2e-3,
+            learning_rate: 5e-3,
             lr_decay: LrDecay::Constant,
             grad_clip: Some(1.0),
             weight_decay: 0.0,
@@ -205,13 +225,21 @@ impl Default for OptimizerSettings {
 }
 
 /// Regularization of a supervised run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Regularization {
     /// Dropout on the column representations the heads read, during training only: each
     /// element is zeroed with this probability and the rest scaled by `1/(1-p)`. The masks
     /// derive from the seed, the step and the table's place in its batch, so a resumed or
     /// data-parallel run draws the same ones. 0: none.
     pub column_dropout: f32,
+}
+
+impl Default for Regularization {
+    fn default() -> Self {
+        Regularization {
+            column_dropout: 0.3,
+        }
+    }
 }
 
 /// How long a run goes, what it keeps and logs, and where its random choices come from.
