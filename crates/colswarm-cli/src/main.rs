@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     if let Some(threads) = cli.threads {
         // Flex's kernels run on rayon's global pool.
         if let Err(e) = rayon_threads(threads) {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", report(&e));
             return ExitCode::FAILURE;
         }
     }
@@ -128,10 +128,27 @@ fn main() -> ExitCode {
         // The reader of our output went away (`| head`): not an error of ours.
         Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", report(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `error` and its causes on one line, each cause once: the libraries' errors already end with
+/// the OS error they wrap, which the chain would repeat.
+fn report(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Whether `error` comes from writing to standard output after its reader went away (a

@@ -416,6 +416,15 @@ fn inspect_verifies_and_bad_input_is_named() {
     let missing = colswarm(&["annotate", "--model", &model, "no/such/table.csv"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/table.csv"));
+    // The OS error once, not again for each link of the error chain.
+    let no_model = colswarm(&["annotate", "--model", "no/such/model", "no/such/table.csv"]);
+    let stderr = String::from_utf8_lossy(&no_model.stderr);
+    assert!(stderr.contains("no/such/model"), "{stderr}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
 
     let bad = tempfile::tempdir().unwrap();
     let file = bad.path().join("ragged.csv");
