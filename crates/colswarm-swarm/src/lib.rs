@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod alignment;
+mod batch;
 mod checksum;
 mod error;
 mod fusion;
@@ -24,13 +25,14 @@ mod router;
 mod specialist;
 
 pub use alignment::{AlignmentProjection, StateShape};
+pub use batch::TableBatch;
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
 pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 pub use orchestrator::{
     HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,
-    TableBatch, TableRead,
+    TableRead,
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::{FrozenSpecialist, column_readings};

@@ -12,6 +12,7 @@ use rand::Rng;
 use rayon::prelude::*;
 
 use crate::alignment::{AlignmentProjection, StateShape};
+use crate::batch::TableBatch;
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusion, StateFusionConfig};
 use crate::heads::{ColumnHead, ColumnHeadConfig, LabelKind};
@@ -95,100 +96,6 @@ pub struct Swarm {
     pub orchestrator: Orchestrator,
     /// Frozen specialists, in router order.
     pub specialists: Vec<FrozenSpecialist>,
-}
-
-/// Serialized tables and their per-column queries, as token ids.
-#[derive(Clone, Debug, Default)]
-pub struct TableBatch {
-    /// One token sequence per table (the whole serialized table).
-    pub tables: Vec<Vec<u32>>,
-    /// Per table, one query token sequence per column.
-    pub queries: Vec<Vec<Vec<u32>>>,
-    /// Per table, where each queried column lies in its table sequence (parallel to
-    /// `queries`; an empty range when the column has no tokens there).
-    pub spans: Vec<Vec<Range<usize>>>,
-    /// Per table, each queried column's hashed n-gram features, `(bucket, weight)` (parallel
-    /// to `queries`); empty when the model reads none ([`OrchestratorConfig::column_ngrams`]).
-    pub ngrams: Vec<Vec<Vec<(u32, f32)>>>,
-}
-
-impl TableBatch {
-    /// Checks that every table and query has at least one token.
-    pub fn validate(&self) -> Result<(), SwarmError> {
-        if self.tables.is_empty() {
-            return Err(SwarmError::Input("the batch holds no table".into()));
-        }
-        if self.tables.len() != self.queries.len() {
-            return Err(SwarmError::Input(format!(
-                "{} tables but {} query lists",
-                self.tables.len(),
-                self.queries.len()
-            )));
-        }
-        if self.spans.len() != self.tables.len() {
-            return Err(SwarmError::Input(format!(
-                "{} tables but {} span lists",
-                self.tables.len(),
-                self.spans.len()
-            )));
-        }
-        if !self.ngrams.is_empty() && self.ngrams.len() != self.tables.len() {
-            return Err(SwarmError::Input(format!(
-                "{} tables but {} n-gram lists",
-                self.tables.len(),
-                self.ngrams.len()
-            )));
-        }
-        for (t, ((table, queries), spans)) in self
-            .tables
-            .iter()
-            .zip(&self.queries)
-            .zip(&self.spans)
-            .enumerate()
-        {
-            if spans.len() != queries.len() {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: {} queries but {} column spans",
-                    queries.len(),
-                    spans.len()
-                )));
-            }
-            if let Some(ngrams) = self.ngrams.get(t).filter(|n| n.len() != queries.len()) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: {} queries but {} n-gram bags",
-                    queries.len(),
-                    ngrams.len()
-                )));
-            }
-            if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}, column {c}: span {:?} past the table's {} tokens",
-                    spans[c],
-                    table.len()
-                )));
-            }
-            if table.is_empty() {
-                return Err(SwarmError::Input(format!(
-                    "table {t} serializes to no token"
-                )));
-            }
-            if let Some(c) = queries.iter().position(Vec::is_empty) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}, column {c}: empty query"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// `(table, column)` of every query row, in row order.
-    pub fn column_rows(&self) -> Vec<(usize, usize)> {
-        self.queries
-            .iter()
-            .enumerate()
-            .flat_map(|(t, q)| (0..q.len()).map(move |c| (t, c)))
-            .collect()
-    }
 }
 
 /// The primary's read of a batch of tables (deterministic given the tables: shared by all

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
-use crate::orchestrator::TableBatch;
+use crate::batch::TableBatch;
 
 /// The mean of `hidden` over each span, one row per (table, span) in table order: a
 /// `[spans, batch·time]` averaging matrix times the flattened hidden states, so the gradient
