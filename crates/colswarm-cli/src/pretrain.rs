@@ -20,29 +20,29 @@ pub(crate) struct PretrainArgs {
     /// run there is resumed.
     #[arg(long)]
     out: PathBuf,
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = defaults().d_model)]
     d_model: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = defaults().n_layers)]
     layers: usize,
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = defaults().head_size)]
     head_size: usize,
     /// Optimizer steps.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = defaults().steps)]
     steps: usize,
     /// Synthetic tables per step.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = defaults().batch_size)]
     batch_size: usize,
-    #[arg(long, default_value_t = 2e-3)]
+    #[arg(long, default_value_t = defaults().learning_rate)]
     lr: f64,
     /// Held-out tables scored at each evaluation.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = defaults().eval_tables)]
     eval_tables: usize,
     /// Score the held-out tables every this many steps (0: only at the end).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = defaults().eval_every)]
     eval_every: usize,
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = defaults().checkpoint_every)]
     checkpoint_every: usize,
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults().seed)]
     seed: u64,
     /// Stop after this many steps in this process (resume later with the same command).
     #[arg(long)]
@@ -50,6 +50,11 @@ pub(crate) struct PretrainArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The library's defaults, which are the same for every objective.
+fn defaults() -> PretrainConfig {
+    PretrainConfig::new(Objective::Distill)
 }
 
 pub(crate) fn cmd_pretrain(args: PretrainArgs) -> Result<()> {

@@ -109,15 +109,8 @@ impl PretrainConfig {
             d_model: 64,
             n_layers: 2,
             head_size: 32,
-            serialize: SerializeSettings {
-                max_table_tokens: 128,
-                max_rows: 8,
-                max_cell_bytes: 24,
-                query_cells: 0,
-                query_header_bytes: 0,
-                query_cell_bytes: 16,
-                seed: 0,
-            },
+            // Tables read as the shipped model reads them.
+            serialize: SerializeSettings::default(),
             batch_size: 32,
             max_columns: 3,
             steps: 2000,
