@@ -206,18 +206,23 @@ impl RunDir {
             std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
         }
         std::fs::rename(temp, &dir).map_err(io(&dir))?;
-        for old in self.dropped(retention)? {
+        for old in self.dropped(retention, state.ends_epoch())? {
             std::fs::remove_dir_all(&old).map_err(io(&old))?;
         }
         Ok(Checkpoint { dir, state })
     }
 
-    /// The checkpoints `retention` drops, oldest first. The newest checkpoint is always kept.
-    fn dropped(&self, retention: Retention) -> Result<Vec<PathBuf>, TrainError> {
+    /// The checkpoints `retention` drops, oldest first. The newest checkpoint, just committed
+    /// (`newest_ends_epoch` from its counters), is always kept.
+    fn dropped(
+        &self,
+        retention: Retention,
+        newest_ends_epoch: bool,
+    ) -> Result<Vec<PathBuf>, TrainError> {
         let mut older = self.checkpoints()?;
-        let Some(newest) = older.pop() else {
+        if older.pop().is_none() {
             return Ok(Vec::new());
-        };
+        }
         let mut dropped = Vec::new();
         match retention {
             Retention::Newest(n) => {
@@ -226,7 +231,7 @@ impl RunDir {
             }
             Retention::EpochEnds(n) => {
                 let n = n.max(1);
-                let mut epoch_ends = n - usize::from(read_state(&newest)?.ends_epoch());
+                let mut epoch_ends = n - usize::from(newest_ends_epoch);
                 // Newest first: `age` 0 is the checkpoint before `newest`.
                 for (age, dir) in older.into_iter().rev().enumerate() {
                     let ends_epoch = read_state(&dir)?.ends_epoch();
