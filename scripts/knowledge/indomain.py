@@ -55,7 +55,7 @@ import numpy as np  # noqa: E402
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import K, ROOT  # noqa: E402
+from common import K, ROOT, fnv1a64  # noqa: E402
 
 MAX_BYTES = 64
 DATASETS = ROOT / "datasets"
@@ -86,13 +86,6 @@ SETS = {
 def cap_bytes(text: str, limit: int = MAX_BYTES) -> str:
     raw = text.strip().encode("utf-8")[:limit]
     return raw.decode("utf-8", errors="ignore").strip()
-
-
-def fnv1a64(text: str) -> int:
-    h = 0xCBF29CE484222325
-    for byte in text.encode("utf-8"):
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def wikitables(paths):
