@@ -124,10 +124,16 @@ def load_gittables(paths):
     columns (class_id != -1) are targets."""
     cols = []
     for path in paths:
-        for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
+        rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
+        listed = {}  # table -> its listed col_idx values: a column's index is its rank among them
+        for r in rows:
+            listed.setdefault(r["table_id"], []).append(int(r["col_idx"]))
+        rank = {t: {c: i for i, c in enumerate(sorted(idx))} for t, idx in listed.items()}
+        for r in rows:
             if r["class_id"].strip() != "-1":
                 cells = r["data"].split(";") if r["data"] else []
-                cols.append(Col(r["table_id"], "", first_cells(cells), [r["class"]], int(r["col_idx"])))
+                column = rank[r["table_id"]][int(r["col_idx"])]
+                cols.append(Col(r["table_id"], "", first_cells(cells), [r["class"]], column))
     return cols
 
 
