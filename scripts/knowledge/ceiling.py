@@ -376,7 +376,8 @@ def summarise(dev, preds):
 
 
 def write_predictions(out: Path, name, dev, preds):
-    """One prediction file per feature set, as `colswarm eval --predictions` writes them."""
+    """One prediction file per feature set, in `colswarm eval --predictions`' format (without
+    probabilities), named SET-KEY.jsonl."""
     out.mkdir(parents=True, exist_ok=True)
     for key, pred in preds.items():
         with open(out / f"{name}-{key}.jsonl", "w", encoding="utf-8") as f:
