@@ -31,11 +31,8 @@ import csv, shutil, sys
 from pathlib import Path
 csv.field_size_limit(1 << 30)
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
-def fnv1a(text):
-    h = 0xCBF29CE484222325
-    for b in text.encode():
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
+sys.path.insert(0, "scripts/knowledge")
+from common import fnv1a64  # the fold hash scripts/knowledge/ceiling.py uses too
 train = list(csv.reader(open(src / "train_wikitables_subset_20.csv", newline="")))
 dev = list(csv.reader(open(src / "dev_wikitables_subset_2.csv", newline="")))
 assert train[0] == dev[0], "the two splits' headers differ"
@@ -43,8 +40,8 @@ for k in range(5):
     for closure in (True, False):
         d = out / (f"fold{k}" if closure else f"fold{k}-flat")
         d.mkdir(parents=True, exist_ok=True)
-        held = [r for r in dev[1:] if fnv1a(r[0]) % 5 == k]
-        kept = [r for r in dev[1:] if fnv1a(r[0]) % 5 != k]
+        held = [r for r in dev[1:] if fnv1a64(r[0]) % 5 == k]
+        kept = [r for r in dev[1:] if fnv1a64(r[0]) % 5 != k]
         for name, rows in (("train.csv", train[1:] + kept), ("dev.csv", held)):
             with open(d / name, "w", newline="") as f:
                 csv.writer(f).writerows([train[0]] + rows)

@@ -295,8 +295,8 @@ def micro_f1(gold, pred):
 
 def choose(task, X, cols, weighted, log, name, c_grid):
     """3-fold CV grouped by table: C over `c_grid` (knowledge weight 1), then, for a knowledge
-    block, its weight over KNOWLEDGE_WEIGHTS at that C (a line search: the full 15-point grid
-    would triple the cost of the 768-wide MiniLM block)."""
+    block, its weight over KNOWLEDGE_WEIGHTS at that C (a line search: the full grid of C × weight
+    would more than double the cost of the 768-wide MiniLM block)."""
     groups = [c.table for c in cols]
 
     def cv(C, w):
