@@ -29,15 +29,27 @@ const IMPLS: [KernelImpl; 3] = [
     KernelImpl::FusedSerial,
 ];
 
+/// The language-model shape of the official RWKV-7 kernel's benchmarks: B = 8, T = 4096,
+/// H = 64 (timed on GPUs only).
+const LM_SHAPE: [usize; 3] = [8, 4096, 64];
+
 /// Forward FLOPs of the recurrence: 9·N² per head per token.
 fn wkv7_flops(time: usize) -> u64 {
-    (9 * N * N * BATCH * HEADS * time) as u64
+    wkv7_flops_of(BATCH, time, HEADS)
+}
+
+fn wkv7_flops_of(batch: usize, time: usize, heads: usize) -> u64 {
+    (9 * N * N * batch * heads * time) as u64
 }
 
 /// RWKV-7-like inputs on `device`: unit-norm removal key, rate in (0, 1), log-decay in
 /// (−0.6065, 0).
 fn inputs(time: usize, device: &Device) -> [Tensor<4>; 7] {
-    let seq = |d| Tensor::<4>::random([BATCH, time, HEADS, N], d, device);
+    inputs_of(BATCH, time, HEADS, device)
+}
+
+fn inputs_of(batch: usize, time: usize, heads: usize, device: &Device) -> [Tensor<4>; 7] {
+    let seq = |d| Tensor::<4>::random([batch, time, heads, N], d, device);
     let kappa = seq(Distribution::Uniform(-1.0, 1.0));
     let kappa = kappa.clone() / (kappa.powf_scalar(2.0).sum_dim(3).sqrt() + 1e-12);
     let rate = seq(Distribution::Uniform(0.0, 1.0));
@@ -49,7 +61,7 @@ fn inputs(time: usize, device: &Device) -> [Tensor<4>; 7] {
         -kappa.clone(),
         kappa * rate,
         Tensor::random(
-            [BATCH, HEADS, N, N],
+            [batch, heads, N, N],
             Distribution::Uniform(-0.1, 0.1),
             device,
         ),
@@ -200,41 +212,70 @@ fn fuse_states(c: &mut Criterion) {
 
 /// The CubeCL kernels against the reference on the same CubeCL device (wgpu's default
 /// adapter), with that device's fp32 matmul as the yardstick. Built with `--features wgpu`;
-/// on Mesa's lavapipe (no GPU) the timings say nothing about a GPU.
+/// on Mesa's lavapipe (no GPU) the timings say nothing about a GPU. Each iteration ends with
+/// `Device::sync`, not a read-back: the times are the kernels' plus launch overhead, as a GPU
+/// timer would measure them, without the copy of the results to the host.
 #[cfg(feature = "wgpu")]
 fn cube(c: &mut Criterion) {
     let device = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+    let sync = || device.sync().expect("wgpu device sync");
     let mut group = c.benchmark_group("cube");
     group.sample_size(10).warm_up_time(Duration::from_secs(1));
     let m = 1024;
     let a = Tensor::<2>::random([m, m], Distribution::Default, &device);
     group.throughput(Throughput::Elements(2 * (m * m * m) as u64));
     group.bench_function("fp32_matmul_1024", |bench| {
-        bench.iter(|| a.clone().matmul(a.clone()).into_data())
+        bench.iter(|| {
+            let product = a.clone().matmul(a.clone());
+            sync();
+            product
+        })
     });
-    for time in TIMES {
-        group.throughput(Throughput::Elements(wkv7_flops(time)));
-        let x = inputs(time, &device);
+    let shapes = TIMES
+        .map(|time| [BATCH, time, HEADS])
+        .into_iter()
+        .chain([LM_SHAPE]);
+    for [batch, time, heads] in shapes {
+        let label = format!("B{batch}_T{time}_H{heads}");
+        group.throughput(Throughput::Elements(wkv7_flops_of(batch, time, heads)));
+        let x = inputs_of(batch, time, heads, &device);
         for imp in [KernelImpl::Reference, KernelImpl::Fused] {
-            if imp == KernelImpl::Reference && time > 512 && !slow_enabled() {
+            if imp == KernelImpl::Reference && (time > 512 || heads > HEADS) && !slow_enabled() {
                 continue;
             }
-            let id = BenchmarkId::new(format!("wkv7_forward_{}", name(imp)), time);
+            let id = BenchmarkId::new(format!("wkv7_forward_{}", name(imp)), &label);
             group.bench_with_input(id, &x, |bench, x| {
                 bench.iter(|| {
-                    let (y, s) = run(imp, x.clone());
-                    (y.into_data(), s.into_data())
+                    let out = run(imp, x.clone());
+                    sync();
+                    out
                 })
             });
         }
-        let x = inputs(time, &device.clone().autodiff());
-        let id = BenchmarkId::new("wkv7_forward_backward_fused", time);
+        let x = inputs_of(batch, time, heads, &device.clone().autodiff());
+        // A launch wgpu refused would time as nothing at all: check once that every
+        // gradient came back finite and not all zero.
+        {
+            let x = x.clone().map(|t| t.detach().require_grad());
+            let (y, s) = run(KernelImpl::Fused, x.clone());
+            let grads = (y.sum() + s.sum()).backward();
+            for t in &x {
+                let total: f32 = t.grad(&grads).expect("tracked").abs().sum().into_scalar();
+                assert!(
+                    total.is_finite() && total > 0.0,
+                    "{label}: gradient sum {total}"
+                );
+            }
+        }
+        let id = BenchmarkId::new("wkv7_forward_backward_fused", &label);
         group.bench_with_input(id, &x, |bench, x| {
             bench.iter(|| {
                 let x = x.clone().map(|t| t.detach().require_grad());
                 let (y, s) = run(KernelImpl::Fused, x.clone());
                 let grads = (y.sum() + s.sum()).backward();
-                x.map(|t| t.grad(&grads).map(|g| g.into_data()))
+                let grads = x.map(|t| t.grad(&grads));
+                sync();
+                grads
             })
         });
     }

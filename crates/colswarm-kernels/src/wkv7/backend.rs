@@ -52,9 +52,11 @@ pub trait Wkv7Backend: Backend {
 /// The kernels the autodiff implementation of [`Wkv7Backend`] runs on the inner backend.
 pub trait Wkv7TrainBackend: Wkv7Backend {
     /// Forward for training: returns `y` and the final state packed flat into one tensor
-    /// (`[batch·time·heads·n + batch·heads·n·n]`), and, if `checkpoint`, the state at the start
-    /// of every chunk of 16 steps (`[batch, heads, ⌈time/16⌉, n, n]`; otherwise a placeholder
-    /// that callers ignore).
+    /// (`[batch·time·heads·n + batch·heads·n·n]`), and, if `checkpoint`, what this backend's
+    /// [`Self::wkv7_backward`] needs besides the inputs: at least the state at the start of
+    /// every chunk of 16 steps, in a layout of the backend's own (otherwise a placeholder that
+    /// callers ignore). Flex: `[batch, heads, ⌈time/16⌉, n, n]`; CubeCL: the same states
+    /// transposed, then every step's `u = S·a`, flat.
     fn wkv7_forward_train(
         r: FloatTensor<Self>,
         log_w: FloatTensor<Self>,

@@ -13,15 +13,22 @@
 //! # Backward
 //!
 //! Gradients of the key-indexed inputs are sums over the rows (`dk_j = Σ_i v_i · dS_ij`),
-//! so each unit also carries **column** `i` of the state and of its gradient, as the official
-//! RWKV-7 CUDA kernel does: unit `i` computes the row-indexed gradient `dv_i` from its row
-//! and the key-indexed ones (`dr_i`, `dw_i`, `dk_i`, `da_i`, `db_i`) from its column, with
-//! only vectors passing through shared memory. The states come from the same
-//! checkpoint-and-recompute scheme as the CPU kernel (`cpu.rs`): the training forward stores
-//! the state at the start of every chunk of 16 steps; the backward walks the chunks from last
-//! to first, recomputes each chunk's states from its checkpoint into a per-unit scratch
-//! buffer in global memory (each unit reads back only what it wrote), then runs the reverse
-//! recurrence through the chunk.
+//! so in the backward each unit carries **column** `i` of the state and both row and column
+//! `i` of its gradient, as the official RWKV-7 CUDA kernel does: unit `i` computes the
+//! row-indexed gradient `dv_i` from its gradient row and the key-indexed ones (`dr_i`, `dw_i`,
+//! `dk_i`, `da_i`, `db_i`) from columns, with only vectors passing through shared memory.
+//!
+//! The states come from checkpoints, with the exact recompute of the CPU kernel (`cpu.rs`)
+//! rather than the official kernel's inversion of the decay, which amplifies rounding error
+//! by up to `(1/0.545)^15 ≈ 10⁴` within a chunk. The training forward stores the state at
+//! the start of every chunk of 16 steps (longer for sequences whose checkpoints would not fit
+//! in one buffer: [`checkpoint_interval`]) and every step's `u = S·a`. The backward walks the
+//! chunks from last to first; for each it recomputes the chunk's states, column `i` only
+//! (`S_ji ← S_ji·w_i + u_j·b_i + v_j·k_i`, which needs the saved `u` and no reduction), into
+//! a per-chain scratch buffer laid out so that a cube's units write consecutive addresses,
+//! then runs the reverse recurrence through the chunk. Each unit reads back only the column
+//! it wrote. The staged vectors are double-buffered, so a step costs one barrier in the
+//! forward and the recompute, and two in the reverse recurrence (one of them for `du`).
 //!
 //! All inner loops run over the head size, a compile-time constant, and are unrolled (in the
 //! backward, up to `N = 64`): the state rows live in registers, and Mesa's lavapipe (the
@@ -58,6 +65,9 @@ const V: usize = 5;
 const U: usize = 6;
 const DY: usize = 7;
 const G: usize = 8;
+/// Vectors in one set of staged vectors: `R` … `B` in the forward, all nine in the backward.
+const FORWARD_STAGED: usize = 5;
+const STAGED: usize = 9;
 
 /// Offset of the vector `[batch, t, head, ..]` in a contiguous `[batch, time, heads, n]` tensor.
 #[cube]
@@ -66,8 +76,10 @@ fn seq_offset(batch: usize, t: usize, head: usize, time: usize, heads: usize, n:
 }
 
 /// Forward over the whole sequence. Writes `y` then the final state into `out`
-/// (`[batch·time·heads·n + batch·heads·n·n]`), and, if `save_checkpoints`, the state at the
-/// start of every chunk of `chunk` steps into `checkpoints` (`[batch, heads, chunks, n, n]`).
+/// (`[batch·time·heads·n + batch·heads·n·n]`). If `save`, also writes what the backward needs
+/// into `saved`: the state at the start of every chunk of `chunk` steps, transposed
+/// (`[batch, heads, chunks, n (key), n (value)]`, so that the stores of a cube's units are
+/// consecutive), then every step's `u` (`[batch, time, heads, n]`).
 ///
 /// Cube `(head, batch)`, unit `i` = value row `i`.
 // Kernel code is CubeCL's DSL: `div_ceil` is not in it, and a comptime flag gets its own `if`
@@ -87,10 +99,10 @@ fn wkv7_forward_kernel<F: Float>(
     b: &Tensor<F>,
     state: &Tensor<F>,
     out: &mut Tensor<F>,
-    checkpoints: &mut Tensor<F>,
+    saved: &mut Tensor<F>,
     #[comptime] n: usize,
     #[comptime] chunk: usize,
-    #[comptime] save_checkpoints: bool,
+    #[comptime] save: bool,
     #[define(F)] _dtype: ElemType,
 ) {
     let head = CUBE_POS_X as usize;
@@ -101,48 +113,55 @@ fn wkv7_forward_kernel<F: Float>(
     let chain = batch * heads + head;
     let row = (chain * n + i) * n;
     let chunks = (time + chunk - 1) / chunk;
+    let u_base = r.shape(0) * heads * chunks * n * n;
 
     let mut s = Array::<F>::new(n);
     #[unroll]
     for j in 0..n {
         s[j] = state[row + j];
     }
-    let mut staged = Shared::<[F]>::new_slice(5 * n);
+    // Two sets of staged vectors, used on alternate steps: a unit may stage step t + 1 while
+    // another still reads step t, so one barrier per step suffices.
+    let mut staged = Shared::<[F]>::new_slice(2 * FORWARD_STAGED * n);
 
     for t in 0..time {
         let o = seq_offset(batch, t, head, time, heads, n);
-        if save_checkpoints {
+        if save {
             if t % chunk == 0 {
-                let at = ((chain * chunks + t / chunk) * n + i) * n;
+                let at = (chain * chunks + t / chunk) * n * n + i;
                 #[unroll]
                 for j in 0..n {
-                    checkpoints[at + j] = s[j];
+                    saved[at + j * n] = s[j];
                 }
             }
         }
-        staged[R * n + i] = r[o + i];
-        staged[W * n + i] = F::exp(log_w[o + i]);
-        staged[K * n + i] = k[o + i];
-        staged[A * n + i] = a[o + i];
-        staged[B * n + i] = b[o + i];
+        let p = (t % 2) * FORWARD_STAGED * n;
+        staged[p + R * n + i] = r[o + i];
+        staged[p + W * n + i] = F::exp(log_w[o + i]);
+        staged[p + K * n + i] = k[o + i];
+        staged[p + A * n + i] = a[o + i];
+        staged[p + B * n + i] = b[o + i];
         sync_cube();
 
         let v_i = v[o + i];
         let mut u_i = F::new(0.0);
         #[unroll]
         for j in 0..n {
-            u_i += s[j] * staged[A * n + j];
+            u_i += s[j] * staged[p + A * n + j];
+        }
+        if save {
+            saved[u_base + o + i] = u_i;
         }
         let mut y_i = F::new(0.0);
         #[unroll]
         for j in 0..n {
-            let next = s[j] * staged[W * n + j] + u_i * staged[B * n + j] + v_i * staged[K * n + j];
+            let next = s[j] * staged[p + W * n + j]
+                + u_i * staged[p + B * n + j]
+                + v_i * staged[p + K * n + j];
             s[j] = next;
-            y_i += next * staged[R * n + j];
+            y_i += next * staged[p + R * n + j];
         }
         out[o + i] = y_i;
-        // Nobody may overwrite the staged vectors before every unit has read them.
-        sync_cube();
     }
 
     let final_state = r.shape(0) * time * heads * n + row;
@@ -152,13 +171,16 @@ fn wkv7_forward_kernel<F: Float>(
     }
 }
 
-/// Backward: from the inputs, the checkpoints of the training forward and the packed
-/// gradient `grad` (`dy` then the final state's gradient), writes the packed gradients
-/// `dr, dlog_w, dk, dv, da, db` (each `[batch, time, heads, n]`) then `dstate` into `grads`.
+/// Backward: from the inputs, what the training forward saved and the packed gradient `grad`
+/// (`dy` then the final state's gradient), writes the gradients `d_r` … `d_b` (each
+/// `[batch, time, heads, n]`) and `d_state`. Seven outputs rather than one packed buffer: at
+/// the language-model shape (B = 8, T = 4096, H = 64) they are 0.5 GB each, and a packed one
+/// would pass a device's largest allocation.
 ///
-/// `scratch` holds, per unit, `chunk + 1` slots of `2n + 1` floats: row `i` and column `i`
-/// of the state before each step of the current chunk (and after its last), and that step's
-/// `u_i`. Cube `(head, batch)`, unit `i`.
+/// `scratch` holds, per chain, the states before each step of the current chunk, transposed
+/// (`[batch·heads, chunk, n (value), n (key)]`, key fastest): unit `i` writes and reads
+/// only column `i`, and a cube's units touch consecutive addresses.
+/// Cube `(head, batch)`, unit `i`.
 #[allow(clippy::too_many_arguments, clippy::manual_div_ceil)] // as the forward
 #[cube(launch)]
 fn wkv7_backward_kernel<F: Float>(
@@ -168,9 +190,15 @@ fn wkv7_backward_kernel<F: Float>(
     v: &Tensor<F>,
     a: &Tensor<F>,
     b: &Tensor<F>,
-    checkpoints: &Tensor<F>,
+    saved: &Tensor<F>,
     grad: &Tensor<F>,
-    grads: &mut Tensor<F>,
+    d_r: &mut Tensor<F>,
+    d_log_w: &mut Tensor<F>,
+    d_k: &mut Tensor<F>,
+    d_v: &mut Tensor<F>,
+    d_a: &mut Tensor<F>,
+    d_b: &mut Tensor<F>,
+    d_state: &mut Tensor<F>,
     scratch: &mut Tensor<F>,
     #[comptime] n: usize,
     #[comptime] chunk: usize,
@@ -185,8 +213,8 @@ fn wkv7_backward_kernel<F: Float>(
     let chain_base = chain * n * n;
     let seq_len = r.shape(0) * time * heads * n;
     let chunks = (time + chunk - 1) / chunk;
-    let slot_len = 2 * n + 1;
-    let scratch_base = (chain * n + i) * (chunk + 1) * slot_len;
+    let u_base = r.shape(0) * heads * chunks * n * n;
+    let scratch_base = chain * chunk * n * n + i;
 
     // Gradient w.r.t. the current state, row i and column i: first the final state's.
     let mut ds_row = Array::<F>::new(n);
@@ -196,9 +224,11 @@ fn wkv7_backward_kernel<F: Float>(
         ds_row[j] = grad[seq_len + chain_base + i * n + j];
         ds_col[j] = grad[seq_len + chain_base + j * n + i];
     }
-    let mut s_row = Array::<F>::new(n);
-    let mut s_col = Array::<F>::new(n);
-    let mut staged = Shared::<[F]>::new_slice(9 * n);
+    // Column i of the state after the step being differentiated (`after`) and before it
+    // (`before`).
+    let mut after = Array::<F>::new(n);
+    let mut before = Array::<F>::new(n);
+    let mut staged = Shared::<[F]>::new_slice(2 * STAGED * n);
 
     for c in 0..chunks {
         let chunk_index = chunks - 1 - c;
@@ -208,78 +238,60 @@ fn wkv7_backward_kernel<F: Float>(
             len = chunk;
         }
 
-        // Recompute the chunk's states from its checkpoint.
-        let checkpoint = ((chain * chunks + chunk_index) * n) * n;
+        // Recompute the chunk's states (column i only) from its checkpoint, with the saved
+        // `u`: S[j][i] ← S[j][i]·w_i + u_j·b_i + v_j·k_i, the forward's own operations.
+        let checkpoint = (chain * chunks + chunk_index) * n * n + i * n;
         #[unroll(n <= UNROLL_MAX)]
         for j in 0..n {
-            s_row[j] = checkpoints[checkpoint + i * n + j];
-            s_col[j] = checkpoints[checkpoint + j * n + i];
+            after[j] = saved[checkpoint + j];
         }
+        sync_cube();
         for step in 0..len {
             let o = seq_offset(batch, t0 + step, head, time, heads, n);
-            let slot = scratch_base + step * slot_len;
+            let slot = scratch_base + step * n * n;
             #[unroll(n <= UNROLL_MAX)]
             for j in 0..n {
-                scratch[slot + j] = s_row[j];
-                scratch[slot + n + j] = s_col[j];
+                scratch[slot + j * n] = after[j];
             }
-            staged[W * n + i] = F::exp(log_w[o + i]);
-            staged[K * n + i] = k[o + i];
-            staged[A * n + i] = a[o + i];
-            staged[B * n + i] = b[o + i];
-            staged[V * n + i] = v[o + i];
+            let p = (step % 2) * STAGED * n;
+            staged[p + U * n + i] = saved[u_base + o + i];
+            staged[p + V * n + i] = v[o + i];
+            let w_i = F::exp(log_w[o + i]);
+            let b_i = b[o + i];
+            let k_i = k[o + i];
             sync_cube();
-
-            let mut u_i = F::new(0.0);
             #[unroll(n <= UNROLL_MAX)]
             for j in 0..n {
-                u_i += s_row[j] * staged[A * n + j];
+                after[j] =
+                    after[j] * w_i + staged[p + U * n + j] * b_i + staged[p + V * n + j] * k_i;
             }
-            scratch[slot + 2 * n] = u_i;
-            staged[U * n + i] = u_i;
-            sync_cube();
-
-            let v_i = staged[V * n + i];
-            let w_i = staged[W * n + i];
-            let k_i = staged[K * n + i];
-            let b_i = staged[B * n + i];
-            #[unroll(n <= UNROLL_MAX)]
-            for j in 0..n {
-                s_row[j] = s_row[j] * staged[W * n + j]
-                    + u_i * staged[B * n + j]
-                    + v_i * staged[K * n + j];
-                s_col[j] = s_col[j] * w_i + staged[U * n + j] * b_i + staged[V * n + j] * k_i;
-            }
-            sync_cube();
         }
-        let last = scratch_base + len * slot_len;
-        #[unroll(n <= UNROLL_MAX)]
-        for j in 0..n {
-            scratch[last + j] = s_row[j];
-            scratch[last + n + j] = s_col[j];
-        }
+        sync_cube();
 
-        // The reverse recurrence through the chunk.
+        // The reverse recurrence through the chunk; `after` now holds the chunk's last state.
         for back in 0..len {
             let step = len - 1 - back;
             let o = seq_offset(batch, t0 + step, head, time, heads, n);
-            // Slot `step` holds the state before the step (P), slot `step + 1` the one after (S).
-            let before = scratch_base + step * slot_len;
-            let after = before + slot_len;
-            staged[R * n + i] = r[o + i];
-            staged[W * n + i] = F::exp(log_w[o + i]);
-            staged[K * n + i] = k[o + i];
-            staged[A * n + i] = a[o + i];
-            staged[B * n + i] = b[o + i];
-            staged[V * n + i] = v[o + i];
-            staged[U * n + i] = scratch[before + 2 * n];
-            staged[DY * n + i] = grad[o + i];
+            let slot = scratch_base + step * n * n;
+            #[unroll(n <= UNROLL_MAX)]
+            for j in 0..n {
+                before[j] = scratch[slot + j * n];
+            }
+            let p = (back % 2) * STAGED * n;
+            staged[p + R * n + i] = r[o + i];
+            staged[p + W * n + i] = F::exp(log_w[o + i]);
+            staged[p + K * n + i] = k[o + i];
+            staged[p + A * n + i] = a[o + i];
+            staged[p + B * n + i] = b[o + i];
+            staged[p + V * n + i] = v[o + i];
+            staged[p + U * n + i] = saved[u_base + o + i];
+            staged[p + DY * n + i] = grad[o + i];
             sync_cube();
 
-            let r_i = staged[R * n + i];
-            let w_i = staged[W * n + i];
-            let a_i = staged[A * n + i];
-            let dy_i = staged[DY * n + i];
+            let r_i = staged[p + R * n + i];
+            let w_i = staged[p + W * n + i];
+            let a_i = staged[p + A * n + i];
+            let dy_i = staged[p + DY * n + i];
             // dS += dy · rᵀ, then the gradients that read dS_t.
             let mut dr = F::new(0.0);
             let mut dv = F::new(0.0);
@@ -289,39 +301,40 @@ fn wkv7_backward_kernel<F: Float>(
             let mut du_i = F::new(0.0);
             #[unroll(n <= UNROLL_MAX)]
             for j in 0..n {
-                ds_row[j] += dy_i * staged[R * n + j];
-                ds_col[j] += staged[DY * n + j] * r_i;
-                dr += scratch[after + n + j] * staged[DY * n + j];
-                dv += ds_row[j] * staged[K * n + j];
-                du_i += ds_row[j] * staged[B * n + j];
-                dk += ds_col[j] * staged[V * n + j];
-                db += ds_col[j] * staged[U * n + j];
-                dw += ds_col[j] * scratch[before + n + j];
+                ds_row[j] += dy_i * staged[p + R * n + j];
+                ds_col[j] += staged[p + DY * n + j] * r_i;
+                dr += after[j] * staged[p + DY * n + j];
+                dv += ds_row[j] * staged[p + K * n + j];
+                du_i += ds_row[j] * staged[p + B * n + j];
+                dk += ds_col[j] * staged[p + V * n + j];
+                db += ds_col[j] * staged[p + U * n + j];
+                dw += ds_col[j] * before[j];
             }
-            staged[G * n + i] = du_i;
+            staged[p + G * n + i] = du_i;
             sync_cube();
 
             // da needs every row's du; then dS becomes the gradient w.r.t. S_{t-1}.
             let mut da = F::new(0.0);
             #[unroll(n <= UNROLL_MAX)]
             for j in 0..n {
-                da += scratch[before + n + j] * staged[G * n + j];
-                ds_row[j] = ds_row[j] * staged[W * n + j] + du_i * staged[A * n + j];
-                ds_col[j] = ds_col[j] * w_i + staged[G * n + j] * a_i;
+                da += before[j] * staged[p + G * n + j];
+                ds_row[j] = ds_row[j] * staged[p + W * n + j] + du_i * staged[p + A * n + j];
+                ds_col[j] = ds_col[j] * w_i + staged[p + G * n + j] * a_i;
+                after[j] = before[j];
             }
-            grads[o + i] = dr;
-            grads[seq_len + o + i] = dw * w_i;
-            grads[2 * seq_len + o + i] = dk;
-            grads[3 * seq_len + o + i] = dv;
-            grads[4 * seq_len + o + i] = da;
-            grads[5 * seq_len + o + i] = db;
-            sync_cube();
+            d_r[o + i] = dr;
+            d_log_w[o + i] = dw * w_i;
+            d_k[o + i] = dk;
+            d_v[o + i] = dv;
+            d_a[o + i] = da;
+            d_b[o + i] = db;
         }
+        sync_cube();
     }
 
     #[unroll(n <= UNROLL_MAX)]
     for j in 0..n {
-        grads[6 * seq_len + chain_base + i * n + j] = ds_row[j];
+        d_state[chain_base + i * n + j] = ds_row[j];
     }
 }
 
@@ -344,8 +357,58 @@ fn launch_shape(d: &Dims, tensor: &CubeTensor) -> (CubeCount, CubeDim) {
     )
 }
 
-/// Runs the forward kernel; returns the packed `[y, final state]` and the checkpoints (a
-/// one-element placeholder unless `save_checkpoints`).
+/// Longest checkpoint interval tried for a long sequence (see [`checkpoint_interval`]).
+const MAX_INTERVAL: usize = 16 * CHECKPOINT_INTERVAL;
+
+/// Steps between stored states: the CPU kernel's 16, doubled until the states the training
+/// forward saves (`⌈T/interval⌉·N²` per chain, plus `u`) fit in one allocation of the device.
+/// At B = 8, T = 4096, H = 64 the 16-step checkpoints alone are 2 GiB, past what wgpu gives
+/// one buffer on an H200; 32 steps halve them. The recompute costs one forward pass whatever
+/// the interval; a longer one only needs more scratch (`interval·N²` per chain).
+pub(crate) fn checkpoint_interval(d: &Dims, max_bytes: u64, element_bytes: usize) -> usize {
+    let mut interval = CHECKPOINT_INTERVAL;
+    while interval < MAX_INTERVAL && saved_len(d, interval) * element_bytes > max_bytes as usize {
+        interval *= 2;
+    }
+    interval
+}
+
+/// Elements the training forward saves at `interval`: checkpoints, then every step's `u`.
+fn saved_len(d: &Dims, interval: usize) -> usize {
+    d.state_len() * d.time.div_ceil(interval) + d.seq_len()
+}
+
+/// A new tensor of `len` elements for a kernel to write, after checking it fits in one of the
+/// device's allocations: past that, wgpu would fail the launch without telling the caller.
+fn buffer(like: &CubeTensor, len: usize, what: &str) -> CubeTensor {
+    let max = like.client.properties().memory.max_page_size;
+    let bytes = (len * like.dtype.size()) as u64;
+    assert!(
+        bytes <= max,
+        "fused wkv7: {what} needs {bytes} bytes in one buffer, more than this device's largest \
+         allocation ({max} bytes); use a shorter sequence or fewer heads per call"
+    );
+    output(like, Shape::new([len.max(1)]))
+}
+
+/// The interval [`forward`] and the backward use for these inputs on this device.
+fn interval_for(d: &Dims, like: &CubeTensor) -> usize {
+    let max = like.client.properties().memory.max_page_size;
+    // Tests lower the limit to run the longer intervals on small inputs.
+    #[cfg(test)]
+    let max = max.min(TEST_MAX_SAVED_BYTES.load(std::sync::atomic::Ordering::Relaxed));
+    checkpoint_interval(d, max, like.dtype.size())
+}
+
+/// A lower allocation limit for [`interval_for`] in tests. Every interval gives the same
+/// results, so lowering it cannot break a test running beside the one that does.
+#[cfg(test)]
+pub(crate) static TEST_MAX_SAVED_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Runs the forward kernel; returns the packed `[y, final state]` and, if `save`, what the
+/// backward needs (checkpoints and `u`, see [`wkv7_forward_kernel`]; a one-element
+/// placeholder otherwise).
 #[allow(clippy::too_many_arguments)]
 fn forward(
     r: CubeTensor,
@@ -355,22 +418,22 @@ fn forward(
     a: CubeTensor,
     b: CubeTensor,
     state: CubeTensor,
-    save_checkpoints: bool,
+    save: bool,
 ) -> (CubeTensor, CubeTensor) {
     let [r, log_w, k, v, a, b, state] = [r, log_w, k, v, a, b, state].map(into_contiguous);
     let d = Dims::of(&r.shape());
-    let checkpoints_len = if save_checkpoints {
-        d.checkpoints_len()
+    let interval = interval_for(&d, &r);
+    let saved = if save {
+        buffer(&r, saved_len(&d, interval), "the saved states")
     } else {
-        1
+        output(&r, Shape::new([1]))
     };
-    let checkpoints = output(&r, Shape::new([checkpoints_len.max(1)]));
     if d.seq_len() == 0 {
         // No step to run: y is empty and the final state is the initial one.
         let packed = CubeBackend::float_reshape(state, Shape::new([d.state_len()]));
-        return (packed, checkpoints);
+        return (packed, saved);
     }
-    let out = output(&r, Shape::new([d.seq_len() + d.state_len()]));
+    let out = buffer(&r, d.seq_len() + d.state_len(), "the output");
     let (cube_count, cube_dim) = launch_shape(&d, &r);
     let dtype = dtype_to_storage_type(r.dtype);
     let client = r.client.clone();
@@ -386,13 +449,13 @@ fn forward(
         b.into_tensor_arg(),
         state.into_tensor_arg(),
         out.clone().into_tensor_arg(),
-        checkpoints.clone().into_tensor_arg(),
+        saved.clone().into_tensor_arg(),
         d.n,
-        CHECKPOINT_INTERVAL,
-        save_checkpoints,
+        interval,
+        save,
         dtype,
     );
-    (out, checkpoints)
+    (out, saved)
 }
 
 /// `packed[range]` reshaped to `shape`.
@@ -442,18 +505,7 @@ impl Wkv7TrainBackend for CubeBackend {
         checkpoint: bool,
         _parallel: bool,
     ) -> (CubeTensor, CubeTensor) {
-        let d = Dims::of(&r.shape());
-        let (packed, checkpoints) = forward(r, log_w, k, v, a, b, state, checkpoint);
-        let chunks = if checkpoint { d.chunks() } else { 0 };
-        let checkpoints = if chunks > 0 && d.seq_len() != 0 {
-            CubeBackend::float_reshape(
-                checkpoints,
-                Shape::new([d.batch, d.heads, chunks, d.n, d.n]),
-            )
-        } else {
-            checkpoints
-        };
-        (packed, checkpoints)
+        forward(r, log_w, k, v, a, b, state, checkpoint)
     }
 
     fn wkv7_backward(
@@ -463,12 +515,11 @@ impl Wkv7TrainBackend for CubeBackend {
         v: CubeTensor,
         a: CubeTensor,
         b: CubeTensor,
-        checkpoints: CubeTensor,
+        saved: CubeTensor,
         grad: CubeTensor,
         _parallel: bool,
     ) -> [CubeTensor; 7] {
-        let [r, log_w, k, v, a, b, checkpoints, grad] =
-            [r, log_w, k, v, a, b, checkpoints, grad].map(into_contiguous);
+        let [r, log_w, k, v, a, b, grad] = [r, log_w, k, v, a, b, grad].map(into_contiguous);
         let d = Dims::of(&r.shape());
         let seq = Shape::new([d.batch, d.time, d.heads, d.n]);
         let state = Shape::new([d.batch, d.heads, d.n, d.n]);
@@ -486,14 +537,30 @@ impl Wkv7TrainBackend for CubeBackend {
                 d_state,
             ];
         }
-        let n_scratch = d.batch * d.heads * d.n * (CHECKPOINT_INTERVAL + 1) * (2 * d.n + 1);
+        let interval = interval_for(&d, &r);
+        let n_scratch = d.batch * d.heads * interval * d.n * d.n;
+        let max = r.client.properties().memory.max_page_size;
+        assert!(
+            (n_scratch * r.dtype.size()) as u64 <= max,
+            "fused wkv7: the backward's scratch needs more than this device's largest \
+             allocation ({max} bytes); use fewer heads per call"
+        );
         let scratch = empty_device_dtype(
             r.client.clone(),
             r.device.clone(),
             Shape::new([n_scratch]),
             r.dtype,
         );
-        let grads = output(&r, Shape::new([6 * d.seq_len() + d.state_len()]));
+        let seq_grad = || buffer(&r, d.seq_len(), "a gradient");
+        let grads = [
+            seq_grad(),
+            seq_grad(),
+            seq_grad(),
+            seq_grad(),
+            seq_grad(),
+            seq_grad(),
+            buffer(&r, d.state_len(), "the state's gradient"),
+        ];
         let (cube_count, cube_dim) = launch_shape(&d, &r);
         let dtype = dtype_to_storage_type(r.dtype);
         let client = r.client.clone();
@@ -507,23 +574,47 @@ impl Wkv7TrainBackend for CubeBackend {
             v.into_tensor_arg(),
             a.into_tensor_arg(),
             b.into_tensor_arg(),
-            checkpoints.into_tensor_arg(),
+            saved.into_tensor_arg(),
             grad.into_tensor_arg(),
-            grads.clone().into_tensor_arg(),
+            grads[0].clone().into_tensor_arg(),
+            grads[1].clone().into_tensor_arg(),
+            grads[2].clone().into_tensor_arg(),
+            grads[3].clone().into_tensor_arg(),
+            grads[4].clone().into_tensor_arg(),
+            grads[5].clone().into_tensor_arg(),
+            grads[6].clone().into_tensor_arg(),
             scratch.into_tensor_arg(),
             d.n,
-            CHECKPOINT_INTERVAL,
+            interval,
             dtype,
         );
-        let seq_grad = |index: usize| unpack(grads.clone(), index * d.seq_len(), seq.clone());
+        let [d_r, d_log_w, d_k, d_v, d_a, d_b, d_state] = grads;
+        let seq_shaped = |x: CubeTensor| CubeBackend::float_reshape(x, seq.clone());
         [
-            seq_grad(0),
-            seq_grad(1),
-            seq_grad(2),
-            seq_grad(3),
-            seq_grad(4),
-            seq_grad(5),
-            unpack(grads, 6 * d.seq_len(), state),
+            seq_shaped(d_r),
+            seq_shaped(d_log_w),
+            seq_shaped(d_k),
+            seq_shaped(d_v),
+            seq_shaped(d_a),
+            seq_shaped(d_b),
+            CubeBackend::float_reshape(d_state, state),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_doubles_until_the_saved_states_fit() {
+        // The language-model shape: 2 GiB of 16-step checkpoints plus 0.5 GiB of `u`.
+        let lm = Dims::of(&Shape::new([8, 4096, 64, 64]));
+        assert_eq!(saved_len(&lm, 16) * 4, (1 << 31) + (1 << 29));
+        assert_eq!(checkpoint_interval(&lm, u64::MAX, 4), 16);
+        assert_eq!(checkpoint_interval(&lm, 2 << 30, 4), 32);
+        assert_eq!(checkpoint_interval(&lm, 1 << 30, 4), 64);
+        // Never past the longest interval, even when nothing fits.
+        assert_eq!(checkpoint_interval(&lm, 1, 4), MAX_INTERVAL);
     }
 }

@@ -339,6 +339,27 @@ mod cube {
         }
     }
 
+    /// A sequence whose 16-step checkpoints would not fit in one of the device's buffers
+    /// checkpoints every 32 or 64 steps (the limit lowered here, so small inputs take that path),
+    /// with the same results.
+    #[test]
+    fn cube_longer_checkpoint_intervals() {
+        use crate::wkv7::cube::TEST_MAX_SAVED_BYTES;
+        use std::sync::atomic::Ordering;
+        let shape = [1, 70, 2, 64];
+        // Saved bytes: 199,680 at 16 steps, 134,144 at 32, 101,376 at 64.
+        for (seed, max, interval) in [(1700, 140_000, 32), (1701, 110_000, 64)] {
+            let dims = crate::wkv7::cpu::Dims::of(&burn::tensor::Shape::new(shape));
+            assert_eq!(
+                crate::wkv7::cube::checkpoint_interval(&dims, max, 4),
+                interval
+            );
+            TEST_MAX_SAVED_BYTES.store(max, Ordering::Relaxed);
+            assert_cube_parity(&Case::realistic(seed, shape), true);
+        }
+        TEST_MAX_SAVED_BYTES.store(u64::MAX, Ordering::Relaxed);
+    }
+
     /// Many chunks at the model's head size, with a partial last chunk.
     #[test]
     fn cube_gradients_over_many_chunks() {
