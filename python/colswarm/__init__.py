@@ -195,6 +195,10 @@ class Annotator:
     :param lossy: repair instead of refusing files: invalid UTF-8 becomes U+FFFD, cells over
         1 MiB are cut (``colswarm annotate --lossy``).
     :param sample_rows: rows kept from a delimited file (a uniform, deterministic sample).
+    :param device: ``"cpu"`` (the default), ``"wgpu"``, ``"cuda"`` or ``"auto"``. GPU devices
+        need a package built with that backend (``maturin build --features wgpu``); asking for
+        one the build or machine lacks raises ``ValueError`` or ``ColswarmError`` saying how to
+        get it.
 
     Instances are thread-safe; every call releases the GIL while Rust reads and annotates.
     """
@@ -209,6 +213,7 @@ class Annotator:
         batch_size: int = 16,
         lossy: bool = False,
         sample_rows: int = 1000,
+        device: str = "cpu",
     ) -> None:
         namespaces = [namespace] if isinstance(namespace, str) else namespace
         self._inner = _colswarm.Annotator(
@@ -220,6 +225,7 @@ class Annotator:
             batch_size=batch_size,
             lossy=lossy,
             sample_rows=sample_rows,
+            device=device,
         )
         self._info: Dict[str, Any] = dict(self._inner.describe())
 
@@ -297,6 +303,7 @@ def evaluate(
     namespace: Optional[str] = None,
     all_specialists: bool = False,
     batch_size: int = 16,
+    device: str = "cpu",
 ) -> Dict[str, Any]:
     """Scores a model on a benchmark: the dict ``colswarm eval --json`` prints.
 
@@ -304,6 +311,8 @@ def evaluate(
     :param input: the data's file or directory (or several).
     :param split: ``all``, ``train``, ``dev`` or ``folds=I,J``.
     :param task: ``cta`` or ``cpa`` (default: what the format annotates).
+    :param device: ``"cpu"`` (the default), ``"wgpu"``, ``"cuda"`` or ``"auto"``, as for
+        :class:`Annotator`.
 
     Keys include ``micro_f1``, ``macro_f1``, ``weighted_f1``, ``micro_precision``,
     ``micro_recall``, ``n_columns``, ``n_tables``, ``task``, ``namespace``,
@@ -320,5 +329,6 @@ def evaluate(
         no_specialists=no_specialists,
         all_specialists=all_specialists,
         batch_size=batch_size,
+        device=device,
     )
     return _json.loads(text)

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 
 use colswarm_model::{
-    Annotator, ModelError, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_with,
+    Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
+    TableAnnotation, read_table_with,
 };
 use colswarm_tables::{Cell, Column, Table, TableError};
 use colswarm_train::{
@@ -216,7 +217,7 @@ struct PyAnnotator {
 #[pymethods]
 impl PyAnnotator {
     #[new]
-    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000))]
+    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -228,9 +229,14 @@ impl PyAnnotator {
         batch_size: usize,
         lossy: bool,
         sample_rows: usize,
+        device: &str,
     ) -> PyResult<Self> {
         let specialists = parse_specialists(specialists).map_err(|m| value_err(py, m))?;
+        let device: DeviceChoice = device
+            .parse()
+            .map_err(|e: DeviceError| value_err(py, e.to_string()))?;
         let mut builder = Annotator::builder(&model_dir)
+            .device(device)
             .top_k(top_k)
             .threads(threads)
             .batch_size(batch_size)
@@ -362,7 +368,7 @@ fn read_table(
 /// Scores a model on a benchmark as `colswarm eval --json` does, returning the same JSON
 /// object (as a string).
 #[pyfunction]
-#[pyo3(signature = (model_dir, format, inputs, split = "all", task = None, namespace = None, no_specialists = false, all_specialists = false, batch_size = 16))]
+#[pyo3(signature = (model_dir, format, inputs, split = "all", task = None, namespace = None, no_specialists = false, all_specialists = false, batch_size = 16, device = "cpu"))]
 #[allow(clippy::too_many_arguments)]
 fn evaluate_json(
     py: Python<'_>,
@@ -375,7 +381,11 @@ fn evaluate_json(
     no_specialists: bool,
     all_specialists: bool,
     batch_size: usize,
+    device: &str,
 ) -> PyResult<String> {
+    let device: DeviceChoice = device
+        .parse()
+        .map_err(|e: DeviceError| value_err(py, e.to_string()))?;
     let format: DatasetFormat = format.parse().map_err(|m| value_err(py, m))?;
     let split: Split = split.parse().map_err(|m| value_err(py, m))?;
     let task: Option<Task> = task
@@ -396,8 +406,8 @@ fn evaluate_json(
         Train(TrainError),
     }
     let run = || -> Result<serde_json::Value, Failure> {
-        let model =
-            colswarm_model::Model::load(&model_dir, &burn_device()).map_err(Failure::Model)?;
+        let device = device.device().map_err(|e| Failure::Model(e.into()))?;
+        let model = colswarm_model::Model::load(&model_dir, &device).map_err(Failure::Model)?;
         let data = load_tables(format, &inputs, split).map_err(Failure::Train)?;
         let task = task.unwrap_or_else(|| default_task(format, &data.tables));
         let options = EvalOptions {
@@ -428,10 +438,6 @@ fn evaluate_json(
         Err(Failure::Model(e)) => Err(model_err(py, e)),
         Err(Failure::Train(e)) => Err(train_err(py, e)),
     }
-}
-
-fn burn_device() -> burn::tensor::Device {
-    burn::tensor::Device::flex()
 }
 
 /// The Rust extension of the `colswarm` package.

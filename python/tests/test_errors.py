@@ -66,3 +66,22 @@ def test_bad_arguments(annotator):
         annotator.annotate(42)
     with pytest.raises(colswarm.ColswarmError, match="unknown format"):
         colswarm.evaluate(MODEL, "nope", "datasets")
+
+
+def test_devices_the_build_lacks_say_how_to_get_them():
+    with pytest.raises(colswarm.ColswarmError, match="cpu, wgpu, cuda or auto"):
+        colswarm.Annotator(MODEL, device="tpu")
+    # The test build has no CUDA backend (it cannot be built offline).
+    with pytest.raises(colswarm.ColswarmError, match="--features cuda"):
+        colswarm.Annotator(MODEL, device="cuda")
+    with pytest.raises(colswarm.ColswarmError, match="--features cuda"):
+        colswarm.evaluate(MODEL, "t2d", "no/such/dir", device="cuda")
+
+
+def test_cpu_and_auto_annotate_alike(annotator, tmp_path):
+    path = tmp_path / "cities.csv"
+    path.write_text("city,country\nParis,France\nBerlin,Germany\nMadrid,Spain\n")
+    cpu = colswarm.Annotator(MODEL, device="cpu").annotate(path)
+    # `auto` is the CPU in a package built without GPU backends.
+    auto = colswarm.Annotator(MODEL, device="auto").annotate(path)
+    assert list(cpu["label"]) == list(auto["label"])

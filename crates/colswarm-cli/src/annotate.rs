@@ -14,9 +14,9 @@ use colswarm_model::{
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_tables::Table;
 
-use crate::Stdout;
 use crate::evaluate::specialist_use;
 use crate::shard::Shard;
+use crate::{DeviceArg, Stdout};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub(crate) enum Output {
@@ -52,6 +52,8 @@ pub(crate) struct AnnotateArgs {
     lossy: bool,
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +75,8 @@ pub(crate) struct BenchArgs {
     repeat: usize,
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<Table>> {
@@ -93,10 +97,16 @@ fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<Table>> {
         .collect()
 }
 
-fn load_annotator(dir: &Path, top_k: usize, batch_size: usize) -> Result<Annotator> {
+fn load_annotator(
+    dir: &Path,
+    top_k: usize,
+    batch_size: usize,
+    device: DeviceArg,
+) -> Result<Annotator> {
     Annotator::builder(dir)
         .top_k(top_k)
         .batch_size(batch_size)
+        .device(device.open()?)
         .build()
         .with_context(|| format!("loading the model in {}", dir.display()))
 }
@@ -107,6 +117,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         .batch_size(args.batch_size)
         .specialists(specialist_use(args.no_specialists))
         .namespaces(args.namespace.clone())
+        .device(args.device.open()?)
         .build()
         .with_context(|| format!("loading the model in {}", args.model.display()))?;
     let mut files = table_files(&args.inputs)?;
@@ -192,7 +203,7 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
             .with_context(|| format!("{}: not a swarm manifest", manifest_path.display()))?;
         let dir = manifest_path.parent().unwrap_or(Path::new("."));
         // Loading verifies every checksum and every tensor shape.
-        let annotator = load_annotator(dir, 1, 1)?;
+        let annotator = load_annotator(dir, 1, 1, DeviceArg::default())?;
         let model = annotator.model();
         let mut files = vec![
             ("primary", &manifest.primary),
@@ -297,7 +308,7 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
 }
 
 pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
-    let annotator = load_annotator(&args.model, 3, args.batch_size)?;
+    let annotator = load_annotator(&args.model, 3, args.batch_size, args.device)?;
     let tables = read_inputs(&table_files(&args.inputs)?, false)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
     let runs = [

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use burn::tensor::Device;
 use clap::Args;
 use colswarm_model::{Model, SpecialistUse, Task};
 use colswarm_train::{
@@ -12,6 +11,8 @@ use colswarm_train::{
     baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap, read_predictions,
     score_predictions, train_baseline, write_predictions,
 };
+
+use crate::DeviceArg;
 
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {
@@ -48,6 +49,8 @@ pub(crate) struct EvalArgs {
     predictions: Option<PathBuf>,
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 #[derive(Args, Debug)]
@@ -96,8 +99,8 @@ pub(crate) struct CompareArgs {
     json: bool,
 }
 
-pub(crate) fn load_model(dir: &Path) -> Result<Model> {
-    Model::load(dir, &Device::flex())
+pub(crate) fn load_model(dir: &Path, device: DeviceArg) -> Result<Model> {
+    Model::load(dir, &device.open()?)
         .with_context(|| format!("loading the model in {}", dir.display()))
 }
 
@@ -105,7 +108,7 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
     if args.input.is_empty() {
         bail!("--input names no file or directory");
     }
-    let model = load_model(&args.model)?;
+    let model = load_model(&args.model, args.device)?;
     let data = load_tables(args.format, &args.input, args.split)?;
     let task = args
         .task

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use burn::tensor::Device;
+use clap::{Args, Parser, Subcommand};
+use colswarm_rwkv::DeviceChoice;
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`colswarm … |
 /// head`): `main` then exits quietly.
@@ -24,6 +26,22 @@ mod train;
 use annotate::{AnnotateArgs, BenchArgs, InspectArgs};
 use evaluate::{BaselineArgs, CompareArgs, EvalArgs};
 use train::{AverageArgs, TrainArgs, TrainRouterArgs};
+
+/// `--device`, shared by every command that runs a model.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct DeviceArg {
+    /// Where the model runs: cpu, wgpu, cuda or auto (the fastest this build and machine
+    /// have). GPU backends are in builds with `--features wgpu` (or `cuda`).
+    #[arg(long = "device", value_name = "DEVICE", default_value_t = DeviceChoice::Cpu)]
+    choice: DeviceChoice,
+}
+
+impl DeviceArg {
+    /// Opens the device, or says in one line how to get it.
+    pub(crate) fn open(self) -> Result<Device> {
+        Ok(self.choice.device()?)
+    }
+}
 
 /// Standard output whose write errors are marked as its own, so that `main` tells a reader
 /// that went away (`| head`) from a failed write to a file.

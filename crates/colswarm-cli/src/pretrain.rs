@@ -6,6 +6,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use colswarm_train::{Objective, PretrainConfig, PretrainOptions, pretrain};
 
+use crate::DeviceArg;
+
 #[derive(Args, Debug)]
 pub(crate) struct PretrainArgs {
     /// What the specialist learns: distill (teacher embeddings of cells and columns),
@@ -50,6 +52,8 @@ pub(crate) struct PretrainArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 /// The library's defaults, which are the same for every objective.
@@ -72,6 +76,7 @@ pub(crate) fn cmd_pretrain(args: PretrainArgs) -> Result<()> {
     let options = PretrainOptions {
         progress: !args.quiet,
         stop_after_steps: args.stop_after_steps,
+        device: Some(args.device.open()?),
     };
     let summary = pretrain(&config, &args.corpus, &args.out, &options)
         .with_context(|| format!("pretraining in {}", args.out.display()))?;

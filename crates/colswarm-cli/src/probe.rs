@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use burn::tensor::Device;
 use clap::Args;
 use colswarm_model::Model;
 use colswarm_train::{ProbeConfig, SpecialistSpec, probe, write_predictions};
 
+use crate::DeviceArg;
 use crate::train::specs;
 
 #[derive(Args, Debug)]
@@ -35,10 +35,12 @@ pub(crate) struct ProbeArgs {
     /// Print the reports as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 pub(crate) fn cmd_probe(args: ProbeArgs) -> Result<()> {
-    let device = Device::flex();
+    let device = args.device.open()?;
     let model = Model::load(&args.model, &device)
         .with_context(|| format!("loading {}", args.model.display()))?;
     let specialists = args

@@ -4,14 +4,16 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use burn::tensor::Device;
 use clap::{ArgAction, Args};
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
 use colswarm_train::{
     DataSettings, DataSpec, LrDecay, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
-    Regularization, RunSettings, SpecialistSpec, TrainConfig, TrainOptions, train, train_router,
+    ParlOptions, Regularization, RunSettings, SpecialistSpec, TrainConfig, TrainOptions, train,
+    train_router,
 };
+
+use crate::DeviceArg;
 
 #[derive(Args, Debug)]
 pub(crate) struct AverageArgs {
@@ -138,6 +140,8 @@ pub(crate) struct TrainArgs {
     /// No progress lines.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 #[derive(Args, Debug)]
@@ -180,6 +184,8 @@ pub(crate) struct TrainRouterArgs {
     seed: u64,
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 pub(crate) fn specs(list: &[String]) -> Result<Vec<DataSpec>> {
@@ -259,7 +265,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
         &TrainOptions {
             progress: !args.quiet,
             stop_after_steps: None,
-            devices: vec![Device::flex(); args.replicas as usize],
+            devices: vec![args.device.open()?; args.replicas as usize],
         },
     )?;
     out!("{}", serde_json::to_string_pretty(&summary)?);
@@ -299,7 +305,11 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
         ..ParlConfig::default()
     };
     config.reward.step_budget = args.step_budget;
-    let summary = train_router(&config, &args.out, !args.quiet)?;
+    let options = ParlOptions {
+        progress: !args.quiet,
+        device: Some(args.device.open()?),
+    };
+    let summary = train_router(&config, &args.out, &options)?;
     out!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
 }

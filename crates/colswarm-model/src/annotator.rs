@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use burn::tensor::Device;
+use colswarm_rwkv::DeviceChoice;
 use colswarm_tables::Table;
 
 use crate::annotation::{AnnotateOptions, TableAnnotation};
@@ -15,8 +16,30 @@ use crate::model::{Model, SpecialistUse};
 pub struct AnnotatorBuilder {
     model_dir: PathBuf,
     options: AnnotateOptions,
-    device: Device,
+    device: AnnotatorDevice,
     threads: usize,
+}
+
+/// Where an [`Annotator`] runs: an opened burn [`Device`], or a [`DeviceChoice`] (`cpu`,
+/// `wgpu`, `cuda`, `auto`) that [`AnnotatorBuilder::build`] opens.
+#[derive(Clone, Debug)]
+pub enum AnnotatorDevice {
+    /// A device opened by the caller.
+    Device(Device),
+    /// A device by name, opened when the annotator is built.
+    Choice(DeviceChoice),
+}
+
+impl From<Device> for AnnotatorDevice {
+    fn from(device: Device) -> Self {
+        Self::Device(device)
+    }
+}
+
+impl From<DeviceChoice> for AnnotatorDevice {
+    fn from(choice: DeviceChoice) -> Self {
+        Self::Choice(choice)
+    }
 }
 
 impl AnnotatorBuilder {
@@ -59,15 +82,35 @@ impl AnnotatorBuilder {
         self
     }
 
-    /// The device to run on (default `Device::flex()`, the CPU backend).
-    pub fn device(mut self, device: Device) -> Self {
-        self.device = device;
+    /// The device to run on: a [`DeviceChoice`] such as `DeviceChoice::Wgpu` (opened by
+    /// [`Self::build`]) or a burn [`Device`]. Default: the CPU (burn's Flex backend).
+    ///
+    /// ```no_run
+    /// use colswarm_model::{Annotator, DeviceChoice};
+    ///
+    /// let annotator = Annotator::builder("models/colswarm-small")
+    ///     .device(DeviceChoice::Auto)
+    ///     .build()?;
+    /// # Ok::<(), colswarm_model::ModelError>(())
+    /// ```
+    pub fn device(mut self, device: impl Into<AnnotatorDevice>) -> Self {
+        self.device = device.into();
         self
     }
 
-    /// Loads the model directory, verifying every file's checksum.
+    /// Opens the device and loads the model directory onto it, verifying every file's
+    /// checksum.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Device`] when the device is not in this build or not on this machine;
+    /// the model directory's errors otherwise.
     pub fn build(self) -> Result<Annotator, ModelError> {
-        let model = Model::load(&self.model_dir, &self.device)?;
+        let device = match self.device {
+            AnnotatorDevice::Device(device) => device,
+            AnnotatorDevice::Choice(choice) => choice.device()?,
+        };
+        let model = Model::load(&self.model_dir, &device)?;
         Ok(Annotator {
             model: Arc::new(model),
             options: self.options,
@@ -91,7 +134,7 @@ impl Annotator {
         AnnotatorBuilder {
             model_dir: dir.as_ref().to_path_buf(),
             options: AnnotateOptions::default(),
-            device: Device::flex(),
+            device: AnnotatorDevice::Choice(DeviceChoice::Cpu),
             threads: 1,
         }
     }

@@ -11,6 +11,9 @@ pub enum ModelError {
     /// The swarm could not be built or loaded.
     #[error(transparent)]
     Swarm(#[from] colswarm_swarm::SwarmError),
+    /// The requested device is not in this build or not on this machine.
+    #[error(transparent)]
+    Device(#[from] colswarm_rwkv::DeviceError),
     /// A checkpoint could not be read or written.
     #[error(transparent)]
     Checkpoint(#[from] colswarm_rwkv::RwkvError),

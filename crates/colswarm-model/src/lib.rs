@@ -40,7 +40,8 @@ pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
     TableAnnotation, TypeAnnotation, rows_of,
 };
-pub use annotator::{Annotator, AnnotatorBuilder};
+pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
+pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use decode::{decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;

@@ -53,7 +53,7 @@ pub use dataset::{DataSpec, DatasetFormat, LoadedData, Split, load_tables};
 pub use error::TrainError;
 pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
-pub use parl::{ParlConfig, ParlSummary, ScheduleChoice, train_router};
+pub use parl::{ParlConfig, ParlOptions, ParlSummary, ScheduleChoice, train_router};
 pub use pretrain::{
     CorpusTable, Gazetteer, HeldOutScore, KnowledgeCorpus, Objective, PretrainConfig,
     PretrainModel, PretrainModelConfig, PretrainOptions, PretrainSummary, REPORT_FILE,

@@ -24,7 +24,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
-use burn::tensor::{Bool, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Tensor, TensorData};
 use colswarm_parl::{
     AdvantageConfig, LambdaSchedule, ObjectiveConfig, RewardConfig, RolloutOutcome, Schedule,
     StageSteps, TableLabels, TableSteps, bernoulli_log_probs, group_advantages, policy_loss,
@@ -254,12 +254,23 @@ fn load_train_examples(
     Ok(examples)
 }
 
+/// How a PARL run reports and where it runs; not part of the run's configuration, so a run
+/// may be resumed on another device.
+#[derive(Clone, Debug, Default)]
+pub struct ParlOptions {
+    /// Progress lines on stderr.
+    pub progress: bool,
+    /// The device to train on (autodiff is added); `None`: the CPU (burn's Flex backend).
+    pub device: Option<Device>,
+}
+
 /// Runs (or resumes) the PARL stage in `out`.
 pub fn train_router(
     config: &ParlConfig,
     out: &Path,
-    progress_lines: bool,
+    options: &ParlOptions,
 ) -> Result<ParlSummary, TrainError> {
+    let progress_lines = options.progress;
     if config.rollouts < 2 {
         return Err(TrainError::Config(
             "PARL needs at least 2 rollouts per table".into(),
@@ -273,7 +284,11 @@ pub fn train_router(
     let run = RunDir::open(out)?;
     run.bind_config(config, |stored| stored == config)?;
 
-    let device = burn::tensor::Device::flex().autodiff();
+    let device = options
+        .device
+        .clone()
+        .unwrap_or_else(Device::flex)
+        .autodiff();
     let (loaded, manifest) = Swarm::load(&config.model, &device)?;
     let (space, serialize) = load_model_extras(&config.model, &manifest)?;
     let orchestrator_config: OrchestratorConfig = manifest.config.clone();

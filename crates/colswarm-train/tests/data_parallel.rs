@@ -187,3 +187,88 @@ fn two_replicas_train_to_the_weights_of_one() {
 /// measurement while staying 100 times below that movement, so a shard that routed, weighted
 /// or summed differently would stand out.
 const TOLERANCE: f32 = 2e-5;
+
+/// The same steps on a CubeCL device (wgpu; Mesa's lavapipe in CI) as on the CPU.
+#[cfg(feature = "wgpu")]
+mod on_wgpu {
+    use super::*;
+    use colswarm_rwkv::DeviceChoice;
+
+    fn wgpu() -> Device {
+        DeviceChoice::Wgpu
+            .device()
+            .expect("a wgpu adapter (CI installs Mesa's lavapipe)")
+    }
+
+    /// Largest weight difference allowed between a step on wgpu and the same step on the CPU.
+    /// The kernels sum in other orders (and the CubeCL WKV-7 backward per column), so the
+    /// gradients differ in their last bits; Adam's first step, `lr · g / (|g| + ε)`, then
+    /// differs by rounding except where a gradient is within rounding of zero, which moves the
+    /// weight by up to `lr` either way. 1e-3 is a fifth of the shipped learning rate (5e-3):
+    /// a gradient of the wrong sign or size anywhere that matters stands out.
+    const STEP_TOLERANCE: f32 = 1e-3;
+
+    #[test]
+    fn one_step_on_wgpu_matches_the_cpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = tiny(dir.path());
+        let one_step = |devices: Vec<Device>, out: &Path| {
+            let options = TrainOptions {
+                devices,
+                stop_after_steps: Some(1),
+                ..TrainOptions::default()
+            };
+            let summary = train(&config, out, &options).unwrap();
+            assert_eq!(summary.steps, 1);
+        };
+        let (cpu, gpu) = (dir.path().join("cpu"), dir.path().join("wgpu"));
+        one_step(vec![Device::flex()], &cpu);
+        one_step(vec![wgpu()], &gpu);
+
+        let (log_cpu, log_gpu) = (step_log(&cpu), step_log(&gpu));
+        assert_eq!(log_cpu.len(), 1);
+        let (x, y) = (log_cpu[0], log_gpu[0]);
+        assert_eq!(x[4], y[4], "activation rates differ: {x:?} vs {y:?}");
+        for k in 1..4 {
+            let scale = x[k].abs().max(1e-3);
+            assert!(
+                (x[k].is_nan() && y[k].is_nan()) || (x[k] - y[k]).abs() / scale < 1e-4,
+                "losses differ: {x:?} (cpu) vs {y:?} (wgpu)"
+            );
+        }
+        let (after_cpu, after_gpu) = (
+            weights(&checkpoints(&cpu)[0]),
+            weights(&checkpoints(&gpu)[0]),
+        );
+        let difference = max_abs_difference(&after_cpu, &after_gpu);
+        eprintln!("weights after one step: cpu and wgpu differ by {difference}");
+        assert!(
+            difference < STEP_TOLERANCE,
+            "weights differ by {difference}"
+        );
+    }
+
+    /// Training on wgpu learns: over three epochs of the same tables the loss falls, and two
+    /// replicas on the one adapter (`--replicas 2 --device wgpu`) run too.
+    #[test]
+    fn a_tiny_run_on_wgpu_lowers_the_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = tiny(dir.path());
+        config.data.max_tables = 10;
+        config.run.epochs = 3;
+        config.run.checkpoint_every = 0;
+        let out = dir.path().join("run");
+        let options = TrainOptions {
+            devices: vec![wgpu(), wgpu()],
+            ..TrainOptions::default()
+        };
+        let summary = train(&config, &out, &options).unwrap();
+        assert!(summary.finished);
+        let losses: Vec<f64> = step_log(&out).iter().map(|s| s[1]).collect();
+        let per_epoch = losses.len() / 3;
+        let mean = |part: &[f64]| part.iter().sum::<f64>() / part.len() as f64;
+        let (first, last) = (mean(&losses[..per_epoch]), mean(&losses[2 * per_epoch..]));
+        eprintln!("losses on wgpu: {losses:?}");
+        assert!(last < first, "first epoch {first}, last {last}");
+    }
+}

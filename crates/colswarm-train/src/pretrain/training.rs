@@ -47,6 +47,9 @@ pub struct PretrainOptions {
     /// Stop after this many steps in this process, writing a checkpoint first (tests use it
     /// to interrupt a run).
     pub stop_after_steps: Option<usize>,
+    /// The device to train on (autodiff is added); `None`: the CPU (burn's Flex backend). Not
+    /// part of the run's configuration, so a run may be resumed on another device.
+    pub device: Option<Device>,
 }
 
 /// The score of a specialist on tables drawn from its corpus's held-out part.
@@ -310,7 +313,11 @@ pub fn pretrain(
             format_duration(load_start.elapsed().as_secs_f64())
         );
     }
-    let device = Device::flex().autodiff();
+    let device = options
+        .device
+        .clone()
+        .unwrap_or_else(Device::flex)
+        .autodiff();
     let model_config = PretrainModelConfig {
         encoder: config.encoder(),
         outputs: sampler.outputs(),
@@ -361,6 +368,8 @@ pub fn pretrain(
     );
     let started = Instant::now();
     let mut steps_here = 0;
+    // Columns and tokens this process read, for its throughput.
+    let (mut columns_here, mut tokens_here) = (0usize, 0usize);
     while state.step < config.steps {
         if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
             save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
@@ -389,11 +398,14 @@ pub fn pretrain(
         state.epoch_loss.0 += value;
         state.epoch_loss.1 += 1;
         steps_here += 1;
+        let tokens: usize = batch.tokens.iter().map(Vec::len).sum();
+        columns_here += batch.targets.len();
+        tokens_here += tokens;
         if state.step.is_multiple_of(config.log_every.max(1)) {
             log.write(&serde_json::json!({
                 "event": "step", "step": state.step, "loss": value,
                 "columns": batch.targets.len(),
-                "tokens": batch.tokens.iter().map(Vec::len).sum::<usize>(),
+                "tokens": tokens,
                 "seconds": started.elapsed().as_secs_f64(),
             }))?;
         }
@@ -418,7 +430,12 @@ pub fn pretrain(
             save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
         }
     }
-    progress.finish("done");
+    let seconds = started.elapsed().as_secs_f64().max(1e-9);
+    progress.finish(&format!(
+        "done, {:.0} columns/s, {:.0} tokens/s",
+        columns_here as f64 / seconds,
+        tokens_here as f64 / seconds
+    ));
     let held = evaluate(&model);
     log.write(&serde_json::json!({"event": "held-out", "step": state.step, "score": held}))?;
     state.finished = true;
