@@ -79,8 +79,8 @@ pub struct StateFusionConfig {
     pub gate_weighting: bool,
 }
 
-/// Masked state fusion (DESIGN.md): includes the primary's own state, ignores inactive
-/// specialists entirely, and returns exactly the primary's state when none is active.
+/// Masked state fusion (docs/ORCHESTRATOR.md §6): includes the primary's own state, ignores
+/// inactive specialists entirely, and returns exactly the primary's state when none is active.
 #[derive(Module, Debug)]
 pub struct StateFusion {
     /// Per-agent logit bias `[layers, agents, heads]` (`WeightedSum`, `Gated`; `None` there
@@ -267,9 +267,8 @@ impl StateFusion {
             .expand([batch, agents, heads]);
         let logits = logits.mask_fill(agent_mask.equal_elem(0.0), MASKED);
         let weights = burn::tensor::activation::softmax(logits, 1);
-        (stacked * weights.reshape([batch, agents, heads, 1, 1]))
-            .sum_dim(1)
-            .reshape([batch, heads, n, n])
+        // Σ_agents weights · states: the fused kernel on Flex and on CubeCL devices.
+        colswarm_kernels::fuse_states(stacked, weights)
     }
 }
 
@@ -378,7 +377,7 @@ mod tests {
 
     #[test]
     fn equal_states_are_a_fixed_point_of_the_softmax_modes() {
-        // aegir.md §7 F1: weights sum to one.
+        // docs/ORCHESTRATOR.md §9 F1: weights sum to one.
         for mode in [FusionMode::WeightedSum, FusionMode::Gated] {
             let fusion = perturb(
                 StateFusionConfig::new(mode, 1, 2, 4, 2).init(&Device::flex()),
@@ -400,8 +399,8 @@ mod tests {
 
     #[test]
     fn gated_weights_match_hand_values() {
-        // aegir.md §7 F3 with the primary as agent 0: logits [ln 3, 0] → weights [0.75, 0.25];
-        // primary 4, specialist 0 → 3.
+        // docs/ORCHESTRATOR.md §9 F3 with the primary as agent 0: logits [ln 3, 0] → weights
+        // [0.75, 0.25]; primary 4, specialist 0 → 3.
         let device = Device::flex();
         let mut fusion = StateFusionConfig::new(FusionMode::Gated, 1, 1, 1, 1)
             .with_gate_weighting(false)
