@@ -172,6 +172,9 @@ pub fn train(
             options.progress,
         );
         let epoch_start = Instant::now();
+        // What this process read this epoch, for its throughput (a resumed epoch counts its
+        // remaining batches only, as its time does).
+        let (mut epoch_columns, mut epoch_tokens) = (0usize, 0usize);
         while state.batch < batches {
             if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
                 return Ok(TrainSummary {
@@ -249,6 +252,9 @@ pub fn train(
             );
             state.epoch_loss.0 += value;
             state.epoch_loss.1 += 1;
+            let tokens: usize = picked.iter().map(|e| e.n_tokens()).sum();
+            epoch_tokens += tokens;
+            epoch_columns += picked.iter().map(|e| e.columns.len()).sum::<usize>();
             state.batch += 1;
             state.step += 1;
             steps_here += 1;
@@ -257,7 +263,7 @@ pub fn train(
                     "event": "step", "epoch": state.epoch, "step": state.step, "loss": value,
                     "cta_loss": cta_loss, "cpa_loss": cpa_loss,
                     "activation_rate": active as f64 / gates as f64,
-                    "tokens": picked.iter().map(|e| e.n_tokens()).sum::<usize>(),
+                    "tokens": tokens,
                 }))?;
             }
             progress.set(
@@ -273,7 +279,12 @@ pub fn train(
             }
         }
         let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
-        progress.finish(&format!("loss {train_loss:.4}"));
+        let train_seconds = epoch_start.elapsed().as_secs_f64().max(1e-9);
+        progress.finish(&format!(
+            "loss {train_loss:.4}, {:.0} columns/s, {:.0} tokens/s",
+            epoch_columns as f64 / train_seconds,
+            epoch_tokens as f64 / train_seconds
+        ));
         // Dev evaluation, best model, early stopping.
         let reports = dev_reports(
             &swarm,
@@ -304,6 +315,8 @@ pub fn train(
             "event": "epoch", "epoch": state.epoch, "step": state.step,
             "train_loss": train_loss,
             "seconds": epoch_start.elapsed().as_secs_f64(), "replicas": devices.len(),
+            "train_seconds": train_seconds, "train_columns": epoch_columns,
+            "train_tokens": epoch_tokens, "device": format!("{device:?}"),
             "dev_score": score, "best": improved,
             "dev": reports.iter().map(|r| serde_json::json!({
                 "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
