@@ -7,8 +7,8 @@ Forward under torch.inference_mode(); forward+backward with autograd (loss = sum
 Reports the median of --runs runs (default 5) after one warm-up run, in seconds and in GFLOP/s
 of the forward recurrence (9*N^2 per head per token).
 
-    python -m venv /work/venvs/torch && /work/venvs/torch/bin/pip install torch numpy
-    /work/venvs/torch/bin/python benches/peers/wkv7_torch.py [--threads 2] [--runs 5] [--times 128 512 2048]
+    python3 -m venv .venv-torch && .venv-torch/bin/pip install torch numpy
+    .venv-torch/bin/python benches/peers/wkv7_torch.py [--threads 2] [--runs 5] [--times 128 512 2048]
 """
 
 import argparse

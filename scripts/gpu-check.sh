@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# The GPU check: the CubeCL kernels' parity tests and timings, and the colswarm command's
+# annotate/train/pretrain on a real GPU through wgpu (Vulkan), on a machine that has a GPU
+# driver but no Rust toolchain and no network.
+#
+#   scripts/gpu-check.sh pack tests|bench|cli   here (toolchain, network for Debian's packages):
+#       builds the release binaries with `--features wgpu`, strips and xz-compresses them, and
+#       puts them with the Vulkan loader and the glvnd libraries (without which NVIDIA's
+#       Vulkan driver finds no adapter) in target/gpu-check/<part>.tar (8-20 MB).
+#   scripts/gpu-check.sh run tests|bench|cli OUT    on the GPU machine, from a checkout carrying
+#       target/gpu-check/<part>.tar: unpacks it, runs the part and writes every result to OUT.
+#
+# `tests`: the colswarm-kernels parity tests (CubeCL against the reference, forward and
+# backward); `bench`: the criterion `cube` group (B=8, H=4, N=64, T=128/512/2048, and the language
+# model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU, and `train` and
+# `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
+# 4-layer model. The parts travel separately (8-13 MB each): each with the checkout stays
+# under the 64 MiB a lent machine takes, and two would not.
+#
+# NVIDIA's Vulkan driver: VK_DRIVER_FILES defaults to where the lent machines mount it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+  echo "usage: $0 pack tests|bench|cli | $0 run tests|bench|cli OUT" >&2
+  exit 2
+}
+[ $# -ge 2 ] || usage
+action=$1 part=$2
+case $part in tests | bench | cli) ;; *) usage ;; esac
+dir=target/gpu-check
+# The Vulkan loader and the glvnd set, from Debian's archive (their libraries only).
+debs=(libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2 libx11-6 libxcb1 libxau6
+  libxdmcp6 libbsd0 libmd0)
+
+# The executables a cargo command built (its JSON messages), one per line.
+executables() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(m["executable"])'
+}
+
+pack() {
+  local stage=$dir/$part
+  rm -rf "$stage" && mkdir -p "$stage/bin"
+  export CARGO_TERM_COLOR=never
+  case $part in
+    tests)
+      cargo test --release -p colswarm-kernels --features wgpu --lib --no-run \
+        --message-format=json | executables | while read -r exe; do
+        cp "$exe" "$stage/bin/kernel-tests"
+      done
+      ;;
+    bench)
+      cargo bench -p colswarm-kernels --features wgpu --bench kernels --no-run \
+        --message-format=json | executables | while read -r exe; do
+        cp "$exe" "$stage/bin/kernel-bench"
+      done
+      ;;
+    cli)
+      cargo build --release -p colswarm-cli --features wgpu
+      cp target/release/colswarm "$stage/bin/colswarm"
+      ;;
+  esac
+  strip "$stage"/bin/*
+  xz -9e -T0 "$stage"/bin/*
+  local debdir
+  debdir=$(mktemp -d)
+  (cd "$debdir" && apt-get download "${debs[@]}" >/dev/null 2>&1)
+  for deb in "$debdir"/*.deb; do dpkg-deb -x "$deb" "$debdir/root"; done
+  mkdir -p "$stage/lib" && cp -a "$debdir"/root/usr/lib/x86_64-linux-gnu/*.so* "$stage/lib/"
+  tar -C "$stage" -cJf "$stage/lib.tar.xz" lib && rm -rf "$stage/lib"
+  rm -rf "$debdir"
+  tar -C "$dir" -cf "$dir/$part.tar" "$part"
+  rm -rf "$stage"
+  ls -l "$dir/$part.tar"
+}
+
+run() {
+  local out=$1
+  mkdir -p "$out"
+  local work
+  work=$(mktemp -d)
+  tar -C "$work" -xf "$dir/$part.tar"
+  tar -C "$work/$part" -xJf "$work/$part/lib.tar.xz"
+  xz -d "$work/$part"/bin/*.xz
+  chmod +x "$work/$part"/bin/*
+  export LD_LIBRARY_PATH="$work/$part/lib:${LD_LIBRARY_PATH:-}"
+  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+  export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+  local bin=$work/$part/bin
+  (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true) >"$out/gpu.txt" 2>&1
+  case $part in
+    tests)
+      # Parity first: a timing of a wrong kernel is worth nothing.
+      "$bin/kernel-tests" --test-threads 1 >"$out/kernel-tests.txt" 2>&1 || echo "kernel tests FAILED" >>"$out/kernel-tests.txt"
+      ;;
+    bench)
+      # Whether a PyTorch with CUDA is at hand for the official kernel's timings.
+      { python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' || true
+        command -v nvcc || echo "no nvcc"; } >"$out/peers.txt" 2>&1
+      CRITERION_HOME="$out/criterion" "$bin/kernel-bench" --bench cube --noplot >"$out/kernel-bench.txt" 2>&1 || echo "bench FAILED" >>"$out/kernel-bench.txt"
+      ;;
+    cli)
+      cli_check "$bin/colswarm" "$out"
+      ;;
+  esac
+  rm -rf "$work"
+  tail -n 40 "$out"/*.txt
+}
+
+# annotate on wgpu vs the CPU; train and pretrain throughput on both.
+cli_check() {
+  local colswarm=$1 out=$2 runs
+  runs=$(mktemp -d)
+  local table=datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv
+  for device in cpu wgpu; do
+    "$colswarm" annotate --model models/colswarm-small --device "$device" --output csv "$table" \
+      >"$out/annotate-$device.csv" 2>>"$out/annotate.txt" || echo "annotate on $device FAILED" >>"$out/annotate.txt"
+    "$colswarm" bench --model models/colswarm-small --device "$device" datasets/t2d-webtables/tables \
+      >>"$out/bench.txt" 2>&1 || echo "bench on $device FAILED" >>"$out/bench.txt"
+  done
+  # The shipped recipe (its defaults) and a d_model 256, 4-layer model, one epoch each on T2D.
+  for device in cpu wgpu; do
+    for shape in recipe d256; do
+      local extra=()
+      [ "$shape" = d256 ] && extra=(--d-model 256 --layers 4)
+      { time timeout 200 "$colswarm" train --device "$device" --epochs 1 --max-tables 200 \
+        --train t2d=t2d:datasets/t2d-webtables#train --out "$runs/$device-$shape" "${extra[@]}"; } \
+        >>"$out/train-$device-$shape.txt" 2>&1 || echo "train on $device FAILED" >>"$out/train-$device-$shape.txt"
+      cp "$runs/$device-$shape/log.jsonl" "$out/train-$device-$shape.log.jsonl" 2>/dev/null || true
+    done
+  done
+  # pretrain's gazetteer objective on throwaway gazetteers: the key columns of T2D's tables,
+  # grouped by the tables' DBpedia class (not for shipping: only its speed is measured).
+  python3 - "$runs/corpus" <<'PY'
+import csv, json, os, sys
+from collections import defaultdict
+corpus = sys.argv[1]
+os.makedirs(f"{corpus}/gazetteers")
+root = "datasets/t2d-webtables"
+entries = defaultdict(set)
+with open(f"{root}/classes_complete.csv", newline="", encoding="utf-8") as f:
+    for table, label, _, key, *_ in csv.reader(f):
+        path = f"{root}/tables/{table.split('.')[0]}.csv"
+        if not key.isdigit() or not os.path.exists(path):
+            continue
+        with open(path, newline="", encoding="utf-8") as t:
+            for row in list(csv.reader(t))[1:]:
+                if int(key) < len(row) and row[int(key)].strip():
+                    entries[label.lower()].add(row[int(key)].strip().replace("\n", " "))
+index = {}
+for name, values in sorted(entries.items()):
+    if len(values) >= 20 and name.isalnum():
+        open(f"{corpus}/gazetteers/{name}.txt", "w").write("\n".join(sorted(values)) + "\n")
+        index[name] = {"count": len(values), "ship": True}
+json.dump(index, open(f"{corpus}/gazetteers/index.json", "w"))
+PY
+  for device in cpu wgpu; do
+    for shape in recipe d256; do
+      local extra=()
+      [ "$shape" = d256 ] && extra=(--d-model 256 --layers 4)
+      { time timeout 200 "$colswarm" pretrain --device "$device" --objective gazetteer --corpus "$runs/corpus" \
+        --steps 30 --eval-every 0 --out "$runs/pretrain-$device-$shape" "${extra[@]}"; } \
+        >>"$out/pretrain-$device-$shape.txt" 2>&1 || echo "pretrain on $device FAILED" >>"$out/pretrain-$device-$shape.txt"
+      cp "$runs/pretrain-$device-$shape/log.jsonl" "$out/pretrain-$device-$shape.log.jsonl" 2>/dev/null || true
+    done
+  done
+  rm -rf "$runs"
+}
+
+case $action in
+  pack) pack ;;
+  run)
+    [ $# -eq 3 ] || usage
+    run "$3"
+    ;;
+  *) usage ;;
+esac
