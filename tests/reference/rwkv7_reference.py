@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent NumPy reference of the RWKV-7 forward pass used by colswarm's parity tests.
 
-Written from the equations (shared reference notes, rwkv.md §2), not from colswarm's Rust code:
+Written from the equations (docs/RWKV7.md §2-§6), not from colswarm's Rust code:
 float64, one token at a time, one head at a time, explicit loops over rows of the state.
 
 It writes two safetensors files:
@@ -120,7 +120,7 @@ def run_sequence(p, tokens):
                 alpha, beta = -kh, kh * icl[sl]
                 S = wkv[l][h]
                 y = np.zeros(N)
-                for i in range(N):  # row-local update, rwkv.md §2.3
+                for i in range(N):  # row-local update, docs/RWKV7.md §4
                     u_i = S[i] @ alpha
                     S[i] = S[i] * w[sl] + u_i * beta + v[sl][i] * k_tilde[sl]
                     y[i] = S[i] @ r[sl]

@@ -11,10 +11,10 @@
 //! ```
 //!
 //! The gradient is positive (pushes gate `i` down) when `F_i > ρ`, negative when `F_i < ρ`,
-//! and zero at `F_i = ρ` (aegir.md §7 P3). This is where the group form of the load-balance term
-//! belongs: as a reward it would be the same for every rollout of a group and the group-mean
-//! baseline would erase it (see [`crate::parallel`]). H-Net adds it to the loss with weight
-//! ≈ 0.03.
+//! and zero at `F_i = ρ` (docs/PARL.md §8 P3). This is where the group form of the
+//! load-balance term belongs: as a reward it would be the same for every rollout of a group and
+//! the group-mean baseline would erase it (see [`crate::parallel`]). H-Net adds it to the loss
+//! with weight ≈ 0.03.
 
 use burn::tensor::{Bool, Tensor};
 

@@ -28,8 +28,8 @@
 //!   a group and survives the group-mean baseline.
 //!
 //! Why a literal finish rate is not enough: a frozen specialist always "finishes", so without
-//! the budget and the penalty `r_finish` would be the constant 1 (open-parl's default, parl.md
-//! §3.4) or a bonus for spawning.
+//! the budget and the penalty `r_finish` would be the constant 1 (open-parl's default,
+//! docs/PARL.md §1.3) or a bonus for spawning.
 
 use serde::{Deserialize, Serialize};
 
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn budget_feeds_the_finish_rate() {
-        // aegir.md §7 P6 stages with a budget of 10: specialist 0 (ends at 6) finishes,
+        // docs/PARL.md §8 P6 stages with a budget of 10: specialist 0 (ends at 6) finishes,
         // specialist 1 (ends at 14) does not → finish rate 1/2.
         let steps = TableSteps::new(vec![
             StageSteps::with_subtasks(2, &[(0, 4), (1, 12)]),

@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn ppo_clip_matches_aegir_p5() {
-        // aegir.md §7 P5, ε = 0.2: (ρ, A) = (1.5, +1) → 1.2; (0.5, +1) → 0.5; (0.5, −1) → −0.8;
+        // docs/PARL.md §8 P5, ε = 0.2: (ρ, A) = (1.5, +1) → 1.2; (0.5, +1) → 0.5; (0.5, −1) → −0.8;
         // (1.5, −1) → −1.5. One decision per rollout; log π_old = 0, log π_new = ln ρ.
         let dev = Device::flex();
         let new = t2(

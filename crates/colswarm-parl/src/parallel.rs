@@ -40,7 +40,7 @@
 //! still scores `1 − 1/9 ≈ 0.89`; (a) is the stronger anti-collapse signal, (b) the smoother one.
 //! `ρ = 1` has no H-Net form (`N = 1`), see [`ParallelConfig::validate`].
 //!
-//! **Group form** ([`group_load_balance_reward`], aegir.md §7 P4): per specialist `i` over a set
+//! **Group form** ([`group_load_balance_reward`], docs/PARL.md §1.2): per specialist `i` over a set
 //! of tables, `F_i` = share of tables that activated `i`, `G_i` = its mean gate probability,
 //! `r = 1 − clamp((mean_i L(F_i, G_i) − 1)/(L_max − 1), 0, 1)`. It is one number per *set* of
 //! tables, so inside an RL group of K rollouts it is (nearly) constant and the group-mean baseline
@@ -238,7 +238,7 @@ pub fn r_parallel(
     Ok(num / (config.instantiation_weight + config.load_balance_weight))
 }
 
-/// The group form (aegir.md §7 P4): per specialist `i` over `T` tables, `F_i = (1/T)·Σ_t m_ti`,
+/// The group form (docs/PARL.md §1.2): per specialist `i` over `T` tables, `F_i = (1/T)·Σ_t m_ti`,
 /// `G_i = (1/T)·Σ_t g_ti`; returns `1 − clamp((mean_i L(F_i, G_i) − 1)/(L_max − 1), 0, 1)`.
 ///
 /// `masks[t][i]` is whether table `t` activated specialist `i`, `gates[t][i]` its gate
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn hnet_loss_matches_aegir_p3() {
-        // aegir.md §7 P3.
+        // docs/PARL.md §8 P3.
         close(load_balance_loss(0.5, 0.5, 2.0).unwrap(), 1.0);
         close(load_balance_loss(1.0, 1.0, 2.0).unwrap(), 2.0);
         close(load_balance_loss(0.0, 0.0, 2.0).unwrap(), 2.0);

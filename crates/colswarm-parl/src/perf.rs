@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn single_label_micro_f1_is_accuracy() {
-        // aegir.md §7 M1: y_true = [0,0,1,2], y_pred = [0,1,1,1] → micro 0.5 (= accuracy).
+        // docs/PARL.md §8 M1: y_true = [0,0,1,2], y_pred = [0,1,1,1] → micro 0.5 (= accuracy).
         let gold = set(&[(0, "0"), (1, "0"), (2, "1"), (3, "2")]);
         let pred = set(&[(0, "0"), (1, "1"), (2, "1"), (3, "1")]);
         assert_eq!(micro_f1(&pred, &gold), Some(0.5));

@@ -105,7 +105,7 @@ mod tests {
 
     #[test]
     fn combined_reward_matches_aegir_p1() {
-        // aegir.md §7 P1: λ = (0.3, 0.1), r_perf 1.0, r_parallel 0.5, r_finish 0.2 → 1.17.
+        // docs/PARL.md §8 P1: λ = (0.3, 0.1), r_perf 1.0, r_parallel 0.5, r_finish 0.2 → 1.17.
         let l = Lambdas {
             parallel: 0.3,
             finish: 0.1,
@@ -120,8 +120,8 @@ mod tests {
 
     #[test]
     fn reproduces_open_parl_0_1_0() {
-        // open-parl 0.1.0 (PyPI; parl.md §2.1), defaults lambda_init = 0.1, lambda_final = 0.0,
-        // total_training_steps T = 10000, max_subagents M = 100:
+        // open-parl 0.1.0 (PyPI; docs/PARL.md §1.5), defaults lambda_init = 0.1,
+        // lambda_final = 0.0, total_training_steps T = 10000, max_subagents M = 100:
         //   λ(e)       = 0.1 + (0.0 − 0.1)·min(1, e/T)
         //   r_parallel = n / M
         //   Q          = clamp(mean(features)·s, 0, 1)
@@ -152,7 +152,7 @@ mod tests {
             let r = single_lambda_reward(lambda, r_par, success, q).unwrap();
             close(r, expected);
         }
-        // Documented divergences (parl.md §3): open-parl extrapolates a negative step
+        // Documented divergences (docs/PARL.md §2): open-parl extrapolates a negative step
         // (e = −5000 → λ = 0.15) and leaves n > M unclamped (n = 150 → 1.5); here progress is
         // clamped (λ = 0.1) and n > S is an error.
         close(schedule.value(-0.5).unwrap(), 0.1);

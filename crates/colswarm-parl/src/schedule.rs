@@ -16,7 +16,7 @@
 //!
 //! Linear and cosine hit `start` at `p = 0` and `end` at `p = 1` *exactly* (written as convex
 //! combinations so no rounding creeps in); cosine has zero slope at both ends. Piecewise intervals are half-open, so a breakpoint belongs to the piece it
-//! starts (aegir.md §7 P2).
+//! starts (docs/PARL.md §8 P2).
 //!
 //! [`LambdaSchedule::aegir`] is Aegir's table:
 //!
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn aegir_table_matches_p2() {
-        // aegir.md §7 P2.
+        // docs/PARL.md §8 P2.
         assert_eq!(lambdas(0.10), (0.3, 0.1));
         assert_eq!(lambdas(0.50), (0.1, 0.3));
         assert_eq!(lambdas(0.90), (0.05, 0.05));

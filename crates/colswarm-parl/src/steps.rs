@@ -122,7 +122,7 @@ mod tests {
     use super::*;
 
     fn aegir_p6() -> TableSteps {
-        // aegir.md §7 P6: stages [(main 2, subs [4, 12]), (main 10, subs [])].
+        // docs/PARL.md §8 P6: stages [(main 2, subs [4, 12]), (main 10, subs [])].
         TableSteps::new(vec![
             StageSteps::with_subtasks(2, &[(0, 4), (1, 12)]),
             StageSteps::main_only(10),

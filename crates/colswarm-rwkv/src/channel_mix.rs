@@ -10,7 +10,7 @@ use crate::init::ParamFactory;
 use crate::padding::Padding;
 use crate::time_mix::{last_token, project, token_shift};
 
-/// RWKV-7 channel mixing (rwkv.md §2.5): `out = relu(x_k · W_k)² · W_v` with
+/// RWKV-7 channel mixing (docs/RWKV7.md §6): `out = relu(x_k · W_k)² · W_v` with
 /// `x_k = x + (x_prev − x) ⊙ μ_k`.
 #[derive(Module, Debug)]
 pub struct ChannelMix {

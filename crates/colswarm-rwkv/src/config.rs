@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn official_ranks_match_the_reference_table() {
-        // rwkv.md §2.2: 32/32/32/64 at d=256; 64/64/32/128 at d=512 and d=768.
+        // docs/RWKV7.md §3: 32/32/32/64 at d=256; 64/64/32/128 at d=512 and d=768.
         let c = RwkvConfig::new(256, 256, 1);
         assert_eq!(
             (

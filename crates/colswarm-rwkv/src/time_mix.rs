@@ -12,7 +12,7 @@ use crate::padding::Padding;
 /// `e^{-0.5}`: the decay scale of RWKV-7, `log w = −e^{−0.5}·σ(z)`.
 const DECAY_SCALE: f32 = 0.606_530_66;
 
-/// RWKV-7 time mixing of one block (rwkv.md §2.1–§2.4).
+/// RWKV-7 time mixing of one block (docs/RWKV7.md §2–§5).
 ///
 /// Parameter names follow the released RWKV-7 checkpoints (`x_r` … `x_g`, `w0..w2`, `a0..a2`,
 /// `v0..v2`, `g1`, `g2`, `k_k`, `k_a`, `r_k`, `ln_x`); LoRA matrices are `[d, rank]` then
@@ -139,7 +139,7 @@ impl TimeMix {
         };
         let ratio_1_to_0 = 1.0 - layer as f32 / layers;
         let channel = |i: usize| i as f32 / d as f32;
-        // Official init (rwkv.md §2.6): lerps 1 − (i/d)^(c·(1 − l/L)).
+        // Official init (docs/RWKV7.md §7): lerps 1 − (i/d)^(c·(1 − l/L)).
         let lerp = |c: f32| {
             let values = (0..d)
                 .map(|i| 1.0 - channel(i).powf(c * ratio_1_to_0))

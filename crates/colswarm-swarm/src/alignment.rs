@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn same_shapes_are_the_identity_without_parameters() {
-        // aegir.md §7 A1.
+        // docs/ORCHESTRATOR.md §9 A1.
         let device = Device::flex();
         let align = AlignmentProjection::new(shape(2, 2, 4), shape(2, 2, 4), &device);
         assert_eq!(align.param_count(), 0);
@@ -255,7 +255,8 @@ mod tests {
 
     #[test]
     fn parameters_are_per_head_bilinear_not_dense() {
-        // aegir.md §7 A3: (4 heads, 64) → (8, 64) per layer: 2·8·64·64 + 8·4, not 536,870,912.
+        // docs/ORCHESTRATOR.md §9 A3: (4 heads, 64) → (8, 64) per layer: 2·8·64·64 + 8·4,
+        // not 536,870,912.
         let align = AlignmentProjection::new(shape(1, 4, 64), shape(1, 8, 64), &Device::flex());
         assert_eq!(align.param_count(), 2 * 8 * 64 * 64 + 8 * 4);
     }

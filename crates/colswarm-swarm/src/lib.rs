@@ -1,14 +1,14 @@
 //! The swarm: a trainable primary RWKV-7 model, a sigmoid router over frozen specialist
 //! checkpoints, per-head alignment of their states, masked state fusion, and CTA/CPA heads.
 //!
-//! Data flow (DESIGN.md): the primary reads the table ([`Orchestrator::read_tables`]) → the
-//! router gates each specialist from the pooled read ([`SpecialistRouter`]) → active specialists
-//! read the same table concurrently, each only on the rows that activated it
-//! ([`Swarm::run_specialists`]) → their states are aligned ([`AlignmentProjection`]) and fused
-//! into the primary's ([`StateFusion`]; exactly the primary's state when none is active) → the
-//! primary answers one query per column from the fused state ([`Orchestrator::answer`]), to which
-//! the column's span of the table read and its n-gram embedding ([`NgramEmbedding`]) are added
-//! → heads ([`ColumnHead`]).
+//! Data flow (docs/ORCHESTRATOR.md §1): the primary reads the table
+//! ([`Orchestrator::read_tables`]) → the router gates each specialist from the pooled read
+//! ([`SpecialistRouter`]) → active specialists read the same table concurrently, each only on
+//! the rows that activated it ([`Swarm::run_specialists`]) → their states are aligned
+//! ([`AlignmentProjection`]) and fused into the primary's ([`StateFusion`]; exactly the
+//! primary's state when none is active) → the primary answers one query per column from the
+//! fused state ([`Orchestrator::answer`]), to which the column's span of the table read and its
+//! n-gram embedding ([`NgramEmbedding`]) are added → heads ([`ColumnHead`]).
 #![warn(missing_docs)]
 
 mod alignment;

@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn zero_input_gives_half_and_nothing_active_at_tau_half() {
-        // aegir.md §7 R1: strict > at τ = 0.5.
+        // docs/ORCHESTRATOR.md §9 R1: strict > at τ = 0.5.
         let r = router(vec![0.3, -0.2, 0.7, 0.1], 2, 2, None);
         let d = r.decide(pooled(vec![0.0, 0.0], 2));
         let probs = d.probs.into_data().try_to_vec::<f32>().unwrap();
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn gate_probabilities_and_mask_match_hand_values() {
-        // aegir.md §7 R2: W = [[1,0],[0,-1]] (h·W with W [d, n]), h = [2, 1].
+        // docs/ORCHESTRATOR.md §9 R2: W = [[1,0],[0,-1]] (h·W with W [d, n]), h = [2, 1].
         let r = router(vec![1.0, 0.0, 0.0, -1.0], 2, 2, None);
         let d = r.decide(pooled(vec![2.0, 1.0], 2));
         let probs = d.probs.into_data().try_to_vec::<f32>().unwrap();

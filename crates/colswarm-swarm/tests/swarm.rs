@@ -1,4 +1,4 @@
-//! Behavioural tests of the whole swarm (DESIGN.md data flow).
+//! Behavioural tests of the whole swarm (the data flow of docs/ORCHESTRATOR.md §1).
 
 use burn::module::Param;
 use burn::optim::{AdamConfig, GradientsParams};

@@ -3,7 +3,7 @@
 //! `fused[b, h] = Σ_a weights[b, a, h] · states[b, a, h]`, with the weights already masked
 //! and normalised by the caller (e.g. a softmax over agents with absent agents at zero).
 //! Because the WKV update is affine in the state, a convex combination of states commutes with
-//! later steps of the same model (rwkv.md §9.4).
+//! later steps of the same model (docs/RWKV7.md §10).
 //!
 //! Implementations: [`fuse_states_reference`] (tensor ops, every backend), a fused CPU kernel
 //! for Flex and, with the `wgpu` or `cuda` feature, CubeCL kernels, through the

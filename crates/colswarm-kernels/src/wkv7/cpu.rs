@@ -3,21 +3,21 @@
 //! One task per `(batch, head)` chain, run in parallel; the time loop is inside the task, so
 //! the chain's `N × N` state (16 KiB at `N = 64`) stays in L1 for the whole sequence. Per
 //! step, each state row `i` (value index) is read once: the `a`-dot, the in-place update and
-//! the `r`-dot, vectorised over the key index `j` (the row-local form of rwkv.md §2.3), four
-//! rows at a time so that their reductions overlap. Vector code is explicit ([`Simd`]), for
-//! AVX-512 or AVX2 chosen at run time.
+//! the `r`-dot, vectorised over the key index `j` (the row-local form of docs/RWKV7.md §4),
+//! four rows at a time so that their reductions overlap. Vector code is explicit ([`Simd`]),
+//! for AVX-512 or AVX2 chosen at run time.
 //!
 //! # Backward: checkpoint and recompute
 //!
 //! The forward used for training stores the state at the start of every chunk of
 //! [`CHECKPOINT_INTERVAL`] steps. The backward walks the chunks from last to first: it
 //! recomputes the chunk's states and `u = S·a` from the chunk's checkpoint, then runs the
-//! reverse recurrence (rwkv.md §3) through the chunk, carrying `dS`. Recomputation is exact
-//! (the same floating-point operations in the same order as the forward), whereas walking the
-//! state backwards by inverting the diagonal-plus-rank-one transition `diag(w) + a·bᵀ`
-//! amplifies rounding error (rwkv.md §11 bounds the factor near 1.6·10⁴). Recompute costs one
-//! extra forward pass, `⌈T/16⌉·N²` floats of checkpoints per chain, and `(16 + 1)·N²` floats
-//! of scratch per task.
+//! reverse recurrence (docs/RWKV7.md §8) through the chunk, carrying `dS`. Recomputation is
+//! exact (the same floating-point operations in the same order as the forward), whereas walking
+//! the state backwards by inverting the diagonal-plus-rank-one transition `diag(w) + a·bᵀ`
+//! amplifies rounding error (by up to about 10⁴ within a chunk: docs/RWKV7.md §9). Recompute
+//! costs one extra forward pass, `⌈T/16⌉·N²` floats of checkpoints per chain, and
+//! `(16 + 1)·N²` floats of scratch per task.
 //!
 //! Per step `t`, with `S = S_t`, `P = S_{t-1}` and `dS` the gradient w.r.t. `S_t` (starting
 //! from the final state's gradient), row `i` does:
