@@ -1,25 +1,17 @@
 //! The command-line contract: `eval --json`, `annotate` (JSON, CSV, shards), `inspect`, errors.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+use common::{colswarm, root};
 
 use colswarm_model::SerializeSettings;
 use colswarm_train::{
     DataSettings, ModelSettings, OptimizerSettings, RunSettings, TrainConfig, TrainOptions, train,
 };
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn colswarm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_colswarm"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs")
-}
 
 fn stdout(out: &Output) -> String {
     assert!(

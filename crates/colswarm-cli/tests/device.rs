@@ -2,20 +2,11 @@
 //! one-line error that says how to get it; with `--features wgpu`, annotating on wgpu gives
 //! the CPU's labels.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
 
-fn colswarm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_colswarm"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs")
-}
+use common::colswarm;
 
 const TABLE: &str = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
 const MODEL: &str = "models/colswarm-small";
