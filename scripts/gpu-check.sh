@@ -17,6 +17,9 @@
 # 4-layer model. The parts travel separately (8-13 MB each): each with the checkout stays
 # under the 64 MiB a lent machine takes, and two would not.
 #
+# With RWKV_LM=<a clone of BlinkDL/RWKV-LM> (only its RWKV-v7/train_temp/cuda/wkv7_*_fp32.*
+# files are read), `bench` also times the official CUDA kernel in the same session, through
+# benches/peers/wkv7_official_cuda.py (needs PyTorch with CUDA and nvcc on the GPU machine).
 # NVIDIA's Vulkan driver: VK_DRIVER_FILES defaults to where the lent machines mount it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +106,11 @@ run() {
       { python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' || true
         command -v nvcc || echo "no nvcc"; } >"$out/peers.txt" 2>&1
       CRITERION_HOME="$out/criterion" "$bin/kernel-bench" --bench cube --noplot >"$out/kernel-bench.txt" 2>&1 || echo "bench FAILED" >>"$out/kernel-bench.txt"
+      # The official CUDA kernel in the same session, where a clone of RWKV-LM is at hand.
+      if [ -n "${RWKV_LM:-}" ]; then
+        python3 benches/peers/wkv7_official_cuda.py --rwkv-lm "$RWKV_LM" >"$out/official.txt" 2>&1 ||
+          echo "official kernel FAILED" >>"$out/official.txt"
+      fi
       ;;
     cli)
       cli_check "$bin/colswarm" "$out"
