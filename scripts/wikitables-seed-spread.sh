@@ -1,7 +1,7 @@
 #!/bin/bash
 # The seed spread of version 6's recipe trained on WikiTables alone, against the char n-gram
 # baseline's: how large a WikiTables difference must be before one run's score says anything
-# (docs/TRAINING.md, "The seed spread, and one training set against three").
+# (docs/EXPERIMENTS.md, the rows on the seed spread and on one training set against three).
 #
 # For each seed in $SEEDS a primary is trained on the WikiTables training subset alone (version
 # 6's flags, no specialists, 10 epochs), its last six epochs are averaged as version 6's were,
