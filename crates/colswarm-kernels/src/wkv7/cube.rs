@@ -378,9 +378,9 @@ fn saved_len(d: &Dims, interval: usize) -> usize {
     d.state_len() * d.time.div_ceil(interval) + d.seq_len()
 }
 
-/// A new tensor of `len` elements for a kernel to write, after checking it fits in one of the
-/// device's allocations: past that, wgpu would fail the launch without telling the caller.
-fn buffer(like: &CubeTensor, len: usize, what: &str) -> CubeTensor {
+/// Panics, naming `what`, unless `len` elements fit in one of the device's allocations: past
+/// that, wgpu would fail the launch without telling the caller.
+fn assert_fits(like: &CubeTensor, len: usize, what: &str) {
     let max = like.client.properties().memory.max_page_size;
     let bytes = (len * like.dtype.size()) as u64;
     assert!(
@@ -388,6 +388,11 @@ fn buffer(like: &CubeTensor, len: usize, what: &str) -> CubeTensor {
         "fused wkv7: {what} needs {bytes} bytes in one buffer, more than this device's largest \
          allocation ({max} bytes); use a shorter sequence or fewer heads per call"
     );
+}
+
+/// A new tensor of `len` elements for a kernel to write, checked by [`assert_fits`].
+fn buffer(like: &CubeTensor, len: usize, what: &str) -> CubeTensor {
+    assert_fits(like, len, what);
     output(like, Shape::new([len.max(1)]))
 }
 
@@ -539,12 +544,7 @@ impl Wkv7TrainBackend for CubeBackend {
         }
         let interval = interval_for(&d, &r);
         let n_scratch = d.batch * d.heads * interval * d.n * d.n;
-        let max = r.client.properties().memory.max_page_size;
-        assert!(
-            (n_scratch * r.dtype.size()) as u64 <= max,
-            "fused wkv7: the backward's scratch needs more than this device's largest \
-             allocation ({max} bytes); use fewer heads per call"
-        );
+        assert_fits(&r, n_scratch, "the backward's scratch");
         let scratch = empty_device_dtype(
             r.client.clone(),
             r.device.clone(),
