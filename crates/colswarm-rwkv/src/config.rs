@@ -1,10 +1,8 @@
 //! Model configuration.
 
 use burn::config::Config;
-use burn::tensor::Device;
 
 use crate::error::RwkvError;
-use crate::model::Rwkv;
 
 /// Configuration of an RWKV-7 model; build one with [`RwkvConfig::init`].
 ///
@@ -126,20 +124,6 @@ impl RwkvConfig {
         Ok(())
     }
 
-    /// Builds a model with the official RWKV-7 initialisation, drawing every random number from
-    /// `seed` (the same seed gives the same weights on every backend).
-    ///
-    /// # Panics
-    ///
-    /// If the configuration is invalid; call [`RwkvConfig::validate`] first for configs that come
-    /// from user input.
-    pub fn init(&self, seed: u64, device: &Device) -> Rwkv {
-        if let Err(err) = self.validate() {
-            panic!("{err}");
-        }
-        Rwkv::new(self, seed, device)
-    }
-
     /// Number of trainable parameters of a model with this configuration. Saturates at
     /// `usize::MAX`: a config read from a file may describe more parameters than `usize` counts,
     /// and must then compare as huge (the loader refuses it), not wrap to a small number.
@@ -174,6 +158,7 @@ impl RwkvConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::tensor::Device;
 
     #[test]
     fn official_ranks_match_the_reference_table() {

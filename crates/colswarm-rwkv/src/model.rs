@@ -40,6 +40,24 @@ struct BlocksRead {
     padding: Option<Padding>,
 }
 
+// Here rather than beside the configuration, so that the configuration does not depend on the
+// model it builds.
+impl RwkvConfig {
+    /// Builds a model with the official RWKV-7 initialisation, drawing every random number from
+    /// `seed` (the same seed gives the same weights on every backend).
+    ///
+    /// # Panics
+    ///
+    /// If the configuration is invalid; call [`RwkvConfig::validate`] first for configs that come
+    /// from user input.
+    pub fn init(&self, seed: u64, device: &Device) -> Rwkv {
+        if let Err(err) = self.validate() {
+            panic!("{err}");
+        }
+        Rwkv::new(self, seed, device)
+    }
+}
+
 impl Rwkv {
     pub(crate) fn new(config: &RwkvConfig, seed: u64, device: &Device) -> Self {
         let mut params = ParamFactory::new(seed, device);
