@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Checks that building any one workspace crate (`cargo build -p X`, `cargo test -p X`) resolves
-# every third-party dependency with the same features as `cargo test --workspace`, so that no
-# `-p` build compiles a second variant of burn or of anything else. Prints each dependency whose
-# features differ, and exits 1 if there is one: add it, with the missing features, to
+# Checks that building a leaf of the workspace alone (`cargo run -p colswarm-cli`, `maturin develop`
+# for python/, the tests and examples of colswarm-arrow and of the root facade) resolves every
+# third-party dependency with the same features as `cargo test --workspace`, so that it compiles
+# no second variant of burn or of anything else. The leaves are the members that depend on
+# colswarm-workspace-hack: as a normal dependency (both the build and the tests are checked) or
+# as a dev-dependency (the tests only). The library crates do not depend on it and are not checked:
+# they build with only the features they need. Prints each dependency whose features differ, and
+# exits 1 if there is one: add it, with the missing features, to
 # crates/colswarm-workspace-hack/Cargo.toml. Uses `cargo tree` only (seconds, no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,11 +20,20 @@ features() {
 workspace=$(mktemp)
 trap 'rm -f "$workspace" "$workspace.one"' EXIT
 features --workspace --edges normal,build,dev >"$workspace"
-members=$(cargo metadata --no-deps --format-version 1 --quiet |
-  python3 -c 'import json,sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+# "member edges…" per leaf: which dependency graphs of it must match the workspace's
+leaves=$(cargo metadata --no-deps --format-version 1 --quiet | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    kinds = {d["kind"] for d in package["dependencies"] if d["name"] == "colswarm-workspace-hack"}
+    if None in kinds:
+        print(package["name"], "normal,build", "normal,build,dev")
+    elif "dev" in kinds:
+        print(package["name"], "normal,build,dev")
+')
+[ -n "$leaves" ] || { echo "no workspace member depends on colswarm-workspace-hack" >&2; exit 1; }
 status=0
-for member in $members; do
-  for edges in normal,build normal,build,dev; do
+while read -r member edge_sets; do
+  for edges in $edge_sets; do
     features --package "$member" --edges "$edges" >"$workspace.one"
     differ=$(join -t'|' "$workspace" "$workspace.one" | awk -F'|' '$2 != $3 {print "  " $1 ": workspace [" $2 "], alone [" $3 "]"}')
     if [ -n "$differ" ]; then
@@ -29,6 +42,6 @@ for member in $members; do
       echo "$differ"
     fi
   done
-done
-[ "$status" = 0 ] && echo "every workspace crate resolves its dependencies' features as the workspace does"
+done <<<"$leaves"
+[ "$status" = 0 ] && echo "every leaf ($(cut -d' ' -f1 <<<"$leaves" | paste -sd' ')) resolves its dependencies' features as the workspace does"
 exit "$status"

@@ -40,9 +40,10 @@
 //! | [`tables`] | `colswarm-tables` | tables, dataset readers, serialization, byte tokenizer |
 //! | [`rwkv`] | `colswarm-rwkv` | the RWKV-7 model, its state and checkpoints |
 //! | [`kernels`] | `colswarm-kernels` | the WKV-7 recurrence and state fusion (reference and fused) |
-//! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator |
-//! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, critical steps, policy objective |
-//! | [`train`] | `colswarm-train` | supervised and PARL training, evaluation, baselines |
+//! | [`swarm`] | `colswarm-swarm` | router, frozen specialists, alignment, fusion, heads, orchestrator, critical steps |
+//! | [`parl`] | `colswarm-parl` | PARL rewards, schedules, the policy objective |
+//! | [`eval`] | `colswarm-eval` | F1 reports, baselines, the paired bootstrap of two systems |
+//! | [`train`] | `colswarm-train` | supervised and PARL training, pretraining, probes |
 //!
 //! The RWKV-7 model on its own:
 //!
@@ -59,6 +60,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub use colswarm_eval as eval;
 pub use colswarm_kernels as kernels;
 pub use colswarm_model as model;
 pub use colswarm_parl as parl;

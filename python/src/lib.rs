@@ -1,6 +1,6 @@
 //! `colswarm._colswarm`: the Rust side of the `colswarm` Python package.
 //!
-//! A thin layer over [`colswarm_model`] and the evaluation of [`colswarm_train`]: tables come in as file
+//! A thin layer over [`colswarm_model`] and the evaluation of [`colswarm_eval`]: tables come in as file
 //! paths or as columns of strings (the pure-Python layer turns pandas DataFrames into those),
 //! annotations go out as the JSON lines `colswarm annotate` prints, so the two cannot drift
 //! apart. Every long call (reading files, annotating, evaluating) releases the GIL.
@@ -9,14 +9,14 @@
 
 use std::path::PathBuf;
 
+use colswarm_eval::{
+    DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables,
+};
 use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
-    TableAnnotation, read_table_with,
+    TableAnnotation, Task, read_table_with,
 };
 use colswarm_tables::{Cell, Column, Table, TableError};
-use colswarm_train::{
-    DatasetFormat, EvalOptions, Split, Task, TrainError, default_task, evaluate, load_tables,
-};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -119,11 +119,11 @@ fn model_err(py: Python<'_>, e: ModelError) -> PyErr {
     raise(py, e.to_string(), at)
 }
 
-fn train_err(py: Python<'_>, e: TrainError) -> PyErr {
+fn eval_err(py: Python<'_>, e: EvalError) -> PyErr {
     let at = match &e {
-        TrainError::Model(m) => model_location(m),
-        TrainError::Table(t) => table_location(t),
-        TrainError::Io { path, source } => Location {
+        EvalError::Model(m) => model_location(m),
+        EvalError::Table(t) => table_location(t),
+        EvalError::Io { path, source } => Location {
             path: Some(path.clone()),
             not_found: source.kind() == std::io::ErrorKind::NotFound,
             io: true,
@@ -403,12 +403,12 @@ fn evaluate_json(
     }
     enum Failure {
         Model(ModelError),
-        Train(TrainError),
+        Eval(EvalError),
     }
     let run = || -> Result<serde_json::Value, Failure> {
         let device = device.device().map_err(|e| Failure::Model(e.into()))?;
         let model = colswarm_model::Model::load(&model_dir, &device).map_err(Failure::Model)?;
-        let data = load_tables(format, &inputs, split).map_err(Failure::Train)?;
+        let data = load_tables(format, &inputs, split).map_err(|e| Failure::Eval(e.into()))?;
         let task = task.unwrap_or_else(|| default_task(format, &data.tables));
         let options = EvalOptions {
             task,
@@ -424,7 +424,7 @@ fn evaluate_json(
             progress: false,
             probabilities: false,
         };
-        let report = evaluate(&model, &data.tables, format, &options).map_err(Failure::Train)?;
+        let report = evaluate(&model, &data.tables, format, &options).map_err(Failure::Eval)?;
         // The fields `colswarm eval --json` adds to the report.
         let mut value = serde_json::to_value(&report).unwrap_or_default();
         value["format"] = serde_json::json!(format.name());
@@ -436,7 +436,7 @@ fn evaluate_json(
     match py.detach(run) {
         Ok(value) => Ok(value.to_string()),
         Err(Failure::Model(e)) => Err(model_err(py, e)),
-        Err(Failure::Train(e)) => Err(train_err(py, e)),
+        Err(Failure::Eval(e)) => Err(eval_err(py, e)),
     }
 }
 

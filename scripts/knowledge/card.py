@@ -68,8 +68,8 @@ def main() -> None:
             or ("tables" in parts and counts.get("tables")))
 
     out = [f"# Knowledge specialist `{args.name}`", ""]
-    out += [f"An RWKV-7 model (vocabulary 267, d_model {config['d_model']}, {config['n_layers']} "
-            f"layers, head size {config['head_size']}) pretrained by `colswarm pretrain "
+    out += [f"An RWKV-7 model (vocabulary 267, d_model {config['encoder']['d_model']}, {config['encoder']['n_layers']} "
+            f"layers, head size {config['encoder']['head_size']}) pretrained by `colswarm pretrain "
             f"--objective {objective}` on a corpus of knowledge that ships inside packages "
             "(`scripts/knowledge/`)"
             + (", with the labelled sets' own tables (cells and headers, never a label)"
@@ -81,9 +81,9 @@ def main() -> None:
     out += ["| | |", "|---|---|",
             f"| objective | {text} |",
             f"| checkpoint | `{args.name}.safetensors`, {size:,} bytes ({size / 1e6:.2f} MB), sha256 `{sha256_file(checkpoint)[:16]}…` |",
-            f"| steps | {report['steps']:,} of {config['batch_size']} synthetic tables (at most {config['max_columns']} columns each), Adam at {config['learning_rate']:g} after {config['warmup_steps']} warm-up steps, gradient norm clipped at {config['grad_clip']} |",
-            f"| seed | {config['seed']} |",
-            f"| tables as read | at most {config['serialize']['max_table_tokens']} tokens, {config['serialize']['max_rows']} rows, {config['serialize']['max_cell_bytes']} bytes per cell (the shipped model's serialization) |",
+            f"| steps | {report['steps']:,} of {config['optimizer']['batch_size']} synthetic tables (at most {config['data']['max_columns']} columns each), Adam at {config['optimizer']['learning_rate']:g} after {config['optimizer']['warmup_steps']} warm-up steps, gradient norm clipped at {config['optimizer']['grad_clip']} |",
+            f"| seed | {config['run']['seed']} |",
+            f"| tables as read | at most {config['data']['serialize']['max_table_tokens']} tokens, {config['data']['serialize']['max_rows']} rows, {config['data']['serialize']['max_cell_bytes']} bytes per cell (the shipped model's serialization) |",
             f"| pretraining time | {steps[-1]['seconds'] / 60:.1f} min of training on one thread of the 2-core machine, with other work sharing it (held-out scoring excluded) |"]
     size_parts = []
     if "gazetteers" in parts:
@@ -92,7 +92,7 @@ def main() -> None:
         size_parts.append(f"{corpus['tables']} tables, {corpus['table_columns']} columns")
     if "teacher" in parts:
         size_parts.append(f"the teacher's embeddings of the strings drawn (it holds {corpus['teacher_strings']:,})")
-    out.append(f"| corpus | {'; '.join(size_parts)}; one entry in {config['held_out_every']} (by a hash of its text, or of its table's id) held out |")
+    out.append(f"| corpus | {'; '.join(size_parts)}; one entry in {config['data']['held_out_every']} (by a hash of its text, or of its table's id) held out |")
     score = []
     if held_out.get("accuracy") is not None:
         score.append(f"typing accuracy **{held_out['accuracy']:.3f}** over {corpus['gazetteers']} types (chance {1 / corpus['gazetteers']:.3f})")
@@ -100,7 +100,7 @@ def main() -> None:
         score.append(f"mean teacher cosine **{held_out['cosine']:.3f}** (a constant prediction, the mean target: {held_out['cosine_of_mean']:.3f})")
     if held_out.get("header_top1") is not None:
         score.append(f"header retrieval top-1 **{held_out['header_top1']:.3f}** among {held_out['header_candidates']} held-out headers (chance {1 / held_out['header_candidates']:.3f})")
-    out.append(f"| held-out score | {'; '.join(score)}; {held_out['columns']:,} columns of {config['eval_tables']} synthetic tables drawn from the held-out part only |")
+    out.append(f"| held-out score | {'; '.join(score)}; {held_out['columns']:,} columns of {config['data']['eval_tables']} synthetic tables drawn from the held-out part only |")
     if held_out.get("cosine") is not None and held_out["cosine"] < held_out["cosine_of_mean"]:
         out.append(f"| caveat | On held-out columns its predictions are **further from the teacher than a constant "
                    f"prediction** ({held_out['cosine']:.3f} against {held_out['cosine_of_mean']:.3f}): with "
@@ -147,8 +147,8 @@ def main() -> None:
         out += [f".knowledge/venv/bin/python scripts/knowledge/indomain.py --split {indomain['split']} "
                 f"--sets {','.join(sets)} --out {corpus_dir}"]
     out += [f"colswarm --threads 1 pretrain --objective {objective} --corpus {corpus_dir} --out runs/pretrain-{objective} \\",
-            f"  --steps {report['steps']} --eval-tables {config['eval_tables']} --eval-every {config['eval_every']} "
-            f"--checkpoint-every {config['checkpoint_every']} --seed {config['seed']}",
+            f"  --steps {report['steps']} --eval-tables {config['data']['eval_tables']} --eval-every {config['eval_every']} "
+            f"--checkpoint-every {config['run']['checkpoint_every']} --seed {config['run']['seed']}",
             "```", ""]
     print("\n".join(out))
 

@@ -22,12 +22,17 @@ def write_json(path: Path, value) -> None:
 
 
 def make_run(run: Path, held_out_cosine: float) -> None:
+    # The layout of `colswarm pretrain`'s run.json (PretrainConfig).
     write_json(run / "run.json", {
-        "objective": "header", "d_model": 64, "n_layers": 2, "head_size": 32,
-        "serialize": {"max_table_tokens": 128, "max_rows": 8, "max_cell_bytes": 24},
-        "batch_size": 32, "max_columns": 3, "learning_rate": 0.002, "warmup_steps": 50,
-        "grad_clip": 1.0, "seed": 0, "held_out_every": 20, "eval_tables": 512,
-        "eval_every": 1000, "checkpoint_every": 250,
+        "objective": "header",
+        "encoder": {"d_model": 64, "n_layers": 2, "head_size": 32},
+        "data": {"serialize": {"max_table_tokens": 128, "max_rows": 8, "max_cell_bytes": 24},
+                 "max_columns": 3, "held_out_every": 20, "eval_tables": 512},
+        "steps": 3000, "eval_every": 1000,
+        "optimizer": {"batch_size": 32, "learning_rate": 0.002, "warmup_steps": 50,
+                      "lr_decay": "constant", "grad_clip": 1.0, "weight_decay": 0.0},
+        "run": {"seed": 0, "checkpoint_every": 250, "keep_last": 2, "log_every": 10,
+                "on_non_finite": "stop"},
     })
     write_json(run / "report.json", {
         "steps": 3000, "objective": "header",

@@ -50,6 +50,7 @@ pub(crate) struct AnnotateArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
+    /// Tables per forward pass (each thread runs its own passes).
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
     #[command(flatten)]
@@ -134,8 +135,9 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     // Shown on a terminal only: a pipeline's logs stay clean.
     let mut progress = Progress::on_terminal("annotate: tables", files.len());
     let mut done = 0;
-    // Read and annotate in batches, so a directory of any size streams in bounded memory.
-    for chunk in files.chunks(args.batch_size.max(1)) {
+    // Read one forward pass per thread at a time (the annotator cuts them), so a directory of
+    // any size streams in bounded memory.
+    for chunk in files.chunks(annotator.tables_per_round()) {
         let tables = read_inputs(chunk, args.lossy)?;
         let annotations = annotator.annotate_all(&tables)?;
         for annotation in &annotations {

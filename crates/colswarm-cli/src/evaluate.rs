@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use colswarm_model::{Model, SpecialistUse, Task};
-use colswarm_train::{
+use colswarm_eval::{
     BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions, Split,
     baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap, read_predictions,
     score_predictions, train_baseline, write_predictions,
 };
+use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, cta_kind};
 
 use crate::DeviceArg;
 
@@ -199,9 +199,9 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
     let task = args
         .task
         .unwrap_or_else(|| default_task(train_spec.format, &train_data.tables));
-    let mut space = colswarm_train::LabelSpace::default();
+    let mut space = LabelSpace::default();
     let (labels, kind) = match task {
-        Task::Cta => (&train_data.cta_labels, train_spec.format.cta_kind()),
+        Task::Cta => (&train_data.cta_labels, cta_kind(train_spec.format)),
         Task::Cpa => (
             &train_data.cpa_labels,
             colswarm_swarm::LabelKind::SingleLabel,

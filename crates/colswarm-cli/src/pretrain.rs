@@ -22,29 +22,29 @@ pub(crate) struct PretrainArgs {
     /// run there is resumed.
     #[arg(long)]
     out: PathBuf,
-    #[arg(long, default_value_t = defaults().d_model)]
+    #[arg(long, default_value_t = defaults().encoder.d_model)]
     d_model: usize,
-    #[arg(long, default_value_t = defaults().n_layers)]
+    #[arg(long, default_value_t = defaults().encoder.n_layers)]
     layers: usize,
-    #[arg(long, default_value_t = defaults().head_size)]
+    #[arg(long, default_value_t = defaults().encoder.head_size)]
     head_size: usize,
     /// Optimizer steps.
     #[arg(long, default_value_t = defaults().steps)]
     steps: usize,
     /// Synthetic tables per step.
-    #[arg(long, default_value_t = defaults().batch_size)]
+    #[arg(long, default_value_t = defaults().optimizer.batch_size)]
     batch_size: usize,
-    #[arg(long, default_value_t = defaults().learning_rate)]
+    #[arg(long, default_value_t = defaults().optimizer.learning_rate)]
     lr: f64,
     /// Held-out tables scored at each evaluation.
-    #[arg(long, default_value_t = defaults().eval_tables)]
+    #[arg(long, default_value_t = defaults().data.eval_tables)]
     eval_tables: usize,
     /// Score the held-out tables every this many steps (0: only at the end).
     #[arg(long, default_value_t = defaults().eval_every)]
     eval_every: usize,
-    #[arg(long, default_value_t = defaults().checkpoint_every)]
+    #[arg(long, default_value_t = defaults().run.checkpoint_every)]
     checkpoint_every: usize,
-    #[arg(long, default_value_t = defaults().seed)]
+    #[arg(long, default_value_t = defaults().run.seed)]
     seed: u64,
     /// Stop after this many steps in this process (resume later with the same command).
     #[arg(long)]
@@ -63,16 +63,16 @@ fn defaults() -> PretrainConfig {
 
 pub(crate) fn cmd_pretrain(args: PretrainArgs) -> Result<()> {
     let mut config = PretrainConfig::new(args.objective);
-    config.d_model = args.d_model;
-    config.n_layers = args.layers;
-    config.head_size = args.head_size;
+    config.encoder.d_model = args.d_model;
+    config.encoder.n_layers = args.layers;
+    config.encoder.head_size = args.head_size;
     config.steps = args.steps;
-    config.batch_size = args.batch_size;
-    config.learning_rate = args.lr;
-    config.eval_tables = args.eval_tables;
+    config.optimizer.batch_size = args.batch_size;
+    config.optimizer.learning_rate = args.lr;
+    config.data.eval_tables = args.eval_tables;
     config.eval_every = args.eval_every;
-    config.checkpoint_every = args.checkpoint_every;
-    config.seed = args.seed;
+    config.run.checkpoint_every = args.checkpoint_every;
+    config.run.seed = args.seed;
     let options = PretrainOptions {
         progress: !args.quiet,
         stop_after_steps: args.stop_after_steps,

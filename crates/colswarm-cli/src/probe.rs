@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use colswarm_eval::write_predictions;
 use colswarm_model::Model;
-use colswarm_train::{ProbeConfig, SpecialistSpec, probe, write_predictions};
+use colswarm_train::{ProbeConfig, SpecialistSpec, probe};
 
 use crate::DeviceArg;
 use crate::train::specs;

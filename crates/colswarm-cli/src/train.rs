@@ -8,9 +8,9 @@ use clap::{ArgAction, Args};
 use colswarm_model::SerializeSettings;
 use colswarm_swarm::FusionMode;
 use colswarm_train::{
-    DataSettings, DataSpec, LrDecay, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
-    ParlOptions, Regularization, RunSettings, SpecialistSpec, TrainConfig, TrainOptions, train,
-    train_router,
+    DataSettings, DataSpec, LossSettings, LrDecay, ModelSettings, NonFinitePolicy,
+    OptimizerSettings, ParlConfig, ParlOptions, Regularization, RunSettings, SpecialistSpec,
+    Stopping, TrainConfig, TrainOptions, train, train_router,
 };
 
 use crate::DeviceArg;
@@ -77,7 +77,7 @@ pub(crate) struct TrainArgs {
     /// How specialist states are fused: weighted-sum, gated or concat-project.
     #[arg(long, default_value = "weighted-sum")]
     fusion: FusionMode,
-    #[arg(long, default_value_t = RunSettings::default().epochs)]
+    #[arg(long, default_value_t = Stopping::default().epochs)]
     epochs: usize,
     #[arg(long, default_value_t = OptimizerSettings::default().batch_size)]
     batch_size: usize,
@@ -93,7 +93,7 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = Regularization::default().column_dropout)]
     column_dropout: f32,
     /// Epochs without dev improvement before stopping.
-    #[arg(long, default_value_t = RunSettings::default().patience)]
+    #[arg(long, default_value_t = Stopping::default().patience)]
     patience: usize,
     /// Checkpoint every N steps as well as at epoch ends (0: epoch ends only).
     #[arg(long, default_value_t = RunSettings::default().checkpoint_every)]
@@ -164,10 +164,10 @@ pub(crate) struct TrainRouterArgs {
     /// Rollouts (sampled router masks) per table.
     #[arg(long, default_value_t = ParlConfig::default().rollouts)]
     rollouts: usize,
-    #[arg(long, default_value_t = ParlConfig::default().batch_size)]
+    #[arg(long, default_value_t = ParlConfig::default().optimizer.batch_size)]
     batch_size: usize,
     /// Learning rate of every trained weight (router, fusion, alignments, primary and heads).
-    #[arg(long, default_value_t = ParlConfig::default().learning_rate)]
+    #[arg(long, default_value_t = ParlConfig::default().optimizer.learning_rate)]
     lr: f64,
     /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
     #[arg(long, default_value = "aegir")]
@@ -180,7 +180,7 @@ pub(crate) struct TrainRouterArgs {
     /// Evaluate on the dev sets every N steps.
     #[arg(long, default_value_t = ParlConfig::default().eval_every)]
     eval_every: usize,
-    #[arg(long, default_value_t = ParlConfig::default().seed)]
+    #[arg(long, default_value_t = ParlConfig::default().run.seed)]
     seed: u64,
     #[arg(long)]
     quiet: bool,
@@ -242,12 +242,15 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             weight_decay: args.weight_decay,
             ..OptimizerSettings::default()
         },
+        loss: LossSettings::default(),
         regularization: Regularization {
             column_dropout: args.column_dropout,
         },
-        run: RunSettings {
+        stopping: Stopping {
             epochs: args.epochs,
             patience: args.patience,
+        },
+        run: RunSettings {
             keep_last: args.keep_last,
             checkpoint_every: args.checkpoint_every,
             seed: args.seed,
@@ -291,18 +294,25 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
 }
 
 pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
+    let defaults = ParlConfig::default();
     let mut config = ParlConfig {
         model: args.model,
         train: specs(&args.train)?,
         dev: specs(&args.dev)?,
         steps: args.steps,
-        rollouts: args.rollouts,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        schedule: args.schedule.parse()?,
         eval_every: args.eval_every,
-        seed: args.seed,
-        ..ParlConfig::default()
+        rollouts: args.rollouts,
+        schedule: args.schedule.parse()?,
+        optimizer: OptimizerSettings {
+            batch_size: args.batch_size,
+            learning_rate: args.lr,
+            ..defaults.optimizer
+        },
+        run: RunSettings {
+            seed: args.seed,
+            ..defaults.run
+        },
+        ..defaults
     };
     config.reward.step_budget = args.step_budget;
     let options = ParlOptions {

@@ -10,7 +10,8 @@ use common::{colswarm, root};
 
 use colswarm_model::SerializeSettings;
 use colswarm_train::{
-    DataSettings, ModelSettings, OptimizerSettings, RunSettings, TrainConfig, TrainOptions, train,
+    DataSettings, ModelSettings, OptimizerSettings, RunSettings, Stopping, TrainConfig,
+    TrainOptions, train,
 };
 
 fn stdout(out: &Output) -> String {
@@ -51,8 +52,11 @@ fn tiny_model() -> &'static Path {
                 batch_size: 3,
                 ..OptimizerSettings::default()
             },
-            run: RunSettings {
+            stopping: Stopping {
                 epochs: 1,
+                ..Stopping::default()
+            },
+            run: RunSettings {
                 ..RunSettings::default()
             },
             ..TrainConfig::default()

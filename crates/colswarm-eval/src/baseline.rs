@@ -521,7 +521,7 @@ pub fn baseline_predictions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::DatasetFormat;
+    use colswarm_tables::DatasetFormat;
     use colswarm_tables::{Cell, Column, CpaTarget};
 
     fn namespace(kind: LabelKind, labels: &[&str]) -> Namespace {

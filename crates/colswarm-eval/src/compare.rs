@@ -8,7 +8,7 @@
 //! errors are not independent, and resampling columns would understate the spread.
 //!
 //! ```
-//! use colswarm_train::{BootstrapConfig, TargetPrediction, paired_bootstrap};
+//! use colswarm_eval::{BootstrapConfig, TargetPrediction, paired_bootstrap};
 //!
 //! let target = |table: &str, gold: &str, predicted: &str| TargetPrediction {
 //!     table: table.into(),
@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use colswarm_rwkv::checkpoint::write_atomically;
 
-use crate::error::TrainError;
+use crate::error::EvalError;
 use crate::metrics::{F1Report, Scored, f1_report};
 use colswarm_model::Namespace;
 
@@ -91,37 +91,40 @@ pub fn score_predictions(predictions: &[TargetPrediction], namespace: &Namespace
 /// Writes `targets` to `path` as JSON Lines, atomically (a temporary file, then a rename).
 /// A probability that is not finite (a diverged model) is an error naming the target: JSON has
 /// no NaN, and the line could not be read back.
-pub fn write_predictions(path: &Path, targets: &[TargetPrediction]) -> Result<(), TrainError> {
+pub fn write_predictions(path: &Path, targets: &[TargetPrediction]) -> Result<(), EvalError> {
     let mut text = String::new();
     for target in targets {
         if let Some((label, p)) = target.probabilities.iter().find(|(_, p)| !p.is_finite()) {
-            return Err(TrainError::Predictions {
+            return Err(EvalError::Predictions {
                 path: path.to_path_buf(),
                 reason: format!("{}: the probability of {label} is {p}", target.describe()),
             });
         }
-        let line = serde_json::to_string(target).map_err(|e| TrainError::Predictions {
+        let line = serde_json::to_string(target).map_err(|e| EvalError::Predictions {
             path: path.to_path_buf(),
             reason: format!("{}: {e}", target.describe()),
         })?;
         text.push_str(&line);
         text.push('\n');
     }
-    write_atomically(path, text.as_bytes())?;
+    write_atomically(path, text.as_bytes()).map_err(|e| EvalError::Predictions {
+        path: path.to_path_buf(),
+        reason: format!("could not write: {e}"),
+    })?;
     Ok(())
 }
 
 /// Reads a file written by [`write_predictions`]; a malformed line is an error naming the file
 /// and the line.
-pub fn read_predictions(path: &Path) -> Result<Vec<TargetPrediction>, TrainError> {
-    let file = std::fs::File::open(path).map_err(|e| TrainError::io(path, e))?;
+pub fn read_predictions(path: &Path) -> Result<Vec<TargetPrediction>, EvalError> {
+    let file = std::fs::File::open(path).map_err(|e| EvalError::io(path, e))?;
     let mut targets = Vec::new();
     for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| TrainError::io(path, e))?;
+        let line = line.map_err(|e| EvalError::io(path, e))?;
         if line.trim().is_empty() {
             continue;
         }
-        let target = serde_json::from_str(&line).map_err(|e| TrainError::Predictions {
+        let target = serde_json::from_str(&line).map_err(|e| EvalError::Predictions {
             path: path.to_path_buf(),
             reason: format!("line {}: {e}", n + 1),
         })?;
@@ -202,8 +205,8 @@ pub fn paired_bootstrap(
     a: &[TargetPrediction],
     b: &[TargetPrediction],
     config: &BootstrapConfig,
-) -> Result<Comparison, TrainError> {
-    let mismatch = |reason: String| Err(TrainError::PredictionsMismatch(reason));
+) -> Result<Comparison, EvalError> {
+    let mismatch = |reason: String| Err(EvalError::PredictionsMismatch(reason));
     if a.len() != b.len() {
         return mismatch(format!("A has {} targets, B has {}", a.len(), b.len()));
     }

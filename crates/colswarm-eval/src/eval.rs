@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 use colswarm_tables::Table;
 
 use crate::compare::{TargetPrediction, score_predictions};
-use crate::dataset::DatasetFormat;
-use crate::error::TrainError;
+use crate::error::EvalError;
 use crate::metrics::F1Report;
 use crate::routing::RoutingReport;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example};
-use colswarm_model::{Model, Outputs, SpecialistUse, decode, namespace_probs};
+use colswarm_model::{Model, SpecialistUse, decode, namespace_probs};
 use colswarm_model::{Namespace, Task};
+use colswarm_tables::DatasetFormat;
 
 /// What to score.
 #[derive(Clone, Debug)]
@@ -69,10 +69,10 @@ pub struct EvalReport {
 /// CPA for T2D (its column labels are the same properties as its CPA targets).
 pub fn default_task(format: DatasetFormat, tables: &[Table]) -> Task {
     let has_cta = tables.iter().any(|t| t.n_labelled_columns() > 0);
-    match format {
-        DatasetFormat::T2d => Task::Cpa,
-        _ if has_cta => Task::Cta,
-        _ => Task::Cpa,
+    if has_cta && !format.cpa_first() {
+        Task::Cta
+    } else {
+        Task::Cpa
     }
 }
 
@@ -82,7 +82,7 @@ pub fn pick_namespace<'m>(
     task: Task,
     format: DatasetFormat,
     name: Option<&str>,
-) -> Result<&'m Namespace, TrainError> {
+) -> Result<&'m Namespace, EvalError> {
     let list = model.space.list(task);
     let names = || {
         list.iter()
@@ -92,7 +92,7 @@ pub fn pick_namespace<'m>(
     };
     if let Some(name) = name {
         return model.space.namespace(task, name).ok_or_else(|| {
-            TrainError::Config(format!(
+            EvalError::Config(format!(
                 "the model has no {task} namespace `{name}`; it has: {}",
                 names()
             ))
@@ -101,11 +101,11 @@ pub fn pick_namespace<'m>(
     match model.space.by_format(task, format).as_slice() {
         [one] => Ok(one),
         [] if list.len() == 1 => Ok(&list[0]),
-        [] => Err(TrainError::Config(format!(
+        [] => Err(EvalError::Config(format!(
             "the model has no {task} namespace trained on {format}; pick one with --namespace from: {}",
             names()
         ))),
-        _ => Err(TrainError::Config(format!(
+        _ => Err(EvalError::Config(format!(
             "several {task} namespaces were trained on {format}; pick one with --namespace from: {}",
             names()
         ))),
@@ -118,7 +118,7 @@ pub fn evaluate(
     tables: &[Table],
     format: DatasetFormat,
     options: &EvalOptions,
-) -> Result<EvalReport, TrainError> {
+) -> Result<EvalReport, EvalError> {
     let namespace = pick_namespace(model, options.task, format, options.namespace.as_deref())?;
     let mut scored = Vec::new();
     let mut seconds = 0.0;
@@ -144,8 +144,7 @@ pub fn evaluate(
             })
             .collect();
         let start = Instant::now();
-        let out = model.forward(&refs, options.specialists)?;
-        let outputs = Outputs::new(model, &out, &refs, &subjects);
+        let outputs = model.predict(&refs, &subjects, options.specialists)?;
         seconds += start.elapsed().as_secs_f64();
         // The primary alone still reports every gate, closed: no routing to report.
         if options.specialists != SpecialistUse::Off {

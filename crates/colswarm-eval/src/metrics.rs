@@ -143,18 +143,6 @@ pub fn f1_report(targets: &[Scored], known: &dyn Fn(&str) -> bool) -> F1Report {
     }
 }
 
-/// The index of the largest value (the first on ties; 0 for none).
-pub(crate) fn argmax<T: Copy + Into<f64>>(values: &[T]) -> usize {
-    values
-        .iter()
-        .enumerate()
-        .fold((0, f64::NEG_INFINITY), |best, (i, &x)| {
-            let x = x.into();
-            if x > best.1 { (i, x) } else { best }
-        })
-        .0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

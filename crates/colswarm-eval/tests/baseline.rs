@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use colswarm_model::{Namespace, Task};
-use colswarm_swarm::LabelKind;
-use colswarm_train::{
+use colswarm_eval::{
     BaselineConfig, BaselineKind, DatasetFormat, LoadedData, Split, evaluate_baseline, load_tables,
     train_baseline,
 };
+use colswarm_model::{Namespace, Task};
+use colswarm_swarm::LabelKind;
 
 fn datasets() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets"))

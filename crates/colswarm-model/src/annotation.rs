@@ -1,7 +1,6 @@
 //! What the model says about a table: types and relations per column, the router's gates.
 
 use burn::tensor::Tensor;
-use colswarm_swarm::SwarmOutput;
 use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
@@ -143,9 +142,8 @@ impl Model {
         for chunk in tables.chunks(options.batch_size.max(1)) {
             let examples = self.encode(chunk, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
-            let out = self.forward(&refs, options.specialists)?;
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
-            let outputs = Outputs::new(self, &out, &refs, &subjects);
+            let outputs = self.predict(&refs, &subjects, options.specialists)?;
             for (b, table) in chunk.iter().enumerate() {
                 annotations.push(outputs.table(self, b, table, &cta, &cpa, options.top_k));
             }
@@ -201,40 +199,46 @@ pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     values.chunks(n).map(<[f32]>::to_vec).collect()
 }
 
-impl Outputs {
-    /// Copies what annotation and evaluation need; CPA pairs are (subject, every other query),
-    /// `subjects` giving each table's subject *column*.
-    pub fn new(
-        model: &Model,
-        out: &SwarmOutput,
+impl Model {
+    /// One forward pass at inference, everything read back at once: CTA logits for every
+    /// column, CPA logits for (subject, every other column) inside the forward pass, and the
+    /// router's gates. `subjects` gives each table's subject *column*.
+    pub fn predict(
+        &self,
         examples: &[&Example],
         subjects: &[usize],
-    ) -> Self {
-        let mut row_start = Vec::with_capacity(examples.len());
-        let mut pairs = Vec::new();
-        let mut pair_owner = Vec::new();
-        let mut row = 0;
-        for (b, example) in examples.iter().enumerate() {
-            row_start.push(row);
-            let subject = example.columns.iter().position(|&c| c == subjects[b]);
-            if let Some(s) = subject
-                && model.space.len(Task::Cpa) > 0
-            {
-                for o in (0..example.columns.len()).filter(|&o| o != s) {
-                    pairs.push((row + s, row + o));
-                    pair_owner.push((b, s, o));
+        specialists: SpecialistUse,
+    ) -> Result<Outputs, ModelError> {
+        let mut pairs = vec![Vec::new(); examples.len()];
+        if self.space.len(Task::Cpa) > 0 {
+            for (b, example) in examples.iter().enumerate() {
+                if let Some(s) = example.columns.iter().position(|&c| c == subjects[b]) {
+                    pairs[b] = (0..example.columns.len())
+                        .filter(|&o| o != s)
+                        .map(|o| (s, o))
+                        .collect();
                 }
             }
+        }
+        let out = self.forward_with_pairs(examples, pairs.clone(), specialists)?;
+        let mut logits = out.cpa_logits.map(rows_of).unwrap_or_default().into_iter();
+        let cpa = pairs
+            .into_iter()
+            .map(|table| {
+                table
+                    .into_iter()
+                    .zip(logits.by_ref())
+                    .map(|((s, o), l)| (s, o, l))
+                    .collect()
+            })
+            .collect();
+        let mut row_start = Vec::with_capacity(examples.len());
+        let mut row = 0;
+        for example in examples {
+            row_start.push(row);
             row += example.columns.len();
         }
-        let mut cpa = vec![Vec::new(); examples.len()];
-        if !pairs.is_empty() {
-            let logits = rows_of(model.swarm.orchestrator.cpa_logits(out, &pairs));
-            for ((b, s, o), l) in pair_owner.into_iter().zip(logits) {
-                cpa[b].push((s, o, l));
-            }
-        }
-        let probs = rows_of(out.router.probs.clone());
+        let probs = rows_of(out.router.probs);
         let gates = (0..examples.len())
             .map(|b| {
                 let active = out.router.active.get(b);
@@ -249,14 +253,16 @@ impl Outputs {
                     .unwrap_or_default()
             })
             .collect();
-        Outputs {
-            cta: rows_of(out.cta_logits.clone()),
+        Ok(Outputs {
+            cta: rows_of(out.cta_logits),
             cpa,
             row_start,
             gates,
-        }
+        })
     }
+}
 
+impl Outputs {
     pub(crate) fn table(
         &self,
         model: &Model,

@@ -147,16 +147,27 @@ impl Annotator {
         Ok(all.remove(0))
     }
 
-    /// Annotates a batch of tables (one result per table, in order).
+    /// Annotates any number of tables (one result per table, in order). They are cut into
+    /// forward passes of the annotator's batch size, and the passes are shared among its
+    /// threads in contiguous runs.
     pub fn annotate_all(&self, tables: &[Table]) -> Result<Vec<TableAnnotation>, ModelError> {
-        if self.threads <= 1 || tables.len() <= 1 {
+        let passes: Vec<&[Table]> = tables.chunks(self.options.batch_size.max(1)).collect();
+        if self.threads <= 1 || passes.len() <= 1 {
             return self.model.annotate(tables, &self.options);
         }
-        let share = tables.len().div_ceil(self.threads);
+        let share = passes.len().div_ceil(self.threads);
         let results: Vec<Result<Vec<TableAnnotation>, ModelError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tables
+            let handles: Vec<_> = passes
                 .chunks(share)
-                .map(|part| scope.spawn(move || self.model.annotate(part, &self.options)))
+                .map(|run| {
+                    scope.spawn(move || {
+                        let mut annotations = Vec::new();
+                        for pass in run {
+                            annotations.extend(self.model.annotate(pass, &self.options)?);
+                        }
+                        Ok(annotations)
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
@@ -169,6 +180,12 @@ impl Annotator {
             annotations.extend(part?);
         }
         Ok(annotations)
+    }
+
+    /// How many tables [`Annotator::annotate_all`] keeps every thread busy with for one
+    /// forward pass each: a caller reading tables from files reads this many at a time.
+    pub fn tables_per_round(&self) -> usize {
+        self.options.batch_size.max(1) * self.threads.max(1)
     }
 
     /// The same annotator (sharing its weights) with another choice of specialists: how

@@ -85,8 +85,8 @@ pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::DatasetFormat;
     use crate::labels::{LabelSpace, Task};
+    use colswarm_tables::DatasetFormat;
 
     fn namespace(kind: LabelKind, activation: Activation, n: usize) -> Namespace {
         Namespace {

@@ -144,7 +144,7 @@ impl Example {
     }
 }
 
-/// The model input for a batch of examples.
+/// The model input for a batch of examples (no CPA pairs: the forward pass scores none).
 pub fn to_batch(examples: &[&Example]) -> TableBatch {
     TableBatch {
         tables: examples.iter().map(|e| e.tokens.clone()).collect(),
@@ -155,14 +155,15 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
         } else {
             examples.iter().map(|e| e.ngrams.clone()).collect()
         },
+        cpa_pairs: Vec::new(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::DatasetFormat;
     use colswarm_swarm::LabelKind;
+    use colswarm_tables::DatasetFormat;
     use colswarm_tables::{Cell, Column, CpaTarget};
 
     fn table() -> Table {

@@ -11,11 +11,20 @@ use std::path::Path;
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::LabelKind;
 use colswarm_swarm::manifest::ManifestVersion;
-use colswarm_tables::LabelSet;
+use colswarm_tables::{DatasetFormat, LabelSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
-use crate::format::DatasetFormat;
+
+/// The CTA head's kind for labels of this format: multi-label where its ground truth allows
+/// several labels per column.
+pub fn cta_kind(format: DatasetFormat) -> LabelKind {
+    if format.multi_label_cta() {
+        LabelKind::MultiLabel
+    } else {
+        LabelKind::SingleLabel
+    }
+}
 
 /// File name of the label space inside a model directory.
 pub const LABELS_FILE: &str = "labels.json";

@@ -30,7 +30,6 @@ mod annotator;
 mod decode;
 mod encode;
 mod error;
-mod format;
 mod labels;
 mod model;
 mod progress;
@@ -42,11 +41,11 @@ pub use annotation::{
 };
 pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
+pub use colswarm_tables::DatasetFormat;
 pub use decode::{decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
-pub use format::DatasetFormat;
-pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under};
+pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
     Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, load_model_extras, save_model_extras,
 };

@@ -11,7 +11,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
-use colswarm_swarm::{Routing, Swarm, SwarmOutput};
+use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch};
 use colswarm_tables::{SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -242,13 +242,27 @@ impl Model {
             .collect()
     }
 
-    /// One forward pass at inference.
+    /// One forward pass at inference (no CPA pairs: see [`Model::predict`]).
     pub fn forward(
         &self,
         examples: &[&Example],
         specialists: SpecialistUse,
     ) -> Result<SwarmOutput, ModelError> {
-        let batch = to_batch(examples);
+        self.forward_with_pairs(examples, Vec::new(), specialists)
+    }
+
+    /// One forward pass at inference that also scores these CPA pairs per table
+    /// ([`colswarm_swarm::TableBatch::cpa_pairs`]).
+    pub(crate) fn forward_with_pairs(
+        &self,
+        examples: &[&Example],
+        cpa_pairs: Vec<Vec<(usize, usize)>>,
+        specialists: SpecialistUse,
+    ) -> Result<SwarmOutput, ModelError> {
+        let batch = TableBatch {
+            cpa_pairs,
+            ..to_batch(examples)
+        };
         let every = |on: bool| vec![vec![on; self.swarm.specialists.len()]; examples.len()];
         let routing: Routing<'_, ChaCha8Rng> = match specialists {
             SpecialistUse::Router => Routing::Threshold,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use colswarm_tables::{
     CsvOptions, Delimiter, RaggedRows, ReadOptions, Table, read_csv_from_reader,
-    read_csv_with_report, read_gittables_parquet, read_sotab_table,
+    read_csv_with_report, read_sotab_table,
 };
 
 use crate::error::ModelError;
@@ -56,8 +56,8 @@ fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
     }
 }
 
-/// Reads one table file with the default [`ReadTableOptions`]: GitTables parquet (`.parquet`),
-/// SOTAB JSON (`.json`, `.json.gz`), else delimited text (the delimiter detected; `.tsv` is
+/// Reads one table file with the default [`ReadTableOptions`]: GitTables parquet (`.parquet`,
+/// with the `parquet` feature), SOTAB JSON (`.json`, `.json.gz`), else delimited text (the delimiter detected; `.tsv` is
 /// tab-separated).
 ///
 /// ```no_run
@@ -81,13 +81,27 @@ pub fn read_table_with(
         ..ReadOptions::default()
     };
     let table = if name.ends_with(".parquet") {
-        read_gittables_parquet(path, None, &read)?.0
+        read_parquet(path, &read)?
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
         read_sotab_table(path, &read)?
     } else {
         read_csv_with_report(path, &csv_options(path, options))?.0
     };
     Ok(table)
+}
+
+#[cfg(feature = "parquet")]
+fn read_parquet(path: &Path, read: &ReadOptions) -> Result<Table, ModelError> {
+    Ok(colswarm_tables::read_gittables_parquet(path, None, read)?.0)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn read_parquet(path: &Path, _read: &ReadOptions) -> Result<Table, ModelError> {
+    Err(ModelError::Input {
+        path: path.to_path_buf(),
+        reason: "this build reads no parquet files: enable colswarm-model's `parquet` feature"
+            .to_string(),
+    })
 }
 
 /// Reads a delimited table from any reader (stdin, bytes in memory); `name` becomes the table
@@ -151,6 +165,14 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    #[test]
+    fn a_parquet_file_without_the_feature_names_the_file_and_the_feature() {
+        let message = read_table("tables/t.parquet").unwrap_err().to_string();
+        assert!(message.starts_with("tables/t.parquet: "), "{message}");
+        assert!(message.contains("`parquet` feature"), "{message}");
     }
 
     #[test]

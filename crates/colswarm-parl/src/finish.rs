@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! finish   = finished / activated                (activated subtasks completed within the step
-//!                                                 budget; see crate::TableSteps::finish_counts;
+//!                                                 budget; see FinishCounts::within_budget;
 //!                                                 = 1 when nothing was activated: no activated
 //!                                                 specialist failed, and all-off is penalised
 //!                                                 below instead)
@@ -33,6 +33,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use colswarm_swarm::TableSteps;
+
 use crate::error::{ParlError, Result, check_range};
 
 /// Activated subtasks and how many completed within the step budget.
@@ -45,6 +47,16 @@ pub struct FinishCounts {
 }
 
 impl FinishCounts {
+    /// The rollout's activated subtasks (one per specialist per stage) and how many of them
+    /// completed within `budget` critical steps.
+    pub fn within_budget(steps: &TableSteps, budget: u64) -> Self {
+        let completions = steps.completion_steps();
+        Self {
+            activated: completions.len(),
+            finished: completions.iter().filter(|&&at| at <= budget).count(),
+        }
+    }
+
     /// `finished / activated`, and 1 when nothing was activated.
     ///
     /// # Errors
@@ -158,7 +170,7 @@ pub fn r_finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steps::{StageSteps, TableSteps};
+    use colswarm_swarm::StageSteps;
 
     fn close(a: f64, b: f64) {
         assert!((a - b).abs() < 1e-12, "{a} != {b}");
@@ -268,7 +280,7 @@ mod tests {
             StageSteps::main_only(10),
         ]);
         let r = r_finish(
-            steps.finish_counts(10),
+            FinishCounts::within_budget(&steps, 10),
             3,
             3,
             Degeneracy::default(),
@@ -276,5 +288,22 @@ mod tests {
         )
         .unwrap();
         close(r, 0.5);
+    }
+
+    #[test]
+    fn finish_counts_follow_completion_steps() {
+        // Completions at 6 and 14 (docs/PARL.md §8 P6).
+        let steps = TableSteps::new(vec![
+            StageSteps::with_subtasks(2, &[(0, 4), (1, 12)]),
+            StageSteps::main_only(10),
+        ]);
+        let counts = |budget| FinishCounts::within_budget(&steps, budget);
+        assert_eq!((counts(24).activated, counts(24).finished), (2, 2));
+        assert_eq!(counts(10).finished, 1);
+        assert_eq!(counts(5).finished, 0);
+        assert_eq!(
+            FinishCounts::within_budget(&TableSteps::default(), 0),
+            FinishCounts::default()
+        );
     }
 }

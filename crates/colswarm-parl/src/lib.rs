@@ -13,7 +13,8 @@
 //! * [`r_parallel`]: K2.5's instantiation share, capped at a target rate, mixed with H-Net's
 //!   load-balance term, `∈ [0, 1]` ([`parallel`]).
 //! * [`r_finish`]: finish rate within the critical-step budget × column coverage, minus a
-//!   penalty for degenerate routing, `∈ [−p, 1]` ([`finish`], [`steps`]).
+//!   penalty for degenerate routing, `∈ [−p, 1]` ([`finish`]; the critical steps are
+//!   `colswarm_swarm::TableSteps`, which the swarm reports for every forward pass).
 //! * [`LambdaSchedule`]: piecewise (Aegir), linear, cosine ([`schedule`]).
 //!
 //! Then [`group_advantages`] (K rollouts per table, group-mean baseline) and [`policy_loss`]
@@ -32,7 +33,6 @@ mod perf;
 mod reward;
 mod rollout;
 mod schedule;
-mod steps;
 
 pub use advantage::{AdvantageConfig, group_advantages};
 pub use balance::load_balance_aux_loss;
@@ -47,4 +47,3 @@ pub use perf::{F1Counts, PerfConfig, TableLabels, micro_f1, pair_counts, r_perf}
 pub use reward::{RewardBreakdown, RewardConfig, parl_reward, single_lambda_reward};
 pub use rollout::{RolloutOutcome, score_batch};
 pub use schedule::{LambdaSchedule, Lambdas, Schedule, clamp_progress, progress};
-pub use steps::{StageSteps, SubtaskSteps, TableSteps};

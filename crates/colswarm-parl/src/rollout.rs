@@ -13,13 +13,13 @@
 //!
 //! A rollout whose `r_perf` is `None` (no gold) gets `None`: leave its group out of the update.
 
+use colswarm_swarm::TableSteps;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParlError, Result};
-use crate::finish::{Degeneracy, r_finish};
+use crate::finish::{Degeneracy, FinishCounts, r_finish};
 use crate::parallel::r_parallel;
 use crate::reward::{RewardBreakdown, RewardConfig};
-use crate::steps::TableSteps;
 
 /// What one rollout did, as the reward sees it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -74,7 +74,7 @@ pub fn score_batch(
             let active = r.mask.iter().filter(|&&b| b).count();
             let parallel = r_parallel(active, s, r.mean_gate, &config.parallel)?;
             let finish = r_finish(
-                r.steps.finish_counts(budget),
+                FinishCounts::within_budget(&r.steps, budget),
                 r.annotated_columns,
                 r.columns,
                 degeneracy,
@@ -88,7 +88,7 @@ pub fn score_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steps::StageSteps;
+    use colswarm_swarm::StageSteps;
 
     /// A rollout of `table` with `mask`, 6 columns all annotated, primary reading 100 tokens and
     /// every active specialist reading 100 tokens in one parallel stage, then 6 query steps.

@@ -18,6 +18,10 @@ pub struct TableBatch {
     /// Per table, each queried column's hashed n-gram features, `(bucket, weight)` (parallel
     /// to `queries`); empty when the model reads none ([`crate::OrchestratorConfig::column_ngrams`]).
     pub ngrams: Vec<Vec<Vec<(u32, f32)>>>,
+    /// Per table, the `(subject column, object column)` pairs (indices into its `queries`)
+    /// whose CPA logits the forward pass computes ([`crate::SwarmOutput::cpa_logits`]); empty
+    /// when it computes none (training scores its own pairs).
+    pub cpa_pairs: Vec<Vec<(usize, usize)>>,
 }
 
 impl TableBatch {
@@ -45,6 +49,13 @@ impl TableBatch {
                 "{} tables but {} n-gram lists",
                 self.tables.len(),
                 self.ngrams.len()
+            )));
+        }
+        if !self.cpa_pairs.is_empty() && self.cpa_pairs.len() != self.tables.len() {
+            return Err(SwarmError::Input(format!(
+                "{} tables but {} CPA pair lists",
+                self.tables.len(),
+                self.cpa_pairs.len()
             )));
         }
         for (t, ((table, queries), spans)) in self
@@ -85,8 +96,32 @@ impl TableBatch {
                     "table {t}, column {c}: empty query"
                 )));
             }
+            let pairs = self.cpa_pairs.get(t).map_or(&[][..], Vec::as_slice);
+            if let Some((s, o)) = pairs
+                .iter()
+                .find(|(s, o)| *s >= queries.len() || *o >= queries.len())
+            {
+                return Err(SwarmError::Input(format!(
+                    "table {t}: CPA pair ({s}, {o}) past its {} columns",
+                    queries.len()
+                )));
+            }
         }
         Ok(())
+    }
+
+    /// Every CPA pair of [`TableBatch::cpa_pairs`] as `(subject row, object row)` of the
+    /// column rows ([`TableBatch::column_rows`]), table by table.
+    pub fn cpa_rows(&self) -> Vec<(usize, usize)> {
+        let mut first = 0;
+        let mut rows = Vec::new();
+        for (t, queries) in self.queries.iter().enumerate() {
+            if let Some(pairs) = self.cpa_pairs.get(t) {
+                rows.extend(pairs.iter().map(|&(s, o)| (first + s, first + o)));
+            }
+            first += queries.len();
+        }
+        rows
     }
 
     /// `(table, column)` of every query row, in row order.
@@ -110,6 +145,7 @@ mod tests {
             queries: vec![vec![vec![8], vec![9]], vec![vec![10]]],
             spans: vec![vec![0..2, 2..4], vec![0..3]],
             ngrams: Vec::new(),
+            cpa_pairs: vec![vec![(0, 1)], Vec::new()],
         }
     }
 
@@ -120,12 +156,22 @@ mod tests {
         assert_eq!(batch.column_rows(), [(0, 0), (0, 1), (1, 0)]);
     }
 
+    #[test]
+    fn cpa_pairs_become_rows_of_the_whole_batch() {
+        let mut batch = batch();
+        batch.queries[1].push(vec![11]);
+        batch.spans[1].push(0..3);
+        batch.cpa_pairs[1] = vec![(1, 0)];
+        batch.validate().unwrap();
+        assert_eq!(batch.cpa_rows(), [(0, 1), (3, 2)]);
+    }
+
     /// A way to break a good batch, and what the error must then say.
     type Breakage = (fn(&mut TableBatch), &'static str);
 
     #[test]
     fn malformed_batches_are_refused_naming_the_table_and_column() {
-        let cases: [Breakage; 5] = [
+        let cases: [Breakage; 7] = [
             (|b| b.tables.clear(), "no table"),
             (
                 |b| b.spans[1][0] = 0..4,
@@ -145,6 +191,11 @@ mod tests {
                 |b| b.ngrams = vec![vec![Vec::new(); 2], Vec::new()],
                 "table 1: 1 queries but 0 n-gram bags",
             ),
+            (
+                |b| b.cpa_pairs[0] = vec![(0, 2)],
+                "table 0: CPA pair (0, 2) past its 2 columns",
+            ),
+            (|b| b.cpa_pairs.truncate(1), "2 tables but 1 CPA pair lists"),
         ];
         for (break_it, expected) in cases {
             let mut broken = batch();

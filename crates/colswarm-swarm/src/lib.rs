@@ -23,6 +23,7 @@ mod orchestrator;
 mod pooling;
 mod router;
 mod specialist;
+mod steps;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use batch::TableBatch;
@@ -36,3 +37,4 @@ pub use orchestrator::{
 };
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::{FrozenSpecialist, column_readings};
+pub use steps::{StageSteps, SubtaskSteps, TableSteps};

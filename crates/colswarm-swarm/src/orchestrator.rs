@@ -6,7 +6,6 @@ use std::time::Instant;
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
-use colswarm_parl::{StageSteps, TableSteps};
 use colswarm_rwkv::{LayerState, Rwkv, RwkvConfig, RwkvState};
 use rand::Rng;
 use rayon::prelude::*;
@@ -20,6 +19,7 @@ use crate::ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 use crate::pooling::{span_means, spread_rows};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
+use crate::steps::{StageSteps, TableSteps};
 
 /// Configuration of the trainable part of a swarm.
 #[derive(Config, Debug, PartialEq)]
@@ -142,6 +142,9 @@ pub struct SwarmOutput {
     pub columns: Tensor<2>,
     /// CTA logits, `[columns, cta_labels]`.
     pub cta_logits: Tensor<2>,
+    /// CPA logits of the batch's pairs ([`TableBatch::cpa_pairs`]), `[pairs, cpa_labels]`
+    /// in [`TableBatch::cpa_rows`] order; `None` when it asks for none.
+    pub cpa_logits: Option<Tensor<2>>,
     /// The routing decision.
     pub router: RouterDecision,
     /// Stage-by-stage work of the batch, in tokens (its longest table's): the primary's read,
@@ -404,6 +407,7 @@ impl Orchestrator {
     ) -> SwarmOutput {
         SwarmOutput {
             cta_logits: self.cta.forward(columns.clone()),
+            cpa_logits: None,
             columns,
             router,
             steps,
@@ -554,7 +558,12 @@ impl Swarm {
             StageSteps::with_subtasks(0, &active),
             StageSteps::main_only(query_tokens as u64),
         ]);
-        self.orchestrator.output(columns, decision, steps)
+        let mut out = self.orchestrator.output(columns, decision, steps);
+        let pairs = batch.cpa_rows();
+        if !pairs.is_empty() {
+            out.cpa_logits = Some(self.orchestrator.cpa_logits(&out, &pairs));
+        }
+        out
     }
 }
 

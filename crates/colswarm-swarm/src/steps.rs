@@ -1,4 +1,4 @@
-//! Critical steps (K2.5 §3): the latency of a staged swarm, used as a step *budget*.
+//! Critical steps (K2.5 §3): the latency of a staged swarm, which PARL uses as a step *budget*.
 //!
 //! A rollout on one table is a sequence of stages `t = 1..T`. In each stage the main path (the
 //! primary) does `S_main^(t)` steps, then the specialists activated in that stage run in
@@ -15,11 +15,10 @@
 //! **Budget and completion.** With `C_t` the critical steps of stages `1..t` (`C_0 = 0`), the
 //! specialist `i` of stage `t` completes at `C_{t−1} + S_main^(t) + S_sub,i^(t)`; it *finished
 //! within the budget* `B` iff that is `≤ B`. A rollout *exceeds* the budget iff
-//! `CriticalSteps > B`. These counts feed [`crate::r_finish`] ([`TableSteps::finish_counts`]).
+//! `CriticalSteps > B`. PARL's `r_finish` counts the completions within the budget
+//! ([`TableSteps::completion_steps`]).
 
 use serde::{Deserialize, Serialize};
-
-use crate::finish::FinishCounts;
 
 /// One specialist's work in a stage.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -98,22 +97,17 @@ impl TableSteps {
         self.critical_steps() > budget
     }
 
-    /// Activated subtasks (one per specialist per stage) and how many of them completed within
-    /// `budget` (module docs).
-    pub fn finish_counts(&self, budget: u64) -> FinishCounts {
+    /// The step at which each activated subtask completes (one per specialist per stage, in
+    /// stage order): `C_{t−1} + S_main^(t) + S_sub,i^(t)` (module docs).
+    pub fn completion_steps(&self) -> Vec<u64> {
         let mut elapsed = 0u64;
-        let mut counts = FinishCounts::default();
+        let mut completions = Vec::new();
         for stage in &self.stages {
             let start = elapsed + stage.main;
-            counts.activated += stage.subtasks.len();
-            counts.finished += stage
-                .subtasks
-                .iter()
-                .filter(|s| start + s.steps <= budget)
-                .count();
+            completions.extend(stage.subtasks.iter().map(|s| start + s.steps));
             elapsed += stage.critical();
         }
-        counts
+        completions
     }
 }
 
@@ -146,44 +140,22 @@ mod tests {
     }
 
     #[test]
-    fn finish_counts_follow_completion_times() {
-        let t = aegir_p6();
+    fn completions_follow_the_critical_path() {
         // Specialist 0 ends at 2 + 4 = 6, specialist 1 at 2 + 12 = 14.
-        assert_eq!(
-            t.finish_counts(24),
-            FinishCounts {
-                activated: 2,
-                finished: 2
-            }
-        );
-        assert_eq!(
-            t.finish_counts(10),
-            FinishCounts {
-                activated: 2,
-                finished: 1
-            }
-        );
-        assert_eq!(
-            t.finish_counts(5),
-            FinishCounts {
-                activated: 2,
-                finished: 0
-            }
-        );
-        // A later stage starts after the earlier stage's critical path.
+        assert_eq!(aegir_p6().completion_steps(), vec![6, 14]);
+        // A later stage starts after the earlier stage's critical path: stage 2's specialist
+        // ends at (1 + 5) + 1 + 3 = 10.
         let two = TableSteps::new(vec![
             StageSteps::with_subtasks(1, &[(0, 5)]),
             StageSteps::with_subtasks(1, &[(1, 3)]),
         ]);
-        // Stage 2's specialist ends at (1 + 5) + 1 + 3 = 10.
-        assert_eq!(two.finish_counts(10).finished, 2);
-        assert_eq!(two.finish_counts(9).finished, 1);
+        assert_eq!(two.completion_steps(), vec![6, 10]);
     }
 
     #[test]
     fn empty_rollout_costs_nothing() {
         let t = TableSteps::default();
         assert_eq!(t.critical_steps(), 0);
-        assert_eq!(t.finish_counts(0), FinishCounts::default());
+        assert!(t.completion_steps().is_empty());
     }
 }

@@ -69,6 +69,7 @@ fn batch() -> TableBatch {
         ],
         spans: vec![vec![0..10, 10..23], vec![0..5, 5..13, 13..21]],
         ngrams: Vec::new(),
+        cpa_pairs: Vec::new(),
     }
 }
 
@@ -618,4 +619,24 @@ fn column_maps_learn_and_round_trip() {
         assert_close(*g, w, row, 0);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_forward_pass_scores_the_cpa_pairs_the_batch_asks_for() {
+    let device = Device::flex();
+    let s = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![specialist("wide", rwkv(32, 3, 16), 12)],
+    );
+    let plain = s.forward(&batch(), fixed(vec![vec![true]; 2])).unwrap();
+    assert!(plain.cpa_logits.is_none(), "no pairs asked, none scored");
+    let mut asking = batch();
+    asking.cpa_pairs = vec![vec![(0, 1)], vec![(1, 0), (0, 1)]];
+    let out = s.forward(&asking, fixed(vec![vec![true]; 2])).unwrap();
+    // The first table has two columns, so the second's start at row 2.
+    let after = s.orchestrator.cpa_logits(&plain, &[(0, 1), (3, 2), (2, 3)]);
+    let inside = out.cpa_logits.expect("pairs asked for");
+    assert_eq!(inside.dims(), after.dims());
+    assert_eq!(values(inside), values(after));
 }

@@ -272,6 +272,16 @@ pub enum TableError {
         message: String,
     },
 
+    /// A data set's folder does not have the layout its format needs (no table files, no
+    /// `tables/` folder, ambiguous ground-truth files).
+    #[error("{path}: {reason}")]
+    Dataset {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is missing or ambiguous.
+        reason: String,
+    },
+
     /// An option value is unusable (e.g. a zero budget, a delimiter that is also the quote).
     #[error("invalid option: {0}")]
     InvalidOption(String),

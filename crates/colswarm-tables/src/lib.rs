@@ -12,6 +12,8 @@
 //!   ([`read_wikitables_csv`], [`read_turl_json`]), Sato/Doduo cv files including the
 //!   GitTables SemTab 2022 folds ([`read_sato_cv_folds`]) and, with the default `parquet`
 //!   feature, GitTables parquet files ([`read_gittables_parquet`]).
+//! - **Data sets**: [`DatasetFormat`] names each benchmark's on-disk layout and
+//!   [`load_tables`] reads it, keeping a [`Split`].
 //! - **Label sets**: [`LabelSet`] (dense ids, texts, multi-hot targets) and [`LabelHierarchy`].
 //! - **Serialization**: [`serialize_table`] turns a table into one table segment and one query
 //!   segment per column ([`SerializedTable`]) for a causal recurrent model that reads the table
@@ -40,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod cell;
+mod dataset;
 mod delimited;
 mod error;
 mod fnv;
@@ -63,6 +66,7 @@ mod tokenizer;
 mod turl;
 
 pub use cell::{Cell, CellKind, classify};
+pub use dataset::{DatasetFormat, LoadedData, Split, load_tables};
 pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
 };

@@ -1,13 +1,16 @@
-//! Errors of training, evaluation and prediction.
+//! Errors of training.
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong loading data, training, evaluating or annotating.
+/// Everything that can go wrong loading data, training or pretraining.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
     /// A dataset could not be read.
     #[error(transparent)]
     Table(#[from] colswarm_tables::TableError),
+    /// Labelled data could not be loaded or scored.
+    #[error(transparent)]
+    Eval(#[from] colswarm_eval::EvalError),
     /// A model directory or a table file could not be read, or a table not annotated.
     #[error(transparent)]
     Model(#[from] colswarm_model::ModelError),
@@ -52,17 +55,6 @@ pub enum TrainError {
         /// What is wrong.
         reason: String,
     },
-    /// A predictions file (`--predictions`) is malformed.
-    #[error("{path}: {reason}")]
-    Predictions {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong, with the line.
-        reason: String,
-    },
-    /// Two lists of predictions cannot be compared target by target.
-    #[error("the predictions do not match: {0}")]
-    PredictionsMismatch(String),
     /// The loss or a gradient became NaN or infinite.
     #[error(
         "non-finite loss ({loss}) at epoch {epoch}, step {step}; the last good checkpoint is kept"

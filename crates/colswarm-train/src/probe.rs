@@ -17,11 +17,10 @@ use colswarm_swarm::FrozenSpecialist;
 use colswarm_tables::{Table, fnv1a};
 use serde::Serialize;
 
-use crate::compare::{TargetPrediction, score_predictions};
-use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
-use crate::eval::{default_task, pick_namespace};
-use crate::metrics::argmax;
+use colswarm_eval::{
+    DataSpec, LoadedData, TargetPrediction, default_task, pick_namespace, score_predictions,
+};
 
 /// How each probe is trained.
 #[derive(Clone, Debug, PartialEq)]
@@ -437,6 +436,18 @@ fn concat(
     let x_fit = known.iter().flat_map(|(i, _)| row(fit, *i)).collect();
     let x_dev = (0..held.keys.len()).flat_map(|i| row(held, i)).collect();
     (x_fit, x_dev, width)
+}
+
+/// The index of the largest value (the first on ties; 0 for none).
+pub(crate) fn argmax<T: Copy + Into<f64>>(values: &[T]) -> usize {
+    values
+        .iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |best, (i, &x)| {
+            let x = x.into();
+            if x > best.1 { (i, x) } else { best }
+        })
+        .0
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use colswarm_model::SerializeSettings;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::Swarm;
 use colswarm_train::{
-    DataSettings, DataSpec, ModelSettings, OptimizerSettings, Regularization, RunSettings,
-    SpecialistSpec, TrainConfig, TrainOptions, train,
+    DataSettings, DataSpec, LossSettings, ModelSettings, OptimizerSettings, Regularization,
+    RunSettings, SpecialistSpec, Stopping, TrainConfig, TrainOptions, train,
 };
 
 fn t2d_train() -> DataSpec {
@@ -51,12 +51,16 @@ fn tiny(dir: &Path) -> TrainConfig {
             batch_size: 5,
             ..OptimizerSettings::default()
         },
+        loss: LossSettings::default(),
         regularization: Regularization {
             // Its masks must not depend on how the batch is split.
             column_dropout: 0.2,
         },
-        run: RunSettings {
+        stopping: Stopping {
             epochs: 1,
+            ..Stopping::default()
+        },
+        run: RunSettings {
             checkpoint_every: 1,
             keep_last: 100,
             log_every: 1,
@@ -255,7 +259,7 @@ mod on_wgpu {
         let dir = tempfile::tempdir().unwrap();
         let mut config = tiny(dir.path());
         config.data.max_tables = 10;
-        config.run.epochs = 3;
+        config.stopping.epochs = 3;
         config.run.checkpoint_every = 0;
         let out = dir.path().join("run");
         let options = TrainOptions {

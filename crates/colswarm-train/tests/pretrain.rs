@@ -139,22 +139,22 @@ fn write_corpus(root: &Path) {
 
 fn config(objective: Objective, steps: usize) -> PretrainConfig {
     let mut c = PretrainConfig::new(objective);
-    c.d_model = 32;
-    c.n_layers = 1;
-    c.head_size = 16;
-    c.serialize.max_table_tokens = 64;
-    c.serialize.max_rows = 4;
-    c.serialize.max_cell_bytes = 12;
-    c.batch_size = 8;
-    c.max_columns = 2;
+    c.encoder.d_model = 32;
+    c.encoder.n_layers = 1;
+    c.encoder.head_size = 16;
+    c.data.serialize.max_table_tokens = 64;
+    c.data.serialize.max_rows = 4;
+    c.data.serialize.max_cell_bytes = 12;
+    c.optimizer.batch_size = 8;
+    c.data.max_columns = 2;
     c.steps = steps;
-    c.learning_rate = 1e-2;
-    c.warmup_steps = 5;
-    c.held_out_every = 4;
-    c.eval_tables = 24;
+    c.optimizer.learning_rate = 1e-2;
+    c.optimizer.warmup_steps = 5;
+    c.data.held_out_every = 4;
+    c.data.eval_tables = 24;
     c.eval_every = 0;
-    c.checkpoint_every = 10;
-    c.log_every = 1;
+    c.run.checkpoint_every = 10;
+    c.run.log_every = 1;
     c
 }
 
@@ -268,7 +268,7 @@ fn a_resumed_run_equals_an_uninterrupted_one() {
         assert_eq!(std::fs::read(whole.path().join("log.jsonl")).unwrap(), log);
         // Another seed trains another model.
         let mut other = config.clone();
-        other.seed = 1;
+        other.run.seed = 1;
         let third = tempfile::tempdir().unwrap();
         pretrain(
             &other,

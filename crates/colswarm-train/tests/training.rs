@@ -9,7 +9,7 @@ use colswarm_rwkv::{RwkvConfig, save_checkpoint};
 use colswarm_swarm::manifest::sha256_file;
 use colswarm_train::{
     DataSettings, DataSpec, ModelSettings, NonFinitePolicy, OptimizerSettings, ParlConfig,
-    ParlOptions, RunSettings, ScheduleChoice, SpecialistSpec, TrainConfig, TrainError,
+    ParlOptions, RunSettings, ScheduleChoice, SpecialistSpec, Stopping, TrainConfig, TrainError,
     TrainOptions, TrainSummary, train, train_router,
 };
 
@@ -62,8 +62,11 @@ fn tiny(dir: &Path) -> TrainConfig {
             batch_size: 3,
             ..OptimizerSettings::default()
         },
-        run: RunSettings {
+        stopping: Stopping {
             epochs: 2,
+            ..Stopping::default()
+        },
+        run: RunSettings {
             checkpoint_every: 2,
             keep_last: 10,
             log_every: 1,
@@ -77,7 +80,7 @@ fn tiny(dir: &Path) -> TrainConfig {
 /// [`tiny`] cut to one epoch of three tables.
 fn quick(dir: &Path) -> TrainConfig {
     let mut config = tiny(dir);
-    config.run.epochs = 1;
+    config.stopping.epochs = 1;
     config.data.max_tables = 3;
     config
 }
@@ -176,7 +179,7 @@ fn first_loss(run: &Path) -> f64 {
 fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = tiny(dir.path());
-    config.run.epochs = 3;
+    config.stopping.epochs = 3;
     config.model.ngram_buckets = 0;
     config.optimizer.learning_rate = 1e-2;
     let first = dir.path().join("first");
@@ -184,7 +187,7 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 
     // The same data from the trained model (plus a zero n-gram embedding) and from scratch:
     // the same first batch costs less from the trained model.
-    config.run.epochs = 1;
+    config.stopping.epochs = 1;
     config.model.ngram_buckets = 64;
     let scratch = dir.path().join("scratch");
     train_quietly(&config, &scratch).unwrap();
@@ -286,7 +289,7 @@ fn a_non_finite_loss_stops_naming_the_step_or_is_skipped() {
         other => panic!("expected a non-finite loss error, got {other}"),
     }
     config.run.on_non_finite = NonFinitePolicy::Skip;
-    config.run.epochs = 1;
+    config.stopping.epochs = 1;
     let run = dir.path().join("skip");
     let summary = train_quietly(&config, &run).unwrap();
     assert!(summary.finished);
@@ -305,7 +308,7 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
         specialist(dir.path(), "a", 7),
         specialist(dir.path(), "b", 8),
     ];
-    config.run.epochs = 1;
+    config.stopping.epochs = 1;
     config.data.max_tables = 6;
     let supervised = train_quietly(&config, &dir.path().join("sup")).unwrap();
     let parl = ParlConfig {
@@ -314,10 +317,16 @@ fn parl_stage_logs_every_reward_term_and_keeps_a_model() {
         dev: vec![t2d("dev")],
         steps: 3,
         rollouts: 2,
-        batch_size: 2,
         eval_every: 3,
         schedule: ScheduleChoice::Aegir,
-        seed: 1,
+        optimizer: OptimizerSettings {
+            batch_size: 2,
+            ..ParlConfig::default().optimizer
+        },
+        run: RunSettings {
+            seed: 1,
+            ..ParlConfig::default().run
+        },
         ..ParlConfig::default()
     };
     let run = dir.path().join("parl");
@@ -405,7 +414,7 @@ fn a_runs_checkpoints_average_into_a_model() {
     let again = colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out);
     assert!(again.unwrap_err().to_string().contains("already exists"));
     config.model.ngram_buckets = 8;
-    config.run.epochs = 1;
+    config.stopping.epochs = 1;
     let other = dir.path().join("other");
     let summary = train_quietly(&config, &other).unwrap();
     let err = colswarm_train::average_model_dirs(

@@ -1,5 +1,5 @@
 //! What a pretraining run is: its objective, the specialist's size, how its synthetic tables
-//! look, and the optimizer.
+//! look, the optimizer and the run (data only; `training.rs` checks and uses it).
 
 use std::str::FromStr;
 
@@ -8,7 +8,7 @@ use colswarm_rwkv::RwkvConfig;
 use colswarm_tables::VOCAB_SIZE;
 use serde::{Deserialize, Serialize};
 
-use crate::error::TrainError;
+use crate::run::{LrDecay, OptimizerSettings, RunSettings};
 
 /// What a specialist learns from the corpus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,47 +57,55 @@ impl FromStr for Objective {
     }
 }
 
-/// A pretraining run.
+/// The specialist's size.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PretrainConfig {
-    /// The objective.
-    pub objective: Objective,
-    /// The specialist's width.
+pub struct EncoderSettings {
+    /// Width.
     pub d_model: usize,
-    /// The specialist's layers.
+    /// Layers.
     pub n_layers: usize,
-    /// The specialist's head size.
+    /// Head size (the width must be a multiple).
     pub head_size: usize,
+}
+
+/// The specialist's RWKV-7 configuration.
+pub fn encoder_config(encoder: &EncoderSettings) -> RwkvConfig {
+    RwkvConfig::new(VOCAB_SIZE, encoder.d_model, encoder.n_layers).with_head_size(encoder.head_size)
+}
+
+/// What a pretraining run reads: synthetic tables drawn from the corpus, and the part of it
+/// held out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PretrainData {
     /// How synthetic tables are serialized (the shipped model's settings, so a specialist reads
     /// tables in pretraining as it will in the swarm).
     pub serialize: SerializeSettings,
-    /// Synthetic tables per step.
-    pub batch_size: usize,
     /// At most this many columns per synthetic table.
     pub max_columns: usize,
-    /// Optimizer steps.
-    pub steps: usize,
-    /// Adam's learning rate (constant after a linear warm-up of `warmup_steps`).
-    pub learning_rate: f64,
-    /// Steps of linear warm-up.
-    pub warmup_steps: usize,
-    /// Gradient norm clipping.
-    pub grad_clip: Option<f32>,
     /// One entry in this many (by a hash of its text, or of its table's id) is held out from
     /// training and scored at the end.
     pub held_out_every: u64,
     /// Held-out synthetic tables scored at each evaluation.
     pub eval_tables: usize,
-    /// Evaluate the held-out set every this many steps (0: only at the end).
+}
+
+/// A pretraining run (stored as `run.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PretrainConfig {
+    /// The objective.
+    pub objective: Objective,
+    /// The specialist's size.
+    pub encoder: EncoderSettings,
+    /// The synthetic tables and the held-out part.
+    pub data: PretrainData,
+    /// Optimizer steps.
+    pub steps: usize,
+    /// Score the held-out tables every this many steps (0: only at the end).
     pub eval_every: usize,
-    /// Write a checkpoint every this many steps (and at the end).
-    pub checkpoint_every: usize,
-    /// Checkpoints kept.
-    pub keep_last: usize,
-    /// Log a step entry every this many steps.
-    pub log_every: usize,
-    /// Seed of the weights and of every synthetic table.
-    pub seed: u64,
+    /// How the loss is minimised (`batch_size` synthetic tables per step).
+    pub optimizer: OptimizerSettings,
+    /// The seed (of the weights and of every synthetic table), checkpoints and logging.
+    pub run: RunSettings,
 }
 
 impl PretrainConfig {
@@ -106,68 +114,32 @@ impl PretrainConfig {
     pub fn new(objective: Objective) -> Self {
         PretrainConfig {
             objective,
-            d_model: 64,
-            n_layers: 2,
-            head_size: 32,
-            // Tables read as the shipped model reads them.
-            serialize: SerializeSettings::default(),
-            batch_size: 32,
-            max_columns: 3,
+            encoder: EncoderSettings {
+                d_model: 64,
+                n_layers: 2,
+                head_size: 32,
+            },
+            data: PretrainData {
+                serialize: SerializeSettings::default(),
+                max_columns: 3,
+                held_out_every: 20,
+                eval_tables: 256,
+            },
             steps: 2000,
-            learning_rate: 2e-3,
-            warmup_steps: 50,
-            grad_clip: Some(1.0),
-            held_out_every: 20,
-            eval_tables: 256,
             eval_every: 500,
-            checkpoint_every: 200,
-            keep_last: 2,
-            log_every: 10,
-            seed: 0,
+            optimizer: OptimizerSettings {
+                batch_size: 32,
+                learning_rate: 2e-3,
+                warmup_steps: 50,
+                lr_decay: LrDecay::Constant,
+                grad_clip: Some(1.0),
+                weight_decay: 0.0,
+            },
+            run: RunSettings {
+                checkpoint_every: 200,
+                ..RunSettings::default()
+            },
         }
-    }
-
-    /// The specialist's RWKV-7 configuration.
-    pub fn encoder(&self) -> RwkvConfig {
-        RwkvConfig::new(VOCAB_SIZE, self.d_model, self.n_layers).with_head_size(self.head_size)
-    }
-
-    /// Refuses configurations that cannot run.
-    pub fn validate(&self) -> Result<(), TrainError> {
-        let fail = |what: &str| Err(TrainError::Config(what.to_string()));
-        if self.steps == 0 || self.batch_size == 0 || self.max_columns == 0 {
-            return fail("steps, batch size and columns per table must be at least 1");
-        }
-        if self.head_size == 0 || !self.d_model.is_multiple_of(self.head_size) {
-            return fail("the width must be a positive multiple of the head size");
-        }
-        if self.held_out_every < 2 {
-            return fail("held_out_every must be at least 2 (one entry in N is held out)");
-        }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return fail("the learning rate must be positive");
-        }
-        self.encoder()
-            .validate()
-            .map_err(|e| TrainError::Config(e.to_string()))
-    }
-
-    /// Whether a run begun with `stored` may continue under this configuration: only the step
-    /// budget and the bookkeeping may change.
-    pub fn resumable_from(&self, stored: &PretrainConfig) -> bool {
-        let mut same = stored.clone();
-        same.steps = self.steps;
-        same.eval_every = self.eval_every;
-        same.checkpoint_every = self.checkpoint_every;
-        same.keep_last = self.keep_last;
-        same.log_every = self.log_every;
-        &same == self
-    }
-
-    /// The learning rate at `step` (0-based).
-    pub fn learning_rate_at(&self, step: usize) -> f64 {
-        let warm = (step + 1) as f64 / self.warmup_steps.max(1) as f64;
-        self.learning_rate * warm.min(1.0)
     }
 }
 
@@ -186,28 +158,5 @@ mod tests {
                 .unwrap_err()
                 .contains("typing")
         );
-    }
-
-    #[test]
-    fn only_the_budget_and_bookkeeping_may_change_on_resume() {
-        let config = PretrainConfig::new(Objective::Gazetteer);
-        let mut longer = config.clone();
-        longer.steps *= 2;
-        longer.log_every = 1;
-        assert!(longer.resumable_from(&config));
-        let mut other = config.clone();
-        other.seed += 1;
-        assert!(!other.resumable_from(&config));
-    }
-
-    #[test]
-    fn invalid_configurations_are_refused() {
-        let mut config = PretrainConfig::new(Objective::Distill);
-        config.d_model = 50;
-        assert!(config.validate().is_err());
-        let mut config = PretrainConfig::new(Objective::Distill);
-        config.held_out_every = 1;
-        assert!(config.validate().is_err());
-        assert!(PretrainConfig::new(Objective::Header).validate().is_ok());
     }
 }

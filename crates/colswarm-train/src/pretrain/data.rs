@@ -2,7 +2,7 @@
 //! seed and step give the same tables, so a resumed run trains on exactly what an uninterrupted
 //! one would have.
 //!
-//! One entry in [`PretrainConfig::held_out_every`] — a gazetteer entry or string by a hash of
+//! One entry in [`PretrainData::held_out_every`](super::config::PretrainData::held_out_every) — a gazetteer entry or string by a hash of
 //! its text, a corpus table by a hash of its id — never appears in training tables; the
 //! held-out tables are drawn from those alone.
 
@@ -13,7 +13,35 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use super::config::{Objective, PretrainConfig};
 use super::corpus::{KnowledgeCorpus, Teacher};
 use crate::error::TrainError;
+use crate::run::rng_for;
 use colswarm_tables::fnv1a;
+
+/// Stream of the training tables, one generator per step.
+const TRAIN_STREAM: u64 = 11;
+/// Stream of the held-out tables, one generator per table.
+const HELD_OUT_STREAM: u64 = 12;
+
+/// The synthetic training tables of step `step`.
+pub(crate) fn train_tables(
+    sampler: &Sampler<'_>,
+    config: &PretrainConfig,
+    step: usize,
+) -> Vec<SynthTable> {
+    let mut rng = rng_for(config.run.seed, TRAIN_STREAM, step as u64);
+    (0..config.optimizer.batch_size)
+        .filter_map(|i| sampler.draw(&mut rng, Split::Train, &format!("train-{step}-{i}")))
+        .collect()
+}
+
+/// The held-out tables every evaluation scores.
+pub(crate) fn held_out_tables(sampler: &Sampler<'_>, config: &PretrainConfig) -> Vec<SynthTable> {
+    (0..config.data.eval_tables)
+        .filter_map(|i| {
+            let mut rng = rng_for(config.run.seed, HELD_OUT_STREAM, i as u64);
+            sampler.draw(&mut rng, Split::HeldOut, &format!("held-out-{i}"))
+        })
+        .collect()
+}
 
 /// Which part of the corpus a table is drawn from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +133,7 @@ impl<'a> Sampler<'a> {
         corpus: &'a KnowledgeCorpus,
         config: &'a PretrainConfig,
     ) -> Result<Self, TrainError> {
-        let every = config.held_out_every;
+        let every = config.data.held_out_every;
         let gazetteers: Vec<SplitPool> = corpus
             .gazetteers
             .iter()
@@ -209,11 +237,11 @@ impl<'a> Sampler<'a> {
     }
 
     fn rows(&self, rng: &mut impl Rng) -> usize {
-        rng.random_range(2..=self.config.serialize.max_rows.max(2))
+        rng.random_range(2..=self.config.data.serialize.max_rows.max(2))
     }
 
     fn columns(&self, rng: &mut impl Rng) -> usize {
-        rng.random_range(1..=self.config.max_columns)
+        rng.random_range(1..=self.config.data.max_columns)
     }
 
     /// A header that says nothing about the column (so a specialist learns to read cells

@@ -6,14 +6,19 @@
 //! Three objectives ([`Objective`]): distillation of a teacher's sentence embeddings, typing of
 //! synthetic gazetteer columns, and prediction of a column's header from its cells. Each run
 //! holds out part of its corpus and scores itself on it ([`HeldOutScore`]).
+//!
+//! Files, as in every stage: `config` (data only), `data` (seeded synthetic tables drawn from the
+//! corpus, which `corpus` reads), `step` (a batch and its loss), `training` (the checks, the loop
+//! and the held-out score), plus `model` (the encoder with its objective's head).
 
 mod config;
 mod corpus;
+mod data;
 mod model;
-mod synth;
+mod step;
 mod training;
 
-pub use config::{Objective, PretrainConfig};
+pub use config::{EncoderSettings, Objective, PretrainConfig, PretrainData};
 pub use corpus::{CorpusTable, Gazetteer, KnowledgeCorpus, Teacher};
 pub use model::{PretrainModel, PretrainModelConfig};
 pub use training::{

@@ -5,33 +5,27 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use burn::grad_clipping::GradientClippingConfig;
 use burn::module::Module;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_model::{Progress, format_duration};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::save_checkpoint;
-use colswarm_tables::serialize_table;
 use serde::{Deserialize, Serialize};
 
-use super::config::{Objective, PretrainConfig};
+use super::config::{Objective, PretrainConfig, encoder_config};
 use super::corpus::KnowledgeCorpus;
-use super::model::{PretrainModel, PretrainModelConfig, cosine_loss, cross_entropy};
-use super::synth::{Sampler, Split, SynthTable, Target};
+use super::data::{Sampler, Target, held_out_tables, train_tables};
+use super::model::{PretrainModel, PretrainModelConfig};
+use super::step::Batch;
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
-use crate::metrics::argmax;
 use crate::param_ids::renumber;
+use crate::probe::argmax;
 use crate::run::{
-    Log, NonFinitePolicy, Retention, RunDir, RunState, commit_with_optimizer, load_optimizer,
-    rng_for,
+    Log, Retention, RunDir, RunState, build_optimizer, check_optimizer, commit_with_optimizer,
+    learning_rate, load_optimizer,
 };
-
-/// Stream of the training tables, one generator per step.
-const TRAIN_STREAM: u64 = 11;
-/// Stream of the held-out tables, one generator per table.
-const HELD_OUT_STREAM: u64 = 12;
 
 /// The file the specialist is written to, in the run directory.
 pub const SPECIALIST_FILE: &str = "specialist.safetensors";
@@ -84,84 +78,6 @@ pub struct PretrainSummary {
     pub specialist: PathBuf,
     /// The final held-out score.
     pub score: Option<HeldOutScore>,
-}
-
-/// A batch of serialized synthetic tables.
-struct Batch {
-    tokens: Vec<Vec<u32>>,
-    spans: Vec<Vec<std::ops::Range<usize>>>,
-    targets: Vec<Target>,
-    headers: Vec<String>,
-}
-
-impl Batch {
-    fn of(tables: Vec<SynthTable>, config: &PretrainConfig) -> Self {
-        let serialize = config.serialize.config();
-        let mut batch = Batch {
-            tokens: Vec::new(),
-            spans: Vec::new(),
-            targets: Vec::new(),
-            headers: Vec::new(),
-        };
-        for table in tables {
-            let serialized = serialize_table(&table.table, &serialize);
-            batch.tokens.push(serialized.table_tokens);
-            batch.spans.push(serialized.column_spans);
-            batch.targets.extend(table.targets);
-            batch.headers.extend(table.headers);
-        }
-        batch
-    }
-
-    fn forward(&self, model: &PretrainModel) -> Tensor<2> {
-        let tables: Vec<&[u32]> = self.tokens.iter().map(Vec::as_slice).collect();
-        model.forward(&tables, &self.spans)
-    }
-
-    fn loss(&self, outputs: Tensor<2>) -> Tensor<1> {
-        match self.targets.first() {
-            Some(Target::Class(_)) => {
-                let classes: Vec<usize> = self
-                    .targets
-                    .iter()
-                    .map(|t| match t {
-                        Target::Class(c) => *c,
-                        Target::Embedding(_) => 0,
-                    })
-                    .collect();
-                cross_entropy(outputs, &classes)
-            }
-            _ => {
-                let flat: Vec<f32> = self
-                    .targets
-                    .iter()
-                    .flat_map(|t| match t {
-                        Target::Embedding(e) => e.clone(),
-                        Target::Class(_) => Vec::new(),
-                    })
-                    .collect();
-                cosine_loss(outputs, &flat)
-            }
-        }
-    }
-}
-
-fn draw_batch(sampler: &Sampler<'_>, config: &PretrainConfig, step: usize) -> Batch {
-    let mut rng = rng_for(config.seed, TRAIN_STREAM, step as u64);
-    let tables = (0..config.batch_size)
-        .filter_map(|i| sampler.draw(&mut rng, Split::Train, &format!("train-{step}-{i}")))
-        .collect();
-    Batch::of(tables, config)
-}
-
-fn held_out_batch(sampler: &Sampler<'_>, config: &PretrainConfig) -> Batch {
-    let tables = (0..config.eval_tables)
-        .filter_map(|i| {
-            let mut rng = rng_for(config.seed, HELD_OUT_STREAM, i as u64);
-            sampler.draw(&mut rng, Split::HeldOut, &format!("held-out-{i}"))
-        })
-        .collect();
-    Batch::of(tables, config)
 }
 
 fn to_rows(t: Tensor<2>) -> Vec<Vec<f32>> {
@@ -268,10 +184,35 @@ fn score(
     result
 }
 
-fn optimizer(config: &PretrainConfig) -> ModuleOptimizer {
-    AdamConfig::new()
-        .with_grad_clipping(config.grad_clip.map(GradientClippingConfig::Norm))
-        .init()
+/// Refuses configurations that cannot run.
+fn check(config: &PretrainConfig) -> Result<(), TrainError> {
+    let fail = |what: &str| Err(TrainError::Config(what.to_string()));
+    let encoder = &config.encoder;
+    if config.steps == 0 || config.data.max_columns == 0 {
+        return fail("steps and columns per table must be at least 1");
+    }
+    if encoder.head_size == 0 || !encoder.d_model.is_multiple_of(encoder.head_size) {
+        return fail("the width must be a positive multiple of the head size");
+    }
+    if config.data.held_out_every < 2 {
+        return fail("held_out_every must be at least 2 (one entry in N is held out)");
+    }
+    check_optimizer(&config.optimizer)?;
+    encoder_config(encoder)
+        .validate()
+        .map_err(|e| TrainError::Config(e.to_string()))
+}
+
+/// Whether a run begun with `stored` may continue under `config`: only the step budget and the
+/// bookkeeping (evaluations, checkpoints, logging) may change.
+fn resumable(config: &PretrainConfig, stored: &PretrainConfig) -> bool {
+    let mut same = stored.clone();
+    same.steps = config.steps;
+    same.eval_every = config.eval_every;
+    same.run.checkpoint_every = config.run.checkpoint_every;
+    same.run.keep_last = config.run.keep_last;
+    same.run.log_every = config.run.log_every;
+    &same == config
 }
 
 fn save_checkpoint_dir(
@@ -297,9 +238,8 @@ pub fn pretrain(
     out: &Path,
     options: &PretrainOptions,
 ) -> Result<PretrainSummary, TrainError> {
-    config.validate()?;
-    let run = RunDir::open(out)?;
-    run.bind_config(config, |stored| config.resumable_from(stored))?;
+    check(config)?;
+    let run = RunDir::for_config(out, config, |stored| resumable(config, stored))?;
     let load_start = Instant::now();
     let corpus = KnowledgeCorpus::open(corpus_dir, config.objective.needs_teacher())?;
     let sampler = Sampler::new(&corpus, config)?;
@@ -319,11 +259,11 @@ pub fn pretrain(
         .unwrap_or_else(Device::flex)
         .autodiff();
     let model_config = PretrainModelConfig {
-        encoder: config.encoder(),
+        encoder: encoder_config(&config.encoder),
         outputs: sampler.outputs(),
     };
-    let mut model = renumber(model_config.init(config.seed, &device));
-    let mut optim = optimizer(config);
+    let mut model = renumber(model_config.init(config.run.seed, &device));
+    let mut optim = build_optimizer(&config.optimizer);
     let mut state = RunState::default();
     let latest = run.latest()?;
     let specialist = out.join(SPECIALIST_FILE);
@@ -351,7 +291,7 @@ pub fn pretrain(
         }
     }
     let log = Log::open(&run.log_path(), state.step)?;
-    let held_out = held_out_batch(&sampler, config);
+    let held_out = Batch::of(held_out_tables(&sampler, config), config);
     let evaluate = |model: &PretrainModel| {
         score(
             &model.valid(),
@@ -372,7 +312,7 @@ pub fn pretrain(
     let (mut columns_here, mut tokens_here) = (0usize, 0usize);
     while state.step < config.steps {
         if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
-            save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
+            save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
             return Ok(PretrainSummary {
                 steps: state.step,
                 finished: false,
@@ -380,7 +320,7 @@ pub fn pretrain(
                 score: None,
             });
         }
-        let batch = draw_batch(&sampler, config, state.step);
+        let batch = Batch::of(train_tables(&sampler, config, state.step), config);
         let loss = batch.loss(batch.forward(&model));
         let value = f64::from(loss.clone().into_scalar::<f32>());
         let grads = GradientsParams::from_grads(loss.backward(), &model);
@@ -389,9 +329,15 @@ pub fn pretrain(
         } else {
             0
         };
-        // A non-finite loss or gradient stops the run; the last checkpoint stays.
-        if NonFinitePolicy::Stop.take_step(value, bad, 0, state.step)? {
-            model = optim.step(config.learning_rate_at(state.step), model, grads);
+        // A non-finite loss or gradient stops the run (the last checkpoint stays), or skips the
+        // step.
+        if config
+            .run
+            .on_non_finite
+            .take_step(value, bad, 0, state.step)?
+        {
+            let rate = learning_rate(&config.optimizer, state.step, config.steps);
+            model = optim.step(rate, model, grads);
         }
         state.step += 1;
         state.batch = state.step;
@@ -401,7 +347,7 @@ pub fn pretrain(
         let tokens: usize = batch.tokens.iter().map(Vec::len).sum();
         columns_here += batch.targets.len();
         tokens_here += tokens;
-        if state.step.is_multiple_of(config.log_every.max(1)) {
+        if state.step.is_multiple_of(config.run.log_every.max(1)) {
             log.write(&serde_json::json!({
                 "event": "step", "step": state.step, "loss": value,
                 "columns": batch.targets.len(),
@@ -426,8 +372,12 @@ pub fn pretrain(
             )?;
             state.epoch_loss = (0.0, 0);
         }
-        if state.step.is_multiple_of(config.checkpoint_every.max(1)) && state.step < config.steps {
-            save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
+        if state
+            .step
+            .is_multiple_of(config.run.checkpoint_every.max(1))
+            && state.step < config.steps
+        {
+            save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
         }
     }
     let seconds = started.elapsed().as_secs_f64().max(1e-9);
@@ -439,13 +389,17 @@ pub fn pretrain(
     let held = evaluate(&model);
     log.write(&serde_json::json!({"event": "held-out", "step": state.step, "score": held}))?;
     state.finished = true;
-    save_checkpoint_dir(&run, &model, &optim, &state, config.keep_last)?;
-    save_checkpoint(&model.encoder.valid(), &config.encoder(), &specialist)?;
+    save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
+    save_checkpoint(
+        &model.encoder.valid(),
+        &encoder_config(&config.encoder),
+        &specialist,
+    )?;
     let report = serde_json::json!({
         "objective": config.objective.name(),
         "steps": state.step,
-        "seed": config.seed,
-        "batch_size": config.batch_size,
+        "seed": config.run.seed,
+        "batch_size": config.optimizer.batch_size,
         "held_out": held,
         "corpus": {
             "gazetteers": corpus.gazetteers.len(),
@@ -484,4 +438,32 @@ fn finished_score(report: &Path) -> Option<HeldOutScore> {
     let bytes = std::fs::read(report).ok()?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     serde_json::from_value(value.get("held_out")?.clone()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_budget_and_bookkeeping_may_change_on_resume() {
+        let config = PretrainConfig::new(Objective::Gazetteer);
+        let mut longer = config.clone();
+        longer.steps *= 2;
+        longer.run.log_every = 1;
+        assert!(resumable(&longer, &config));
+        let mut other = config.clone();
+        other.run.seed += 1;
+        assert!(!resumable(&other, &config));
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused() {
+        let mut config = PretrainConfig::new(Objective::Distill);
+        config.encoder.d_model = 50;
+        assert!(check(&config).is_err());
+        let mut config = PretrainConfig::new(Objective::Distill);
+        config.data.held_out_every = 1;
+        assert!(check(&config).is_err());
+        assert!(check(&PretrainConfig::new(Objective::Header)).is_ok());
+    }
 }

@@ -112,6 +112,18 @@ impl RunDir {
         Ok(run)
     }
 
+    /// Opens the run directory `root` ([`RunDir::open`]) for a run of `config`, which it binds
+    /// ([`RunDir::bind_config`]).
+    pub fn for_config<C: Serialize + serde::de::DeserializeOwned>(
+        root: &Path,
+        config: &C,
+        resumable: impl Fn(&C) -> bool,
+    ) -> Result<Self, TrainError> {
+        let run = RunDir::open(root)?;
+        run.bind_config(config, resumable)?;
+        Ok(run)
+    }
+
     /// `run.json`.
     pub fn config_path(&self) -> PathBuf {
         self.root.join("run.json")

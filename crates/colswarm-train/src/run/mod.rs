@@ -2,14 +2,16 @@
 //! checkpoints, `best/`), resuming from the newest checkpoint, the seeded random streams, the
 //! policy for non-finite losses, and dev evaluation during training.
 //!
-//! A stage (supervised, PARL) binds its configuration to a [`RunDir`], resumes from its newest
-//! checkpoint, draws its random choices from [`rng_for`], checks each step with
-//! [`NonFinitePolicy::take_step`], scores its dev sets with [`dev_reports`], and writes models
-//! through [`ModelParts`].
+//! A stage (supervised, PARL, pretraining) takes its [`OptimizerSettings`] and [`RunSettings`]
+//! from here, binds its configuration to a [`RunDir`] ([`RunDir::for_config`]), resumes from its
+//! newest checkpoint ([`resume`]), draws its random choices from [`rng_for`], checks each step
+//! with [`NonFinitePolicy::take_step`], scores its dev sets with [`dev_reports`], and writes
+//! checkpoints and its best model through [`Checkpoints`].
 
 mod dir;
 mod log;
 mod rng;
+mod settings;
 
 use std::path::Path;
 
@@ -26,11 +28,13 @@ pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
+pub use settings::{
+    LrDecay, OptimizerSettings, RunSettings, build_optimizer, check_optimizer, learning_rate,
+};
 
-use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
-use crate::eval::{EvalOptions, EvalReport, default_task, evaluate};
 use crate::param_ids::renumber;
+use colswarm_eval::{DataSpec, EvalOptions, EvalReport, LoadedData, default_task, evaluate};
 
 /// What to do when a batch's loss or one of its gradients is NaN or infinite.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +118,36 @@ impl ModelParts<'_> {
         let temp = run.temp_dir("checkpoint")?;
         self.save(swarm, &temp.join("model"))?;
         commit_with_optimizer(run, &temp, optim, state, retention)
+    }
+}
+
+/// Where a swarm stage writes its checkpoints and best model, and which checkpoints it keeps:
+/// the one checkpoint setup of the supervised and PARL stages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Checkpoints<'a> {
+    /// The run directory.
+    pub(crate) run: &'a RunDir,
+    /// What a model directory holds besides the weights.
+    pub(crate) parts: ModelParts<'a>,
+    /// Which older checkpoints survive a new one.
+    pub(crate) retention: Retention,
+}
+
+impl Checkpoints<'_> {
+    /// Writes a checkpoint of `swarm`, `optim` and `state`, atomically.
+    pub(crate) fn save(
+        &self,
+        swarm: &Swarm,
+        optim: &ModuleOptimizer,
+        state: &RunState,
+    ) -> Result<(), TrainError> {
+        self.parts
+            .save_checkpoint(self.run, swarm, optim, state, self.retention)
+    }
+
+    /// Writes `swarm` as the run's `best/`, atomically.
+    pub(crate) fn save_best(&self, swarm: &Swarm) -> Result<(), TrainError> {
+        self.parts.save_best(self.run, swarm)
     }
 }
 
@@ -209,7 +243,7 @@ pub fn dev_reports(
                 progress: false,
                 probabilities: false,
             };
-            evaluate(&model, &data.tables, spec.format, &options)
+            Ok(evaluate(&model, &data.tables, spec.format, &options)?)
         })
         .collect()
 }

@@ -1,10 +1,10 @@
 //! The configuration of a supervised run, grouped by what each part decides: the model, the
-//! data and how tables are serialized, the optimizer, regularization, and the run itself.
+//! data and how tables are serialized, the optimizer and the losses, regularization, when to
+//! stop, and the run itself. Data only: `training.rs` checks and uses it.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer};
 use burn::tensor::Device;
 use colswarm_model::{LabelSpace, SerializeSettings, Task};
 use colswarm_rwkv::RwkvConfig;
@@ -13,9 +13,10 @@ use colswarm_swarm::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::DataSpec;
+use colswarm_eval::DataSpec;
+
 use crate::error::TrainError;
-use crate::run::NonFinitePolicy;
+use crate::run::{OptimizerSettings, RunSettings};
 
 /// A frozen specialist to read tables beside the primary: `NAME=PATH`, where `PATH` is an RWKV
 /// checkpoint or a model directory (its primary is used).
@@ -61,29 +62,6 @@ impl SpecialistSpec {
     }
 }
 
-/// The learning rate over a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LrDecay {
-    /// The same rate at every step.
-    #[default]
-    Constant,
-    /// From the rate at the first step down to zero after the last step of the last epoch.
-    Linear,
-}
-
-impl std::str::FromStr for LrDecay {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "constant" => Ok(LrDecay::Constant),
-            "linear" => Ok(LrDecay::Linear),
-            _ => Err(format!("unknown decay `{s}` (expected constant or linear)")),
-        }
-    }
-}
-
 /// Everything a supervised run depends on (stored as `run.json`).
 ///
 /// Its default is the shipped model's recipe (as `colswarm train`'s flags are); a run needs only
@@ -112,9 +90,13 @@ pub struct TrainConfig {
     pub data: DataSettings,
     /// How the loss is minimised.
     pub optimizer: OptimizerSettings,
+    /// How the heads' losses are weighed.
+    pub loss: LossSettings,
     /// What keeps the model from fitting its training set only.
     pub regularization: Regularization,
-    /// Epochs, stopping, checkpoints, logging and the seed.
+    /// How many epochs, and when to stop early.
+    pub stopping: Stopping,
+    /// The seed, checkpoints, logging and non-finite steps.
     pub run: RunSettings,
 }
 
@@ -194,33 +176,16 @@ pub struct DataSettings {
     pub serialize: SerializeSettings,
 }
 
-/// The optimizer of a supervised run (Adam, or AdamW with weight decay).
+/// How a supervised run weighs its heads' losses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OptimizerSettings {
-    /// Tables per optimizer step.
-    pub batch_size: usize,
-    /// Adam's learning rate (the peak, with [`LrDecay::Linear`]).
-    pub learning_rate: f64,
-    /// How the learning rate changes over the run.
-    pub lr_decay: LrDecay,
-    /// Per-parameter gradient norm clip.
-    pub grad_clip: Option<f32>,
-    /// Decoupled weight decay (AdamW) per step, times the learning rate; 0 is plain Adam.
-    pub weight_decay: f32,
-    /// Weight of the CPA loss.
+pub struct LossSettings {
+    /// Weight of the CPA loss (the CTA loss has weight 1).
     pub cpa_weight: f64,
 }
 
-impl Default for OptimizerSettings {
+impl Default for LossSettings {
     fn default() -> Self {
-        OptimizerSettings {
-            batch_size: 8,
-            learning_rate: 5e-3,
-            lr_decay: LrDecay::Constant,
-            grad_clip: Some(1.0),
-            weight_decay: 0.0,
-            cpa_weight: 1.0,
-        }
+        LossSettings { cpa_weight: 1.0 }
     }
 }
 
@@ -242,139 +207,28 @@ impl Default for Regularization {
     }
 }
 
-/// How long a run goes, what it keeps and logs, and where its random choices come from.
+/// How long a supervised run goes: epochs, and early stopping on the dev score.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
+pub struct Stopping {
     /// Most epochs.
     pub epochs: usize,
     /// Epochs without dev improvement before stopping.
     pub patience: usize,
-    /// Checkpoints kept (besides `best/`): the newest `keep_last`, and the last `keep_last`
-    /// epochs' however many mid-epoch checkpoints (`checkpoint_every`) came after them.
-    pub keep_last: usize,
-    /// Steps between checkpoints (0: only at epoch ends).
-    pub checkpoint_every: usize,
-    /// Steps between log lines.
-    pub log_every: usize,
-    /// Every random choice derives from it.
-    pub seed: u64,
-    /// NaN/inf handling.
-    pub on_non_finite: NonFinitePolicy,
 }
 
-impl Default for RunSettings {
+impl Default for Stopping {
     fn default() -> Self {
-        RunSettings {
+        Stopping {
             epochs: 10,
             patience: 3,
-            keep_last: 2,
-            checkpoint_every: 0,
-            log_every: 10,
-            seed: 0,
-            on_non_finite: NonFinitePolicy::Stop,
         }
     }
 }
 
-impl TrainConfig {
-    /// The primary's configuration.
-    pub fn primary(&self) -> RwkvConfig {
-        let m = &self.model;
-        RwkvConfig::new(colswarm_tables::VOCAB_SIZE, m.d_model, m.n_layers)
-            .with_head_size(m.head_size)
-    }
-
-    /// Checks what can be checked before reading data.
-    pub fn validate(&self) -> Result<(), TrainError> {
-        let fail = |m: String| Err(TrainError::Config(m));
-        let (optimizer, data) = (&self.optimizer, &self.data);
-        if data.train.is_empty() {
-            return fail("no training set (--train NAME=FORMAT:PATH)".into());
-        }
-        if optimizer.batch_size == 0 || self.run.epochs == 0 {
-            return fail("batch size and epochs must be at least 1".into());
-        }
-        if !(optimizer.learning_rate > 0.0 && optimizer.learning_rate.is_finite()) {
-            return fail(format!(
-                "learning rate {} is not positive",
-                optimizer.learning_rate
-            ));
-        }
-        // 2^24 buckets of d_model 128 is 8 GiB of weights: anything larger is a typo.
-        if self.model.ngram_buckets > 1 << 24 {
-            return fail(format!(
-                "{} n-gram buckets: at most 2^24 = 16777216",
-                self.model.ngram_buckets
-            ));
-        }
-        if !(optimizer.weight_decay >= 0.0 && optimizer.weight_decay.is_finite()) {
-            return fail(format!(
-                "weight decay {} is not a finite number ≥ 0",
-                optimizer.weight_decay
-            ));
-        }
-        let dropout = self.regularization.column_dropout;
-        if !(0.0..1.0).contains(&dropout) {
-            return fail(format!(
-                "column dropout {dropout} is not a probability in [0, 1)"
-            ));
-        }
-        self.primary()
-            .validate()
-            .map_err(|e| TrainError::Config(e.to_string()))?;
-        for dev in &data.dev {
-            if !data.train.iter().any(|t| t.namespace == dev.namespace) {
-                return fail(format!(
-                    "dev set `{}` has no training set of the same name",
-                    dev.namespace
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The learning rate of optimizer step `step` (counted from 0) of a run of
-    /// `steps_per_epoch` steps per epoch. A resumed run with more epochs decays more slowly
-    /// from the step it resumes at.
-    pub fn learning_rate_at(&self, step: usize, steps_per_epoch: usize) -> f64 {
-        let rate = self.optimizer.learning_rate;
-        match self.optimizer.lr_decay {
-            LrDecay::Constant => rate,
-            LrDecay::Linear => {
-                let total = (self.run.epochs * steps_per_epoch).max(1) as f64;
-                rate * (1.0 - step as f64 / total).max(0.0)
-            }
-        }
-    }
-
-    /// Whether a run directory written with `other` can be resumed under `self` (only the
-    /// stopping rules may change).
-    pub fn resumable_from(&self, other: &TrainConfig) -> bool {
-        let strip = |c: &TrainConfig| {
-            let mut c = c.clone();
-            c.run.epochs = 0;
-            c.run.patience = 0;
-            c
-        };
-        strip(self) == strip(other)
-    }
-
-    /// The optimizer of the run: Adam, or AdamW with weight decay, clipping each gradient.
-    pub(crate) fn optimizer(&self) -> ModuleOptimizer {
-        let o = &self.optimizer;
-        let clipping = o
-            .grad_clip
-            .map(burn::grad_clipping::GradientClippingConfig::Norm);
-        if o.weight_decay > 0.0 {
-            // Decoupled (AdamW): an L2 term added to Adam's gradient would be rescaled per weight.
-            AdamWConfig::new()
-                .with_weight_decay(o.weight_decay)
-                .with_grad_clipping(clipping)
-                .init()
-        } else {
-            AdamConfig::new().with_grad_clipping(clipping).init()
-        }
-    }
+/// The primary's configuration.
+pub fn primary_config(model: &ModelSettings) -> RwkvConfig {
+    RwkvConfig::new(colswarm_tables::VOCAB_SIZE, model.d_model, model.n_layers)
+        .with_head_size(model.head_size)
 }
 
 /// The orchestrator configuration of a run.
@@ -386,7 +240,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
         LabelKind::MultiLabel
     };
     OrchestratorConfig::new(
-        config.primary(),
+        primary_config(model),
         space.len(Task::Cta),
         kind,
         space.len(Task::Cpa),
@@ -452,62 +306,6 @@ pub struct TrainSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn linear_decay_reaches_zero_after_the_last_step() {
-        let config = TrainConfig {
-            optimizer: OptimizerSettings {
-                learning_rate: 1.0,
-                lr_decay: LrDecay::Linear,
-                ..OptimizerSettings::default()
-            },
-            run: RunSettings {
-                epochs: 2,
-                ..RunSettings::default()
-            },
-            ..TrainConfig::default()
-        };
-        assert_eq!(config.learning_rate_at(0, 5), 1.0);
-        assert_eq!(config.learning_rate_at(5, 5), 0.5);
-        assert!((config.learning_rate_at(9, 5) - 0.1).abs() < 1e-12);
-        assert_eq!(config.learning_rate_at(12, 5), 0.0, "never negative");
-        let mut constant = config;
-        constant.optimizer.lr_decay = LrDecay::Constant;
-        assert_eq!(constant.learning_rate_at(9, 5), 1.0);
-    }
-
-    #[test]
-    fn absurd_ngram_bucket_counts_are_refused_before_allocating() {
-        let config = TrainConfig {
-            model: ModelSettings {
-                ngram_buckets: u32::MAX,
-                ..ModelSettings::default()
-            },
-            data: DataSettings {
-                train: vec!["t=t2d:x".parse().unwrap()],
-                ..DataSettings::default()
-            },
-            ..TrainConfig::default()
-        };
-        let err = config.validate().unwrap_err().to_string();
-        assert!(err.contains("4294967295 n-gram buckets"), "{err}");
-    }
-
-    #[test]
-    fn column_dropout_outside_zero_to_one_is_refused() {
-        for p in [-0.1, 1.0, f32::NAN] {
-            let config = TrainConfig {
-                data: DataSettings {
-                    train: vec!["t=t2d:x".parse().unwrap()],
-                    ..DataSettings::default()
-                },
-                regularization: Regularization { column_dropout: p },
-                ..TrainConfig::default()
-            };
-            let message = config.validate().unwrap_err().to_string();
-            assert!(message.contains("column dropout"), "{message}");
-        }
-    }
 
     #[test]
     fn runs_written_before_the_closure_switch_keep_closing() {

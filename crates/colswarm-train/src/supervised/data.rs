@@ -1,11 +1,13 @@
 //! A supervised run's data: the training sets encoded as examples (tokens, column n-gram bags,
 //! head targets) in the run's label space, and the dev sets.
 
-use colswarm_model::{Activation, Columns, Example, LabelSpace, Task, encode, ngram_config};
+use colswarm_eval::{DataSpec, LoadedData};
+use colswarm_model::{
+    Activation, Columns, Example, LabelSpace, Task, cta_kind, encode, ngram_config,
+};
 use colswarm_swarm::LabelKind;
 
 use super::config::{TrainConfig, orchestrator_config};
-use crate::dataset::{DataSpec, LoadedData};
 use crate::error::TrainError;
 
 /// The label space of a set of training data: per set, a CTA namespace (when its columns carry
@@ -18,7 +20,7 @@ pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
                 Task::Cta,
                 &spec.namespace,
                 spec.format,
-                spec.format.cta_kind(),
+                cta_kind(spec.format),
                 &data.cta_labels,
             );
         }

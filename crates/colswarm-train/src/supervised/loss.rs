@@ -199,7 +199,7 @@ mod tests {
             Tensor::<2>::from_data(TensorData::new(logits.concat(), [3, 5]), &Device::flex());
         let mut namespace = Namespace {
             name: "n".into(),
-            format: crate::DatasetFormat::TurlCsv,
+            format: colswarm_tables::DatasetFormat::TurlCsv,
             kind: LabelKind::MultiLabel,
             offset: 1,
             labels: vec!["a".into(), "b".into(), "c".into()],

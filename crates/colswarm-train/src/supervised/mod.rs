@@ -20,9 +20,10 @@
 //!   a shard is its part of the batch's loss (`loss::shard_loss`) and its router masks are the ones
 //!   the undivided batch would draw, so the step is the one-device step up to float rounding.
 //!
-//! Files: `config` (what a run depends on), `data` (examples and dev sets), `loss`, `step`
-//! (one step's shards), `training` (the loop); the run directory, resuming, logging and dev
-//! evaluation are [`crate::run`]'s, shared with the PARL stage.
+//! Files, as in every stage: `config` (what a run depends on; data only), `data` (examples and
+//! dev sets), `step` (one step's shards), `training` (the checks and the loop), plus `loss`. The
+//! optimizer and run settings, the run directory, resuming, checkpoints, logging and dev
+//! evaluation are [`crate::run`]'s, shared with the other stages.
 
 mod config;
 mod data;
@@ -31,8 +32,8 @@ mod step;
 mod training;
 
 pub use config::{
-    DataSettings, LrDecay, ModelSettings, OptimizerSettings, Regularization, RunSettings,
-    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary,
+    DataSettings, LossSettings, ModelSettings, Regularization, SpecialistSpec, Stopping,
+    TrainConfig, TrainOptions, TrainSummary,
 };
 pub(crate) use loss::supervised_loss;
 pub use training::train;

@@ -4,12 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
 use colswarm_swarm::{FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm};
 
-use super::config::{TrainConfig, TrainOptions, TrainSummary, orchestrator_config};
+use super::config::{TrainConfig, TrainOptions, TrainSummary, orchestrator_config, primary_config};
 use super::data::load_run_data;
 use super::loss::TargetCounts;
 use super::step::{
@@ -19,9 +18,57 @@ use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, sha
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Log, ModelParts, ROUTING_STREAM, Retention, RunDir, RunState, dev_reports, epoch_order, resume,
-    rng_for,
+    Checkpoints, Log, ModelParts, ROUTING_STREAM, Retention, RunDir, RunState, build_optimizer,
+    check_optimizer, dev_reports, epoch_order, learning_rate, resume, rng_for,
 };
+
+/// Checks what can be checked before reading data.
+fn check(config: &TrainConfig) -> Result<(), TrainError> {
+    let fail = |m: String| Err(TrainError::Config(m));
+    let data = &config.data;
+    if data.train.is_empty() {
+        return fail("no training set (--train NAME=FORMAT:PATH)".into());
+    }
+    if config.stopping.epochs == 0 {
+        return fail("epochs must be at least 1".into());
+    }
+    check_optimizer(&config.optimizer)?;
+    // 2^24 buckets of d_model 128 is 8 GiB of weights: anything larger is a typo.
+    if config.model.ngram_buckets > 1 << 24 {
+        return fail(format!(
+            "{} n-gram buckets: at most 2^24 = 16777216",
+            config.model.ngram_buckets
+        ));
+    }
+    let dropout = config.regularization.column_dropout;
+    if !(0.0..1.0).contains(&dropout) {
+        return fail(format!(
+            "column dropout {dropout} is not a probability in [0, 1)"
+        ));
+    }
+    primary_config(&config.model)
+        .validate()
+        .map_err(|e| TrainError::Config(e.to_string()))?;
+    for dev in &data.dev {
+        if !data.train.iter().any(|t| t.namespace == dev.namespace) {
+            return fail(format!(
+                "dev set `{}` has no training set of the same name",
+                dev.namespace
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a run directory written with `stored` can be resumed under `config`: only the
+/// stopping rules may change.
+fn resumable(config: &TrainConfig, stored: &TrainConfig) -> bool {
+    let stopping = |c: &TrainConfig| TrainConfig {
+        stopping: config.stopping.clone(),
+        ..c.clone()
+    };
+    stopping(stored) == stopping(config)
+}
 
 /// Builds the swarm of a fresh run.
 fn fresh_swarm(
@@ -108,17 +155,16 @@ pub fn train(
     out: &Path,
     options: &TrainOptions,
 ) -> Result<TrainSummary, TrainError> {
-    config.validate()?;
-    let run = RunDir::open(out)?;
-    run.bind_config(config, |stored| config.resumable_from(stored))?;
+    check(config)?;
+    let run = RunDir::for_config(out, config, |stored| resumable(config, stored))?;
 
     let data = load_run_data(config)?;
     let devices = options.training_devices();
     let device = devices[0].clone();
     let (swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
-    let resumed = resume(&run, swarm, config.optimizer(), &device)?;
+    let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
     let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
-    let (epochs, patience) = (config.run.epochs, config.run.patience.max(1));
+    let (epochs, patience) = (config.stopping.epochs, config.stopping.patience.max(1));
     let mut state = RunState::default();
     if let Some(resumed) = resumed.state {
         state = resumed;
@@ -147,21 +193,17 @@ pub fn train(
     let n = data.train.len();
     let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
     let batches = n.div_ceil(batch_size);
-    let parts = ModelParts {
-        orchestrator: &orchestrator_config,
-        space: &data.space,
-        serialize: &config.data.serialize,
+    let checkpoints = Checkpoints {
+        run: &run,
+        parts: ModelParts {
+            orchestrator: &orchestrator_config,
+            space: &data.space,
+            serialize: &config.data.serialize,
+        },
+        retention: Retention::EpochEnds(config.run.keep_last),
     };
-    let save_checkpoint = |swarm: &Swarm, optim: &ModuleOptimizer, state: &RunState| {
-        parts.save_checkpoint(
-            &run,
-            swarm,
-            optim,
-            state,
-            Retention::EpochEnds(config.run.keep_last),
-        )
-    };
-    let cpa_weight = config.optimizer.cpa_weight;
+    let total_steps = epochs * batches;
+    let cpa_weight = config.loss.cpa_weight;
     let mut steps_here = 0;
     while !state.finished && state.epoch < epochs {
         let order = epoch_order(seed, state.epoch, n);
@@ -246,7 +288,7 @@ pub fn train(
             let active: usize = reports.iter().map(|r| r.active).sum();
             let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
             swarm.orchestrator = optim.step(
-                config.learning_rate_at(state.step, batches),
+                learning_rate(&config.optimizer, state.step, total_steps),
                 swarm.orchestrator.clone(),
                 parallel.grads,
             );
@@ -275,7 +317,7 @@ pub fn train(
             );
             let every = config.run.checkpoint_every;
             if every > 0 && state.step.is_multiple_of(every) && state.batch < batches {
-                save_checkpoint(&swarm, &optim, &state)?;
+                checkpoints.save(&swarm, &optim, &state)?;
             }
         }
         let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
@@ -307,7 +349,7 @@ pub fn train(
             state.best_score = score.or(state.best_score);
             state.best_epoch = Some(state.epoch);
             state.epochs_without_improvement = 0;
-            parts.save_best(&run, &swarm)?;
+            checkpoints.save_best(&swarm)?;
         } else {
             state.epochs_without_improvement += 1;
         }
@@ -345,7 +387,7 @@ pub fn train(
         state.epoch_loss = (0.0, 0);
         state.finished = state.epoch >= epochs
             || (score.is_some() && state.epochs_without_improvement >= patience);
-        save_checkpoint(&swarm, &optim, &state)?;
+        checkpoints.save(&swarm, &optim, &state)?;
     }
     Ok(TrainSummary {
         steps: state.step,
@@ -354,4 +396,59 @@ pub fn train(
         finished: true,
         model_dir: run.best_dir(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervised::{DataSettings, ModelSettings, Regularization, Stopping};
+
+    #[test]
+    fn absurd_ngram_bucket_counts_are_refused_before_allocating() {
+        let config = TrainConfig {
+            model: ModelSettings {
+                ngram_buckets: u32::MAX,
+                ..ModelSettings::default()
+            },
+            data: DataSettings {
+                train: vec!["t=t2d:x".parse().unwrap()],
+                ..DataSettings::default()
+            },
+            ..TrainConfig::default()
+        };
+        let err = check(&config).unwrap_err().to_string();
+        assert!(err.contains("4294967295 n-gram buckets"), "{err}");
+    }
+
+    #[test]
+    fn column_dropout_outside_zero_to_one_is_refused() {
+        for p in [-0.1, 1.0, f32::NAN] {
+            let config = TrainConfig {
+                data: DataSettings {
+                    train: vec!["t=t2d:x".parse().unwrap()],
+                    ..DataSettings::default()
+                },
+                regularization: Regularization { column_dropout: p },
+                ..TrainConfig::default()
+            };
+            let message = check(&config).unwrap_err().to_string();
+            assert!(message.contains("column dropout"), "{message}");
+        }
+    }
+
+    #[test]
+    fn only_the_stopping_rules_may_change_on_resume() {
+        let config = TrainConfig::default();
+        let longer = TrainConfig {
+            stopping: Stopping {
+                epochs: 20,
+                patience: 5,
+            },
+            ..config.clone()
+        };
+        assert!(resumable(&longer, &config));
+        let mut reseeded = config.clone();
+        reseeded.run.seed += 1;
+        assert!(!resumable(&reseeded, &config));
+    }
 }

@@ -1,0 +1,397 @@
+//! Benchmark data sets on disk: their formats ([`DatasetFormat`]), the reader each format is
+//! read with ([`load_tables`]), and a documented hash split ([`Split`]) for sets that ship
+//! without one. A new format is a reader module, a variant here and an arm of [`load_tables`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::error::{Result, TableError};
+use crate::fnv::fnv1a;
+use crate::label_set::LabelSet;
+use crate::options::ReadOptions;
+use crate::sato_cv::{SatoCvOptions, read_sato_cv_folds};
+use crate::semtab::{SemTabLayout, load_semtab};
+use crate::sotab::load_sotab_split;
+use crate::t2d::load_t2d;
+use crate::table::Table;
+use crate::turl::{read_wikitables_csv, wikitables_label_set};
+
+/// The on-disk formats of `datasets/` (and of the upstream benchmarks they come from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormat {
+    /// TURL WikiTables as TabAnnGPT's CSV (`table_id, …, label`): multi-label CTA.
+    TurlCsv,
+    /// Sato / Doduo cross-validation CSV folds (GitTables SemTab'22): single-label CTA.
+    SatoCv,
+    /// T2D gold standard (TAIPAN layout): CPA from the subject column, and column properties.
+    T2d,
+    /// SOTAB V2: `*.json.gz` tables with CTA/CPA ground-truth CSVs.
+    Sotab,
+    /// A SemTab round: `tables/`, `targets/`, `gt/`.
+    Semtab,
+}
+
+impl DatasetFormat {
+    /// All formats, in the order the command line lists them.
+    pub const ALL: [DatasetFormat; 5] = [
+        DatasetFormat::TurlCsv,
+        DatasetFormat::SatoCv,
+        DatasetFormat::T2d,
+        DatasetFormat::Sotab,
+        DatasetFormat::Semtab,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetFormat::TurlCsv => "turl-csv",
+            DatasetFormat::SatoCv => "sato-cv",
+            DatasetFormat::T2d => "t2d",
+            DatasetFormat::Sotab => "sotab",
+            DatasetFormat::Semtab => "semtab",
+        }
+    }
+
+    /// Whether the format's CTA ground truth allows several labels per column.
+    pub fn multi_label_cta(self) -> bool {
+        matches!(self, DatasetFormat::TurlCsv | DatasetFormat::Semtab)
+    }
+
+    /// Whether the format is a CPA benchmark first: evaluating it scores CPA unless asked
+    /// otherwise (T2D's column types are DBpedia properties of the subject's class).
+    pub fn cpa_first(self) -> bool {
+        matches!(self, DatasetFormat::T2d)
+    }
+}
+
+impl fmt::Display for DatasetFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DatasetFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DatasetFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = DatasetFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown format `{s}` (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// Which part of a set to keep.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    /// Every table.
+    #[default]
+    All,
+    /// Tables outside the hash split's dev share.
+    Train,
+    /// The hash split's dev share: tables whose id hashes (FNV-1a 64) to 0 mod 5, about 20%.
+    Dev,
+    /// Tables whose id hashes to one of these residues mod 5 (bit `r` set: residue `r`), written
+    /// `folds=1,2`: finer parts of the same hash split (`train` is folds 1–4, `dev` fold 0), e.g.
+    /// to hold out part of a training set.
+    Folds(u8),
+}
+
+impl Split {
+    /// Whether a table with this id belongs to the split. The rule depends on the id alone, so
+    /// it is stable across machines, orderings and subsets.
+    pub fn contains(self, table_id: &str) -> bool {
+        let fold = fnv1a(table_id.as_bytes()) % 5;
+        match self {
+            Split::All => true,
+            Split::Train => fold != 0,
+            Split::Dev => fold == 0,
+            Split::Folds(folds) => folds & (1 << fold) != 0,
+        }
+    }
+}
+
+impl FromStr for Split {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "all" => Ok(Split::All),
+            "train" => Ok(Split::Train),
+            "dev" => Ok(Split::Dev),
+            _ => match s.strip_prefix("folds=") {
+                Some(list) => {
+                    let mut folds = 0u8;
+                    for fold in list.split(',') {
+                        match fold.trim().parse::<u8>() {
+                            Ok(f) if f < 5 => folds |= 1 << f,
+                            _ => {
+                                return Err(format!(
+                                    "split `{s}`: `{fold}` is not a fold (folds are 0 to 4)"
+                                ));
+                            }
+                        }
+                    }
+                    Ok(Split::Folds(folds))
+                }
+                None => Err(format!(
+                    "unknown split `{s}` (expected all, train, dev or folds=I,J,… with folds 0 to 4)"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Split {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Split::All => f.write_str("all"),
+            Split::Train => f.write_str("train"),
+            Split::Dev => f.write_str("dev"),
+            Split::Folds(folds) => {
+                let list: Vec<String> = (0..5)
+                    .filter(|fold| folds & (1 << fold) != 0)
+                    .map(|fold| fold.to_string())
+                    .collect();
+                write!(f, "folds={}", list.join(","))
+            }
+        }
+    }
+}
+
+/// Labelled tables of one format, with the label sets the format defines.
+#[derive(Clone, Debug)]
+pub struct LoadedData {
+    /// The tables, labels attached to their columns and CPA targets.
+    pub tables: Vec<Table>,
+    /// The CTA label set: the format's own label file where it has one, else every CTA label
+    /// in the data (sorted).
+    pub cta_labels: LabelSet,
+    /// Every CPA label in the data (sorted).
+    pub cpa_labels: LabelSet,
+}
+
+/// Reads the labelled tables of `format` at `paths` (files or directories, as the format
+/// lays them out) and keeps `split`.
+pub fn load_tables(format: DatasetFormat, paths: &[PathBuf], split: Split) -> Result<LoadedData> {
+    let options = ReadOptions::default();
+    let mut own_cta_labels = None;
+    let mut tables = Vec::new();
+    for path in paths {
+        match format {
+            DatasetFormat::TurlCsv => {
+                tables.extend(read_wikitables_csv(path, &options)?);
+                // The label file lies beside the CSV in datasets/; use it when it is there.
+                if let Some(dir) = path.parent()
+                    && dir.join("wikitables-2_all_labels.txt").is_file()
+                {
+                    own_cta_labels = Some(wikitables_label_set(dir)?);
+                }
+            }
+            DatasetFormat::SatoCv => {
+                let files = files_in(path, "csv")?;
+                let data = read_sato_cv_folds(&files, &SatoCvOptions::gittables())?;
+                tables.extend(data.folds.into_iter().flatten());
+            }
+            DatasetFormat::T2d => tables.extend(load_t2d(path, &options)?.tables),
+            DatasetFormat::Sotab => {
+                let (cta, cpa) = sotab_ground_truth(path)?;
+                let split = load_sotab_split(path, cta.as_deref(), cpa.as_deref(), &options)?;
+                tables.extend(split.tables);
+            }
+            DatasetFormat::Semtab => {
+                let layout = semtab_layout(path)?;
+                tables.extend(load_semtab(&layout, &options)?.tables);
+            }
+        }
+    }
+    tables.retain(|t| split.contains(&t.id));
+    let cta_labels = own_cta_labels.unwrap_or_else(|| {
+        LabelSet::sorted(
+            tables
+                .iter()
+                .flat_map(|t| &t.columns)
+                .flat_map(|c| c.labels.iter().cloned()),
+        )
+    });
+    let cpa_labels = LabelSet::sorted(
+        tables
+            .iter()
+            .flat_map(|t| &t.cpa_targets)
+            .flat_map(|c| c.labels.iter().cloned()),
+    );
+    Ok(LoadedData {
+        tables,
+        cta_labels,
+        cpa_labels,
+    })
+}
+
+/// A file, or the files with this extension in a directory (sorted).
+fn files_in(path: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| TableError::io(path, e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(TableError::Dataset {
+            path: path.to_path_buf(),
+            reason: format!("no .{extension} file in this directory"),
+        });
+    }
+    Ok(files)
+}
+
+/// SOTAB ground truth for a folder of tables: the `*cta*.csv` / `*cpa*.csv` beside the tables
+/// or in the parent folder; where several match, the one naming the folder (`Test` →
+/// `…_test_set.csv`).
+fn sotab_ground_truth(dir: &Path) -> Result<(Option<PathBuf>, Option<PathBuf>)> {
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut candidates = Vec::new();
+    for d in [Some(dir), dir.parent()].into_iter().flatten() {
+        if let Ok(entries) = std::fs::read_dir(d) {
+            candidates.extend(
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "csv")),
+            );
+        }
+    }
+    candidates.sort();
+    let pick = |task: &str| -> Result<Option<PathBuf>> {
+        let matching: Vec<&PathBuf> = candidates
+            .iter()
+            .filter(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.to_lowercase().contains(task)
+            })
+            .collect();
+        match matching.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some((*one).clone())),
+            several => {
+                let named: Vec<&&PathBuf> = several
+                    .iter()
+                    .filter(|p| {
+                        let name = p.file_name().unwrap_or_default().to_string_lossy();
+                        !folder.is_empty() && name.to_lowercase().contains(&folder)
+                    })
+                    .collect();
+                match named.as_slice() {
+                    [one] => Ok(Some((**one).clone())),
+                    _ => Err(TableError::Dataset {
+                        path: dir.to_path_buf(),
+                        reason: format!(
+                            "several {task} ground-truth files and none names the folder: {}",
+                            several
+                                .iter()
+                                .map(|p| p.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }),
+                }
+            }
+        }
+    };
+    Ok((pick("cta")?, pick("cpa")?))
+}
+
+/// A SemTab round folder: `tables/`, and `targets/` + `gt/` files named `*CTA*` / `*CPA*`.
+fn semtab_layout(root: &Path) -> Result<SemTabLayout> {
+    let find = |folder: &str, task: &str| -> Option<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(folder))
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().to_uppercase().contains(task))
+            })
+            .collect();
+        files.sort();
+        files.into_iter().next()
+    };
+    let tables_dir = root.join("tables");
+    if !tables_dir.is_dir() {
+        return Err(TableError::Dataset {
+            path: root.to_path_buf(),
+            reason: "a SemTab round needs a `tables/` folder".into(),
+        });
+    }
+    Ok(SemTabLayout {
+        tables_dir,
+        cta_targets: find("targets", "CTA"),
+        cta_gt: find("gt", "CTA"),
+        cpa_targets: find("targets", "CPA"),
+        cpa_gt: find("gt", "CPA"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip() {
+        for format in DatasetFormat::ALL {
+            assert_eq!(format.name().parse::<DatasetFormat>().unwrap(), format);
+        }
+        let err = "nope".parse::<DatasetFormat>().unwrap_err();
+        assert!(err.contains("nope") && err.contains("turl-csv"), "{err}");
+    }
+
+    #[test]
+    fn hash_split_partitions_ids_about_one_in_five() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("table-{i}")).collect();
+        let dev = ids.iter().filter(|id| Split::Dev.contains(id)).count();
+        let train = ids.iter().filter(|id| Split::Train.contains(id)).count();
+        assert_eq!(dev + train, ids.len());
+        assert!((900..1100).contains(&dev), "{dev}");
+    }
+
+    #[test]
+    fn folds_refine_the_hash_split_and_round_trip() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("table-{i}")).collect();
+        let folds: Vec<Split> = (0..5)
+            .map(|f| format!("folds={f}").parse().unwrap())
+            .collect();
+        for id in &ids {
+            // Every table lies in exactly one fold; fold 0 is `dev`, the others `train`.
+            let in_folds: Vec<bool> = folds.iter().map(|f| f.contains(id)).collect();
+            assert_eq!(in_folds.iter().filter(|&&b| b).count(), 1, "{id}");
+            assert_eq!(in_folds[0], Split::Dev.contains(id), "{id}");
+        }
+        let rest: Split = "folds=2, 3,4".parse().unwrap();
+        let one: Split = "folds=1".parse().unwrap();
+        for id in &ids {
+            assert_eq!(
+                Split::Train.contains(id),
+                one.contains(id) || rest.contains(id)
+            );
+        }
+        assert_eq!(rest.to_string(), "folds=2,3,4");
+        for bad in ["folds=", "folds=5", "folds=1,x", "folds"] {
+            let err = bad.parse::<Split>().unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+}
