@@ -40,5 +40,7 @@ cargo test --workspace --features wgpu --benches --no-run --quiet
 cargo test --workspace --features wgpu "$@"
 # The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included.
 scripts/python-test.sh
-# The knowledge scripts' stdlib tests (their corpus-building steps need the knowledge venv).
+# The knowledge and silver-corpus scripts' stdlib tests (building the corpora themselves needs
+# the knowledge venv and clones of the source repositories).
 python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'
+python3 -m unittest discover -s scripts/corpora -p 'test_*.py'

@@ -1,0 +1,185 @@
+"""What the corpus builders share (stdlib only): reading a source repository through git,
+errors that name the file, stride sampling, capped cells, deterministic CSV/JSON/gzip
+output and a progress line with an ETA."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(os.environ.get("CORPORA_DIR", ROOT / ".corpora"))
+MAX_ROWS = 64
+MAX_CELL_BYTES = 64
+
+csv.field_size_limit(1 << 30)
+
+
+class SourceError(Exception):
+    """A source file could not be read; the message names the file."""
+
+
+# ------------------------------------------------------------------------------ git source
+class GitSource:
+    """Files of one commit of a repository, read with git plumbing. Works on a normal clone
+    and on a bare mirror; a blob that the mirror lacks is reported as missing (None)."""
+
+    def __init__(self, path: str | Path, rev: str = "HEAD"):
+        self.path = Path(path)
+        self._cat = None
+        if not self.path.is_dir():
+            raise SourceError(f"{self.path}: no such folder (expected a clone of the source)")
+        try:
+            self.commit = self._git("rev-parse", rev + "^{commit}").strip()
+        except SourceError as e:
+            raise SourceError(f"{self.path}: not a git repository ({e})") from None
+
+    def _git(self, *args: str, binary: bool = False):
+        p = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True)
+        if p.returncode != 0:
+            raise SourceError(f"git {' '.join(args)} in {self.path}: "
+                              f"{p.stderr.decode('utf-8', 'replace').strip()}")
+        return p.stdout if binary else p.stdout.decode("utf-8")
+
+    def list(self, under: str = "") -> list[tuple[str, str]]:
+        """(path, blob id) of every file under a folder, sorted by path."""
+        out = self._git("ls-tree", "-r", "-z", self.commit, *([under] if under else []),
+                        binary=True)
+        rows = []
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            meta, path = entry.split(b"\t", 1)
+            mode, kind, oid = meta.decode().split()
+            if kind == "blob":
+                rows.append((path.decode("utf-8"), oid))
+        rows.sort()
+        return rows
+
+    def read(self, oid: str) -> bytes | None:
+        """A blob's bytes, or None when the object is absent from this copy."""
+        if self._cat is None:
+            self._cat = subprocess.Popen(["git", "-C", str(self.path), "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._cat.stdin.write(oid.encode() + b"\n")
+        self._cat.stdin.flush()
+        head = self._cat.stdout.readline().split()
+        if len(head) < 2 or head[1] == b"missing":
+            return None
+        size = int(head[2])
+        data = self._cat.stdout.read(size)
+        self._cat.stdout.read(1)  # trailing newline
+        return data
+
+    def close(self):
+        if self._cat is not None:
+            self._cat.stdin.close()
+            self._cat.stdout.close()
+            self._cat.wait()
+            self._cat = None
+
+    def __del__(self):  # a build that stops on a bad file still ends its git process
+        self.close()
+
+
+# ------------------------------------------------------------------------------ tables
+def decode(data: bytes, name: str, encoding: str = "utf-8") -> str:
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as e:
+        raise SourceError(f"{name}: not valid {encoding} text ({e})") from None
+    if "\0" in text:
+        raise SourceError(f"{name}: contains NUL bytes, not a text CSV file")
+    return text.lstrip("\ufeff")
+
+
+def parse_csv(text: str, name: str, delimiter: str = ",", quotechar: str = '"') -> list[list[str]]:
+    try:
+        return list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
+                               quotechar=quotechar, strict=True))
+    except csv.Error as e:
+        raise SourceError(f"{name}: malformed CSV ({e})") from None
+
+
+def parse_json(data: bytes, name: str):
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SourceError(f"{name}: malformed JSON ({e})") from None
+
+
+def stride(rows: list, n: int = MAX_ROWS) -> list:
+    """rows[i*len//n] for i < n: deterministic, and a sorted table keeps its spread."""
+    if len(rows) <= n:
+        return list(rows)
+    return [rows[i * len(rows) // n] for i in range(n)]
+
+
+def cap(s: str, limit: int = MAX_CELL_BYTES) -> str:
+    """A cell cut to `limit` UTF-8 bytes (never inside a character), whitespace folded."""
+    s = " ".join(s.split())
+    b = s.encode("utf-8")
+    if len(b) <= limit:
+        return s
+    return b[:limit].decode("utf-8", "ignore").rstrip()
+
+
+def table_csv(header: list[str], rows: list[list[str]]) -> bytes:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([cap(h) for h in header])
+    for r in rows:
+        r = list(r[:len(header)]) + [""] * (len(header) - len(r))
+        w.writerow([cap(c) for c in r])
+    return buf.getvalue().encode("utf-8")
+
+
+def json_line(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def write_gzip(path: Path, data: bytes):
+    """gzip with mtime 0 and no file name, so equal inputs give equal bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as f:
+            f.write(data)
+
+
+def write_json(path: Path, obj):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
+                    encoding="utf-8")
+
+
+def dir_size(path: Path) -> tuple[int, int]:
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+class Progress:
+    """A progress line with an ETA on stderr, at most every `every` seconds."""
+
+    def __init__(self, total: int, what: str, every: float = 10.0):
+        self.total, self.what, self.every = total, what, every
+        self.start = self.last = time.monotonic()
+
+    def tick(self, done: float):
+        now = time.monotonic()
+        if now - self.last < self.every and done != self.total:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        shown = f"{done:.1f}" if isinstance(done, float) else str(done)
+        print(f"[{self.what}] {shown}/{self.total} ({100.0 * done / max(self.total, 1):.1f}%) "
+              f"{now - self.start:.0f}s elapsed, ETA {eta:.0f}s", file=sys.stderr, flush=True)
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.start

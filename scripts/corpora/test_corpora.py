@@ -1,0 +1,264 @@
+"""The header matcher's rules, errors that name a corrupt source file, and byte-identical
+rebuilds, on tiny tables written to a temporary folder.
+
+    python3 -m unittest discover -s scripts/corpora -p 'test_*.py'
+
+Stdlib only (plus the git command, which the builders use to read a repository); nothing is
+read from .corpora/, .knowledge/ or datasets/."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import build_opendata  # noqa: E402
+import build_wikipedia  # noqa: E402
+from common import SourceError, cap, stride  # noqa: E402
+from matcher import HeaderMatcher, HeaderTypeMap, Vectors, normalise  # noqa: E402
+
+OFF = 1.01  # a threshold above any cosine: exact matches only
+
+
+def write(path: Path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.write_bytes(data)
+
+
+def git_repo(root: Path, files: dict[str, bytes | str]) -> Path:
+    for name, data in files.items():
+        write(root / name, data)
+    env = dict(os.environ, GIT_AUTHOR_DATE="2020-01-01T00:00:00Z",
+               GIT_COMMITTER_DATE="2020-01-01T00:00:00Z", GIT_AUTHOR_NAME="t",
+               GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.org")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tables"]):
+        subprocess.run(["git", "-C", str(root), *cmd], check=True, env=env, capture_output=True)
+    return root
+
+
+def gold_folder(root: Path) -> Path:
+    """The label sets and WikiTables files the builders read, in miniature."""
+    db = "table_id,col_idx,class,class_id,data\nT,0,city,3,a\nT,1,zipCode,7,b\nT,2,NaN,-1,c\n"
+    sp = "table_id,col_idx,class,class_id,data\nT,0,schema:postalCode,2,a\nT,1,schema:name,5,b\n"
+    for k in range(4):
+        write(root / f"gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_{k}.csv", db)
+        write(root / f"gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_{k}.csv", sp)
+    wt = root / "wikitables-turl-subset"
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["table_name", "table", "labels", "domain", "domains", "page_title",
+                "section_title", "headers"])
+    w.writerow(["1-1", "[]", "[['film.film'], ['film.director', 'people.person']]", "film",
+                "{'film'}", "p", "s", "['Film', 'Director']"])
+    w.writerow(["2-1", "[]", "[['film.film']]", "film", "{'film'}", "p", "s", "['film']"])
+    write(wt / "train_wikitables_subset_20.csv", buf.getvalue())
+    write(wt / "wikitables-hierarchy-v2.json", json.dumps(
+        {"film": ["film"], "director": ["director", "person"], "person": ["person"]}))
+    write(wt / "labels_to_text_wikitables-2-cta.json", json.dumps(
+        {"film.film": "film", "film.director": "director", "people.person": "person"}))
+    return root
+
+
+def fake_vectors(path: Path) -> Path:
+    # 'town' is close to 'city' (cosine 0.8), 'banana' is orthogonal to every label
+    write(path, "city 1 0 0\ntown 0.8 0.6 0\nbanana 0 0 1\nzip 0 1 0\ncode 0 1 0\n"
+                "postal 0 1 0\nname 0.6 0.8 0\n")
+    return path
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+class MatcherRules(unittest.TestCase):
+    def test_normalise(self):
+        self.assertEqual(normalise("startDate"), "start date")
+        self.assertEqual(normalise("start_date"), "start date")
+        self.assertEqual(normalise(" Start-Date: "), "start date")
+        self.assertEqual(normalise("schema:postalCode"), "postal code")
+        self.assertEqual(normalise("HTTPServer"), "http server")
+        self.assertEqual(normalise("address2"), "address 2")
+        self.assertEqual(normalise("ZIP  code"), "zip code")
+        self.assertEqual(normalise("__"), "")
+
+    def test_exact_match(self):
+        m = HeaderMatcher(["city", "zipCode", "schema:postalCode"], None, OFF)
+        self.assertEqual(m.match("Zip_Code"), ("zipCode", "exact", 1.0))
+        self.assertEqual(m.match("POSTAL CODE"), ("schema:postalCode", "exact", 1.0))
+        self.assertIsNone(m.match("town"))  # no vectors: no fallback
+        self.assertIsNone(m.match(""))
+
+    def test_similarity_fallback_and_threshold(self):
+        with tempfile.TemporaryDirectory() as d:
+            v = Vectors.load(fake_vectors(Path(d) / "v.txt"), ["city", "town", "banana", "zip",
+                                                                "code", "name"])
+        m = HeaderMatcher(["city", "zipCode"], v, 0.75)
+        self.assertEqual(m.match("Town"), ("city", "vector", 0.8))
+        self.assertIsNone(m.match("Town", threshold=0.85))  # 0.8 is below 0.85
+        self.assertIsNone(m.match("banana"))  # cosine 0 with every label
+        self.assertIsNone(m.match("unknownword"))  # no vector at all
+        self.assertEqual(m.match("city"), ("city", "exact", 1.0))  # exact wins over vector
+
+    def test_vector_file_errors_name_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "bad.txt"
+            write(p, "city 1 0\ntown x y\n")
+            with self.assertRaisesRegex(SourceError, r"bad\.txt:2"):
+                Vectors.load(p, ["town"])
+
+    def test_header_type_map(self):
+        hier = {"director": ["director", "person"]}
+        text = {"film.director": "director", "people.person": "person"}
+        cols = [("Director", ["film.director"]), ("director", ["film.director"]),
+                ("director", ["people.person"]), ("name", ["a"]), ("name", ["b"])]
+        m = HeaderTypeMap(cols, hier, text, None, OFF)
+        self.assertEqual(m.match("DIRECTOR")[0], ("film.director",))  # 2 of 3 kept, 1 of 3 not
+        self.assertEqual(m.match("name")[0], ("a", "b"))  # 1 of 2 is 50%: both kept
+        closed = HeaderTypeMap(cols, hier, text, None, OFF, close=True)
+        self.assertEqual(closed.match("director")[0], ("film.director", "people.person"))
+        strict = HeaderTypeMap(cols, hier, text, None, OFF, min_share=0.6)
+        self.assertIsNone(strict.match("name"))
+
+    def test_sampling_and_caps(self):
+        self.assertEqual(stride(list(range(10)), 4), [0, 2, 5, 7])
+        self.assertEqual(stride([1, 2], 4), [1, 2])
+        self.assertEqual(cap("é" * 40, 5), "éé")  # never cuts inside a character
+
+
+@unittest.skipUnless(shutil.which("git"), "needs the git command")
+class Builders(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        self.gold = gold_folder(self.root / "gold")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def opendata_repo(self, extra=None):
+        base = "data/opendata_socrata_com/p.example.org/"
+        files = {
+            base + "aaaa-0001.csv": "City,Zip_Code,Town,Notes\n" + "".join(
+                f"C{i},{10000 + i},T{i},{'x' * 80}\n" for i in range(100)),
+            base + "aaaa-0001.csv.options": "--locale en-US\n",
+            base + "aaaa-0002.csv": "Name;postal code\nAnn;1\n",
+            base + "aaaa-0002.csv.options": "--locale en-US --delimiter ;\n",
+            base + "aaaa-0003.csv": "<html></html>\n",
+            base + "aaaa-0003.csv.ignore": "File claims to be CSV but is actually an HTML file\n",
+        }
+        files.update(extra or {})
+        return git_repo(self.root / "opendata-src", files)
+
+    def test_opendata_builds_twice_identically(self):
+        repo = self.opendata_repo()
+        th = {"gittables-dbpedia": OFF, "gittables-schema": OFF}
+        a, b = self.root / "a", self.root / "b"
+        m = build_opendata.build(repo, a, None, th, gold=self.gold, manifest_copy=self.root / "ma.gz")
+        build_opendata.build(repo, b, None, th, gold=self.gold, manifest_copy=self.root / "mb.gz")
+        self.assertEqual(files_of(a), files_of(b))
+        self.assertEqual((self.root / "ma.gz").read_bytes(), (self.root / "mb.gz").read_bytes())
+        self.assertEqual(m["counts"]["tables"], 2)
+        self.assertEqual(m["counts"]["ignored_by_repository"], 1)
+        labels = [json.loads(x) for x in (a / "labels-dbpedia.jsonl").read_text().splitlines()]
+        self.assertEqual([(x["column"], x["label"], x["rule"]) for x in labels],
+                         [(0, "city", "exact"), (1, "zipCode", "exact")])
+        table = list(csv.reader(open(a / "tables/p.example.org/aaaa-0001.csv", encoding="utf-8")))
+        self.assertEqual(len(table), 65)  # header + 64 sampled rows
+        self.assertEqual(len(table[1][3]), 64)  # cells capped at 64 bytes
+        fold = list(csv.DictReader(open(a / "silver-schema.csv", encoding="utf-8")))
+        self.assertEqual([(r["col_idx"], r["class"], r["class_id"]) for r in fold],
+                         [("0", "schema:name", "5"), ("1", "schema:postalCode", "2")])
+
+    def test_opendata_vector_rule(self):
+        repo = self.opendata_repo()
+        vec = fake_vectors(self.root / "v.txt")
+        th = {"gittables-dbpedia": 0.75, "gittables-schema": OFF}
+        m = build_opendata.build(repo, self.root / "a", vec, th, gold=self.gold)
+        labels = [json.loads(x) for x in
+                  (self.root / "a/labels-dbpedia.jsonl").read_text().splitlines()]
+        self.assertIn({"table": "data/opendata_socrata_com/p.example.org/aaaa-0001.csv",
+                       "column": 2, "header": "Town", "label": "city", "rule": "vector",
+                       "score": 0.8}, labels)
+        # 'Name' and 'postal code' are nearest to zipCode (cosine 0.8 and 1.0): also vector
+        self.assertEqual(m["counts"]["labels"]["dbpedia"]["by_rule"], {"exact": 2, "vector": 3})
+
+    def test_opendata_corrupt_file_is_named(self):
+        bad = "data/opendata_socrata_com/p.example.org/bbbb-0009.csv"
+        repo = self.opendata_repo({bad: b"a,b\n\"unclosed,1\nx\xff\xfe,2\n"})
+        th = {"gittables-dbpedia": OFF, "gittables-schema": OFF}
+        with self.assertRaises(SourceError) as e:
+            build_opendata.build(repo, self.root / "a", None, th, gold=self.gold)
+        self.assertIn(bad, str(e.exception))
+        m = build_opendata.build(repo, self.root / "b", None, th, gold=self.gold,
+                                 skip_unreadable=True)
+        self.assertEqual([u["id"] for u in m["unreadable"]], [bad])
+        # from the command line: one clear line, no traceback
+        p = subprocess.run([sys.executable, str(HERE / "build_opendata.py"), str(self.root / "nope")],
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("nope", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def wiki_repo(self, extra=None):
+        def tgz(files):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+                for name, data in files.items():
+                    info = tarfile.TarInfo(name)
+                    info.size = len(data)
+                    tf.addfile(info, io.BytesIO(data))
+            return buf.getvalue()
+        table = {"_id": "1-1", "pgId": 77, "pgTitle": "Some films", "numCols": 2,
+                 "headers": [{"text": "[Film_(x)|Film]", "links": []}, {"text": "Year", "links": []}],
+                 "rows": [[{"text": "Alien", "links": ["http://www.wikipedia.org/wiki/Alien"]},
+                           {"text": "1979", "links": []}]]}
+        files = {
+            "table_corpus/tables_2019/tables_part_1.tar.gz":
+                tgz({"tables_part_1/77-1.json": json.dumps(table).encode()}),
+            "table_corpus/csv_tables_2019/tables_part_2.tar.gz":
+                tgz({"csv_tables_2019/tables_part_2/88-3.csv":
+                     b"Director,Film\nRidley_Scott,Alien\n"}),
+        }
+        files.update(extra or {})
+        return git_repo(self.root / "wiki-src", files)
+
+    def test_wikipedia_builds_twice_identically(self):
+        repo = self.wiki_repo()
+        a, b = self.root / "a", self.root / "b"
+        m = build_wikipedia.build(repo, a, OFF, False, None, gold=self.gold)
+        build_wikipedia.build(repo, b, OFF, False, None, gold=self.gold)
+        self.assertEqual(files_of(a), files_of(b))
+        self.assertEqual(m["counts"]["tables"], 2)
+        # 'Film' in the CSV table matches but its cell is plain text, not a link target
+        self.assertEqual(m["counts"]["matched_but_not_entity_columns"], 1)
+        self.assertEqual(m["groups"][0]["tables"], [["77-1", 77, 1, 2, "Some films", 1]])
+        self.assertEqual(m["groups"][1]["tables"], [["88-3", 88, 1, 2]])
+        labels = [json.loads(x) for x in (a / "labels.jsonl").read_text().splitlines()]
+        self.assertEqual([(x["table"], x["column"], x["label"]) for x in labels],
+                         [("2019/77-1", 0, "film.film"), ("2019/88-3", 0, "film.director"),
+                          ("2019/88-3", 0, "people.person")])
+
+    def test_wikipedia_corrupt_archive_is_named(self):
+        bad = "table_corpus/csv_tables_2019/tables_part_9.tar.gz"
+        repo = self.wiki_repo({bad: b"\x1f\x8b this is not gzip"})
+        with self.assertRaises(SourceError) as e:
+            build_wikipedia.build(repo, self.root / "a", OFF, False, None, gold=self.gold)
+        self.assertIn(bad, str(e.exception))
+        self.assertIn("tar.gz", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
