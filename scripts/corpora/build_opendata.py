@@ -17,14 +17,12 @@ manifest.json.gz. A file that cannot be read stops the build with its name, unle
 --skip-unreadable, which lists it in the manifest instead. Stdlib only; deterministic."""
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
-from common import (OUT, ROOT, GitSource, Progress, SourceError, decode, dir_size, json_line,
-                    parse_csv, stride, table_csv, write_gzip)
+from common import (GitSource, Progress, ROOT, SourceError, builder_arguments, decode, json_line,
+                    parse_csv, print_summary, run, stride, table_csv, write_gzip)
 from evaluate import GT_FILES, gittables_labels
 from matcher import HeaderMatcher, Vectors, normalise
 
@@ -185,26 +183,15 @@ def load_thresholds(override: float | None) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = builder_arguments(__doc__, "opendata")
     ap.add_argument("clone", type=Path)
-    ap.add_argument("--out", type=Path, default=OUT / "opendata")
-    ap.add_argument("--vectors", type=Path, default=OUT / "glove" / "glove.6B.50d.txt")
-    ap.add_argument("--threshold", type=float, help="override the chosen similarity thresholds")
     ap.add_argument("--skip-unreadable", action="store_true")
-    ap.add_argument("--manifest", type=Path, help="also write the manifest here")
     args = ap.parse_args()
     prog = Progress(1, "opendata")
     m = build(args.clone, args.out, args.vectors if args.vectors.exists() else None,
               load_thresholds(args.threshold), args.skip_unreadable, manifest_copy=args.manifest)
-    n, size = dir_size(args.out)
-    c = m["counts"]
-    print(json.dumps({k: v for k, v in c.items() if k != "labels"}
-                     | {"labelled_columns": {k: v["labelled_columns"] for k, v in c["labels"].items()},
-                        "files": n, "bytes": size, "seconds": round(prog.seconds(), 1)}))
+    print_summary(m, args.out, prog)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SourceError as e:
-        sys.exit(f"error: {e}")
+    run(main)

@@ -10,14 +10,12 @@ Headers are matched as in build_opendata.py; outputs have the same layout (table
 stride-sampled to 2,000 rows by export.py and are sampled again to 64 here). Stdlib only."""
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 from build_opendata import load_thresholds, vectors_info, write_fold_csv
-from common import (OUT, ROOT, Progress, SourceError, decode, dir_size, json_line, parse_csv,
-                    parse_json, stride, table_csv, write_gzip)
+from common import (Progress, ROOT, SourceError, builder_arguments, decode, json_line, parse_csv,
+                    parse_json, print_summary, run, stride, table_csv, write_gzip)
 from evaluate import GT_FILES, gittables_labels
 from matcher import HeaderMatcher, Vectors, normalise
 
@@ -96,25 +94,14 @@ def build(corpus: Path, out: Path, vectors_path: Path | None, thresholds: dict,
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = builder_arguments(__doc__, "packages")
     ap.add_argument("corpus", type=Path, nargs="?", default=ROOT / ".knowledge" / "corpus")
-    ap.add_argument("--out", type=Path, default=OUT / "packages")
-    ap.add_argument("--vectors", type=Path, default=OUT / "glove" / "glove.6B.50d.txt")
-    ap.add_argument("--threshold", type=float, help="override the chosen similarity thresholds")
-    ap.add_argument("--manifest", type=Path, help="also write the manifest here")
     args = ap.parse_args()
     prog = Progress(1, "packages")
     m = build(args.corpus, args.out, args.vectors if args.vectors.exists() else None,
               load_thresholds(args.threshold), manifest_copy=args.manifest)
-    n, size = dir_size(args.out)
-    c = m["counts"]
-    print(json.dumps({"tables": c["tables"], "left_out": c["left_out"], "columns": c["columns"],
-                      "labelled_columns": {k: v["labelled_columns"] for k, v in c["labels"].items()},
-                      "files": n, "bytes": size, "seconds": round(prog.seconds(), 1)}))
+    print_summary(m, args.out, prog)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SourceError as e:
-        sys.exit(f"error: {e}")
+    run(main)

@@ -20,17 +20,15 @@ cells capped at 64 bytes), labels.jsonl (one line per column and type) and manif
 archive or table stops the build with its name, unless --skip-unreadable. Stdlib only."""
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import lzma
 import re
-import sys
 import tarfile
 from pathlib import Path
 
-from common import (OUT, ROOT, GitSource, Progress, SourceError, decode, dir_size, json_line,
-                    parse_csv, parse_json, stride, table_csv)
+from common import (GitSource, Progress, ROOT, SourceError, builder_arguments, decode, json_line,
+                    parse_csv, parse_json, print_summary, run, stride, table_csv)
 from evaluate import wikitables, wikitables_meta
 from matcher import HeaderTypeMap, Vectors
 
@@ -217,13 +215,9 @@ def build(clone: Path, out: Path, threshold: float, close: bool, vectors_path: P
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = builder_arguments(__doc__, "wikipedia")
     ap.add_argument("clone", type=Path)
-    ap.add_argument("--out", type=Path, default=OUT / "wikipedia")
-    ap.add_argument("--vectors", type=Path, default=OUT / "glove" / "glove.6B.50d.txt")
-    ap.add_argument("--threshold", type=float, help="override the chosen similarity threshold")
     ap.add_argument("--skip-unreadable", action="store_true")
-    ap.add_argument("--manifest", type=Path, help="also write the manifest here")
     args = ap.parse_args()
     th = json.loads((ROOT / "datasets/silver/thresholds.json").read_text())["thresholds"]
     threshold = th["wikitables"] if args.threshold is None else args.threshold
@@ -231,14 +225,8 @@ def main():
     m = build(args.clone, args.out, threshold, th["wikitables_closed_under_hierarchy"],
               args.vectors if args.vectors.exists() else None, args.skip_unreadable,
               manifest_copy=args.manifest)
-    n, size = dir_size(args.out)
-    c = m["counts"]
-    print(json.dumps({k: v for k, v in c.items() if k != "per_type"}
-                     | {"files": n, "bytes": size, "seconds": round(prog.seconds(), 1)}))
+    print_summary(m, args.out, prog)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SourceError as e:
-        sys.exit(f"error: {e}")
+    run(main)

@@ -3,6 +3,7 @@ errors that name the file, stride sampling, capped cells, deterministic CSV/JSON
 output and a progress line with an ETA."""
 from __future__ import annotations
 
+import argparse
 import csv
 import gzip
 import io
@@ -183,3 +184,32 @@ class Progress:
 
     def seconds(self) -> float:
         return time.monotonic() - self.start
+
+
+def builder_arguments(doc: str, corpus: str) -> argparse.ArgumentParser:
+    """The options every builder takes; each adds its source argument."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", type=Path, default=OUT / corpus)
+    ap.add_argument("--vectors", type=Path, default=OUT / "glove" / "glove.6B.50d.txt")
+    ap.add_argument("--threshold", type=float, help="override the chosen similarity thresholds")
+    ap.add_argument("--manifest", type=Path, help="also write the manifest here")
+    return ap
+
+
+def print_summary(manifest: dict, out: Path, progress: "Progress") -> None:
+    """One JSON line: the corpus's counts (labelled columns per label set, not per label),
+    files, bytes and build time."""
+    n, size = dir_size(out)
+    c = manifest["counts"]
+    summary = {k: v for k, v in c.items() if k not in ("labels", "per_type")}
+    if "labels" in c:
+        summary["labelled_columns"] = {k: v["labelled_columns"] for k, v in c["labels"].items()}
+    print(json.dumps(summary | {"files": n, "bytes": size, "seconds": round(progress.seconds(), 1)}))
+
+
+def run(main) -> None:
+    """Runs a builder's main: a bad source file ends it with one line naming the file."""
+    try:
+        main()
+    except SourceError as e:
+        sys.exit(f"error: {e}")

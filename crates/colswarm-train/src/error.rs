@@ -28,14 +28,6 @@ pub enum TrainError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A dataset specification is malformed or names data that is not there.
-    #[error("dataset {spec}: {reason}")]
-    Dataset {
-        /// The specification as given.
-        spec: String,
-        /// What is wrong.
-        reason: String,
-    },
     /// A knowledge corpus file is missing, malformed or lacks what an objective needs.
     #[error("knowledge corpus {path}: {reason}")]
     Corpus {

@@ -1,7 +1,7 @@
 //! A supervised run's data: the training sets encoded as examples (tokens, column n-gram bags,
 //! head targets) in the run's label space, and the dev sets.
 
-use colswarm_eval::{DataSpec, LoadedData};
+use colswarm_eval::{DataSpec, EvalError, LoadedData};
 use colswarm_model::{
     Activation, Columns, Example, LabelSpace, Task, cta_kind, encode, ngram_config,
 };
@@ -56,10 +56,11 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
             data.tables.truncate(config.data.max_tables);
         }
         if data.tables.is_empty() {
-            return Err(TrainError::Dataset {
+            return Err(EvalError::Dataset {
                 spec: spec.to_string(),
                 reason: "no table in this split".into(),
-            });
+            }
+            .into());
         }
         train.push((spec.clone(), data));
     }
