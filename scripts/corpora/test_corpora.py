@@ -260,5 +260,19 @@ class Builders(unittest.TestCase):
         self.assertIn("tar.gz", str(e.exception))
 
 
+
+class SilverSubsetsTest(unittest.TestCase):
+    def test_subsets_are_nested_and_reach_their_size_in_labelled_columns(self):
+        from silver_subsets import subsets
+        rows = [[f"t{t}", str(c), "NaN" if c == 0 else "city", "3", "x"]
+                for t in range(6) for c in range(3)]
+        parts = subsets(rows, [3, 5])
+        labelled = {k: sum(1 for r in v if r[2] != "NaN") for k, v in parts.items()}
+        self.assertEqual(labelled, {"3": 4, "5": 6, "all": 12})
+        tables = {k: [r[0] for r in v] for k, v in parts.items()}
+        self.assertEqual(tables["3"], tables["5"][:len(tables["3"])])
+        self.assertEqual(sorted(set(tables["all"])), [f"t{t}" for t in range(6)])
+
+
 if __name__ == "__main__":
     unittest.main()
