@@ -7,7 +7,9 @@
 # as a dev-dependency (the tests only). The library crates do not depend on it and are not checked:
 # they build with only the features they need. Prints each dependency whose features differ, and
 # exits 1 if there is one: add it, with the missing features, to
-# crates/colswarm-workspace-hack/Cargo.toml. Uses `cargo tree` only (seconds, no build).
+# crates/colswarm-workspace-hack/Cargo.toml. Then checks that colswarm-model, colswarm-eval and
+# colswarm-tables without default features pull in no Arrow, Parquet or tokio, as README says.
+# Uses `cargo tree` only (seconds, no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,5 +45,14 @@ while read -r member edge_sets; do
     fi
   done
 done <<<"$leaves"
-[ "$status" = 0 ] && echo "every leaf ($(cut -d' ' -f1 <<<"$leaves" | paste -sd' ')) resolves its dependencies' features as the workspace does"
+# And the libraries stay lean: what README promises a crate built alone does not pull in.
+for lean in "colswarm-model" "colswarm-eval" "colswarm-tables --no-default-features"; do
+  # shellcheck disable=SC2086 # the feature flag splits on purpose
+  heavy=$(cargo tree -p $lean --prefix none --quiet | grep -oE '^(arrow[a-z-]*|parquet|tokio|object_store) ' | sort -u | tr -d ' ' | paste -sd' ' || true)
+  if [ -n "$heavy" ]; then
+    status=1
+    echo "cargo tree -p $lean pulls in $heavy: a library crate must not depend on colswarm-workspace-hack or on the Arrow stack by default"
+  fi
+done
+[ "$status" = 0 ] && echo "every leaf ($(cut -d' ' -f1 <<<"$leaves" | paste -sd' ')) resolves its dependencies' features as the workspace does; colswarm-model, colswarm-eval and colswarm-tables (no default features) build no Arrow, Parquet or tokio"
 exit "$status"

@@ -1,5 +1,8 @@
 //! Helpers shared by the CLI's test files.
 
+// Each test file is its own crate and uses only some of these.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,4 +18,14 @@ pub fn colswarm(args: &[&str]) -> Output {
         .current_dir(root())
         .output()
         .expect("the binary runs")
+}
+
+/// The stdout of a successful run (its stderr in the panic message otherwise).
+pub fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
 }

@@ -8,9 +8,7 @@ use std::str::FromStr;
 use burn::tensor::Device;
 use colswarm_model::{LabelSpace, SerializeSettings, Task};
 use colswarm_rwkv::RwkvConfig;
-use colswarm_swarm::{
-    ColumnNgramsConfig, FrozenSpecialist, FusionMode, HeadSkip, LabelKind, OrchestratorConfig,
-};
+use colswarm_swarm::{ColumnNgramsConfig, FusionMode, HeadSkip, LabelKind, OrchestratorConfig};
 use serde::{Deserialize, Serialize};
 
 use colswarm_eval::DataSpec;
@@ -41,24 +39,6 @@ impl FromStr for SpecialistSpec {
                 "specialist `{s}`: expected NAME=PATH (a checkpoint or a model directory)"
             ))),
         }
-    }
-}
-
-impl SpecialistSpec {
-    /// Loads the specialist (its weights on `device` without autodiff).
-    pub fn load(&self, device: &Device) -> Result<FrozenSpecialist, TrainError> {
-        let file = if self.path.is_dir() {
-            self.path.join("primary.safetensors")
-        } else {
-            self.path.clone()
-        };
-        let loaded = FrozenSpecialist::load(&self.name, &file, device)?;
-        // Dropping the source path makes saved models carry a copy: they stay self-contained.
-        Ok(FrozenSpecialist::from_model(
-            &self.name,
-            loaded.model().clone(),
-            loaded.config().clone(),
-        ))
     }
 }
 

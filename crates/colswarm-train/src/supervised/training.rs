@@ -8,7 +8,9 @@ use burn::tensor::Device;
 use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
 use colswarm_swarm::{FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm};
 
-use super::config::{TrainConfig, TrainOptions, TrainSummary, orchestrator_config, primary_config};
+use super::config::{
+    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, orchestrator_config, primary_config,
+};
 use super::data::load_run_data;
 use super::loss::TargetCounts;
 use super::step::{
@@ -21,6 +23,26 @@ use crate::run::{
     Checkpoints, Log, ModelParts, ROUTING_STREAM, Retention, RunDir, RunState, build_optimizer,
     check_optimizer, dev_reports, epoch_order, learning_rate, resume, rng_for,
 };
+
+// The loading of a specialist spec is behaviour, so it lives here rather than with the
+// configuration.
+impl SpecialistSpec {
+    /// Loads the specialist (its weights on `device` without autodiff).
+    pub fn load(&self, device: &Device) -> Result<FrozenSpecialist, TrainError> {
+        let file = if self.path.is_dir() {
+            self.path.join("primary.safetensors")
+        } else {
+            self.path.clone()
+        };
+        let loaded = FrozenSpecialist::load(&self.name, &file, device)?;
+        // Dropping the source path makes saved models carry a copy: they stay self-contained.
+        Ok(FrozenSpecialist::from_model(
+            &self.name,
+            loaded.model().clone(),
+            loaded.config().clone(),
+        ))
+    }
+}
 
 /// Checks what can be checked before reading data.
 fn check(config: &TrainConfig) -> Result<(), TrainError> {
