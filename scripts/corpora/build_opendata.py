@@ -24,7 +24,7 @@ from pathlib import Path
 from common import (GitSource, Progress, ROOT, SourceError, builder_arguments, decode, json_line,
                     parse_csv, print_summary, run, stride, table_csv, write_gzip)
 from evaluate import GT_FILES, gittables_labels
-from matcher import HeaderMatcher, Vectors, normalise
+from matcher import HeaderMatcher, Vectors
 
 REPO = "tsegall/semantic-types"
 FOLDERS = ["data/opendata_socrata_com"]
@@ -101,10 +101,7 @@ def build(clone: Path, out: Path, vectors_path: Path | None, thresholds: dict,
                        "columns": len(header)})
     src.close()
 
-    words = sorted({w for h in headers.values() for c in h for w in normalise(c).split()})
-    vectors = None
-    if vectors_path is not None and min(thresholds.values()) < 1.0:
-        vectors = Vectors.load(vectors_path, words)
+    vectors = Vectors.for_headers(vectors_path, headers.values(), thresholds)
     counts = {}
     for ls in sorted(GT_FILES):
         class_ids = gittables_labels(ls, gold)

@@ -17,7 +17,7 @@ from build_opendata import load_thresholds, vectors_info, write_fold_csv
 from common import (Progress, ROOT, SourceError, builder_arguments, decode, json_line, parse_csv,
                     parse_json, print_summary, run, stride, table_csv, write_gzip)
 from evaluate import GT_FILES, gittables_labels
-from matcher import HeaderMatcher, Vectors, normalise
+from matcher import HeaderMatcher, Vectors
 
 
 def build(corpus: Path, out: Path, vectors_path: Path | None, thresholds: dict,
@@ -51,10 +51,7 @@ def build(corpus: Path, out: Path, vectors_path: Path | None, thresholds: dict,
         tables.append({"id": tid, "file": f"tables/{e['source']}/{e['name']}.csv",
                        "origin": e["origin"], "license": e["license"],
                        "rows": e.get("rows_total", len(rows) - 1), "columns": len(rows[0])})
-    words = sorted({w for h in headers.values() for c in h for w in normalise(c).split()})
-    vectors = None
-    if vectors_path is not None and min(thresholds.values()) < 1.0:
-        vectors = Vectors.load(vectors_path, words)
+    vectors = Vectors.for_headers(vectors_path, headers.values(), thresholds)
     counts = {}
     for ls in sorted(GT_FILES):
         class_ids = gittables_labels(ls, gold)

@@ -66,6 +66,14 @@ class Vectors:
                 table[word] = vec
         return cls(table, info)
 
+    @classmethod
+    def for_headers(cls, path: Path | None, headers, thresholds: dict) -> "Vectors | None":
+        """The vectors of every word of these header rows, or None when no threshold uses them
+        (or no vector file is given)."""
+        if path is None or min(thresholds.values()) >= 1.0:
+            return None
+        return cls.load(path, sorted({w for row in headers for c in row for w in normalise(c).split()}))
+
     def embed(self, text: str) -> list[float] | None:
         """Unit-length mean of the tokens' vectors, or None."""
         if text in self._cache:
