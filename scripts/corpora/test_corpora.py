@@ -259,6 +259,32 @@ class Builders(unittest.TestCase):
         self.assertIn(bad, str(e.exception))
         self.assertIn("tar.gz", str(e.exception))
 
+    def test_wikipedia_in_turl_layout(self):
+        import ast
+        from wikipedia_turl import convert
+        corpus = self.root / "corpus"
+        build_wikipedia.build(self.wiki_repo(), corpus, OFF, False, None, gold=self.gold)
+        dev = self.root / "dev.csv"  # a gold file whose one table is on page 88
+        write(dev, "table_name,table,labels,domain,domains,page_title,section_title,headers\n"
+                   "88-5,[],[],,[],P,,[]\n")
+        out = self.root / "turl"
+        done = convert(corpus, out, [1], [dev])
+        self.assertEqual((done["kept"], done["left_out"]), (1, 1))
+        self.assertEqual(done["files"], {"1": [1, 1], "all": [1, 1]})
+        rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
+        self.assertEqual([r["table_name"] for r in rows], ["2019-77-1"])
+        self.assertEqual(ast.literal_eval(rows[0]["labels"]), [["film.film"], []])
+        self.assertEqual(ast.literal_eval(rows[0]["headers"]), ["", ""])  # headers left out
+        self.assertEqual(ast.literal_eval(rows[0]["table"]),
+                         [[[[0, 0], [0, "Alien"]]], [[[0, 1], [0, "1979"]]]])
+        # without the exclusion, the CSV table's link target becomes text
+        convert(corpus, out, [], [], keep_headers=True)
+        rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
+        by_name = {r["table_name"]: r for r in rows}
+        self.assertEqual(ast.literal_eval(by_name["2019-88-3"]["table"])[0],
+                         [[[0, 0], [0, "Ridley Scott"]]])
+        self.assertEqual(ast.literal_eval(by_name["2019-88-3"]["headers"]), ["Director", "Film"])
+
 
 
 class SilverSubsetsTest(unittest.TestCase):
