@@ -26,8 +26,10 @@
 //! let annotation = annotator.annotate(&table)?;
 //! assert_eq!(annotation.columns.len(), 3);
 //! for column in &annotation.columns {
-//!     let best = &column.types[0].labels[0];
-//!     println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
+//!     // No label where the namespace abstains (its best label is below the model's threshold).
+//!     if let Some(best) = column.types[0].labels.first() {
+//!         println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
+//!     }
 //! }
 //! # Ok::<(), colswarm::ModelError>(())
 //! ```

@@ -28,13 +28,16 @@ def test_a_dataframe_gets_one_row_per_column_and_namespace(annotator):
     assert sorted(set(frame["column"])) == [0, 1, 2]
     assert list(frame["header"].drop_duplicates()) == ["city", "country", "population"]
     assert (frame["table"] == "cities").all()
-    assert frame["confidence"].between(0, 1).all()
+    # A namespace that abstains (no label above its threshold) leaves label and confidence empty.
+    answered = frame[frame["label"].notna()]
+    assert answered["confidence"].between(0, 1).all()
+    assert frame[frame["label"].isna()]["confidence"].isna().all()
     for top in frame["top_k"]:
         assert len(top) == 3
         assert all(0 <= c <= 1 for _, c in top)
         assert [c for _, c in top] == sorted((c for _, c in top), reverse=True)
     for label, labels in zip(frame["label"], frame["labels"]):
-        assert labels[0] == label
+        assert (labels[0] if labels else None) == label
     # Relations go from the subject column to every other one.
     subject = frame["subject_column"].iloc[0]
     related = frame[frame["column"] != subject]
@@ -134,7 +137,10 @@ def test_headerless_frames_and_rows_of_no_cells():
     empty_rows = pd.DataFrame({"city": pd.Series([], dtype=object), "country": []})
     frame = annotator.annotate(empty_rows)
     assert sorted(set(frame["column"])) == [0, 1]
-    assert frame["confidence"].between(0, 1).all()
+    # A namespace that abstains (no label above its threshold) leaves label and confidence empty.
+    answered = frame[frame["label"].notna()]
+    assert answered["confidence"].between(0, 1).all()
+    assert frame[frame["label"].isna()]["confidence"].isna().all()
 
 
 def test_no_table_gives_an_empty_frame(annotator):

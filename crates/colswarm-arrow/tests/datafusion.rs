@@ -188,7 +188,7 @@ fn record_batch_annotation_equals_table_annotation_and_threads_agree() {
         assert_eq!(x.table, y.table);
         assert_eq!(x.subject_column, y.subject_column);
         for (p, q) in x.columns.iter().zip(&y.columns) {
-            assert_eq!(p.types[0].labels[0].label, q.types[0].labels[0].label);
+            assert_eq!(p.types[0].top_k[0].label, q.types[0].top_k[0].label);
         }
     }
     // The first window equals annotating the same four columns as a table directly.
@@ -201,7 +201,7 @@ fn record_batch_annotation_equals_table_annotation_and_threads_agree() {
     let direct = one.annotate(&first).unwrap();
     assert_eq!(direct.columns.len(), 4);
     for (p, q) in direct.columns.iter().zip(&a[0].columns) {
-        assert_eq!(p.types[1].labels[0].label, q.types[1].labels[0].label);
-        assert!((p.types[1].labels[0].confidence - q.types[1].labels[0].confidence).abs() < 1e-5);
+        assert_eq!(p.types[1].top_k[0].label, q.types[1].top_k[0].label);
+        assert!((p.types[1].top_k[0].confidence - q.types[1].top_k[0].confidence).abs() < 1e-5);
     }
 }

@@ -47,6 +47,10 @@ pub(crate) struct AnnotateArgs {
     /// Run the primary alone.
     #[arg(long)]
     no_specialists: bool,
+    /// Give every column its best label, even where the model's namespace would abstain (its
+    /// best label below the threshold `colswarm calibrate` stored).
+    #[arg(long)]
+    no_abstain: bool,
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
@@ -117,6 +121,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         .top_k(args.top_k)
         .batch_size(args.batch_size)
         .specialists(specialist_use(args.no_specialists))
+        .abstain(!args.no_abstain)
         .namespaces(args.namespace.clone())
         .device(args.device.open()?)
         .build()
@@ -172,10 +177,14 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
         let relation = column.relations.first();
         for types in &column.types {
             let labels: Vec<&str> = types.labels.iter().map(|l| l.label.as_str()).collect();
-            let confidence = types.labels.first().map_or(0.0, |l| l.confidence);
+            // An abstaining namespace gives no label, so no confidence either.
+            let confidence = types
+                .labels
+                .first()
+                .map_or(String::new(), |l| format!("{:.4}", l.confidence));
             writeln!(
                 out,
-                "{},{},{},{},{},{:.4},{},{},{}",
+                "{},{},{},{},{},{},{},{},{}",
                 csv_field(&annotation.table),
                 column.index,
                 csv_field(column.header.as_deref().unwrap_or("")),

@@ -157,6 +157,18 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
             f.weighted_f1,
             100.0 * report.activation_rate
         );
+        if let Some(a) = &report.abstention {
+            let a = &a.at_threshold;
+            out!(
+                "abstaining below {:.2} (stored in the model): coverage {:.4} ({} of {} targets labelled), precision {:.4}, micro-F1 {:.4}",
+                a.threshold,
+                a.coverage,
+                a.answered,
+                a.targets,
+                a.precision,
+                a.micro_f1
+            );
+        }
         for line in report.routing.lines() {
             out!("{line}");
         }

@@ -17,6 +17,7 @@ macro_rules! out {
 }
 
 mod annotate;
+mod calibrate;
 mod evaluate;
 mod pretrain;
 mod probe;
@@ -106,6 +107,9 @@ enum Command {
     Eval(EvalArgs),
     /// Annotates tables: types, relations to the subject column, router decisions.
     Annotate(AnnotateArgs),
+    /// Chooses, per CTA namespace and on labelled dev tables, the probability below which the
+    /// model gives no label ("none fits"), and stores it in the model directory.
+    Calibrate(calibrate::CalibrateArgs),
     /// Shows a model directory or checkpoint: configuration, sizes, checksums.
     Inspect(InspectArgs),
     /// Measures annotation throughput (columns/s), primary alone and with specialists.
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
         Command::TrainRouter(args) => train::cmd_train_router(args),
         Command::Eval(args) => evaluate::cmd_eval(args),
         Command::Annotate(args) => annotate::cmd_annotate(args),
+        Command::Calibrate(args) => calibrate::cmd_calibrate(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),
         Command::Baseline(args) => evaluate::cmd_baseline(args),

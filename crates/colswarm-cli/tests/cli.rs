@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{colswarm, root, stdout};
+use common::{colswarm, root, stdout, t2d_subset};
 
 use colswarm_model::SerializeSettings;
 use colswarm_train::{
@@ -102,32 +102,6 @@ fn eval_json_carries_the_documented_fields() {
     // Relations never seen in training are counted, not dropped.
     assert!(report["labels_unknown"].as_u64().unwrap() > 0);
     assert!(report["per_label"].is_array());
-}
-
-/// A T2D folder holding the first `n` annotated tables (with the classes file).
-fn t2d_subset(n: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let source = root().join("datasets/t2d-webtables");
-    std::fs::copy(
-        source.join("classes_complete.csv"),
-        dir.path().join("classes_complete.csv"),
-    )
-    .unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(source.join("attributes"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for sub in ["attributes", "tables"] {
-        std::fs::create_dir(dir.path().join(sub)).unwrap();
-    }
-    for file in files.iter().take(n) {
-        let name = file.file_name().unwrap();
-        for sub in ["attributes", "tables"] {
-            std::fs::copy(source.join(sub).join(name), dir.path().join(sub).join(name)).unwrap();
-        }
-    }
-    dir
 }
 
 #[test]

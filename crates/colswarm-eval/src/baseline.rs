@@ -533,6 +533,7 @@ mod tests {
             labels: labels.iter().map(|s| s.to_string()).collect(),
             activation: Default::default(),
             ancestors: Vec::new(),
+            abstain_below: None,
         }
     }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use colswarm_tables::Table;
 
+use crate::abstention::{AbstentionReport, abstention_point};
 use crate::compare::{TargetPrediction, score_predictions};
 use crate::error::EvalError;
 use crate::metrics::F1Report;
@@ -59,6 +60,10 @@ pub struct EvalReport {
     /// Scores.
     #[serde(flatten)]
     pub f1: F1Report,
+    /// Where the namespace stores an abstention threshold: coverage and precision when it
+    /// abstains (micro-F1 above is scored without abstaining, as the benchmarks score it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstention: Option<AbstentionReport>,
     /// Every scored target with its gold and predicted labels, in table order (what
     /// `colswarm eval --predictions` writes; not part of the JSON report).
     #[serde(skip)]
@@ -130,6 +135,8 @@ pub fn evaluate(
             Task::Cpa => t.cpa_targets.iter().any(|c| !c.labels.is_empty()),
         })
         .collect();
+    // Abstention is scored from each target's probabilities, kept for it.
+    let keep_probabilities = options.probabilities || namespace.abstain_below.is_some();
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
@@ -166,7 +173,7 @@ pub fn evaluate(
                         .map(|i| namespace.labels[i].clone())
                         .collect()
                 };
-                let probabilities = if options.probabilities {
+                let probabilities = if keep_probabilities {
                     namespace.labels.iter().cloned().zip(probs).collect()
                 } else {
                     Default::default()
@@ -223,6 +230,14 @@ pub fn evaluate(
     }
     progress.finish("done");
     let f1 = score_predictions(&scored, namespace);
+    let abstention = namespace.abstain_below.map(|threshold| AbstentionReport {
+        at_threshold: abstention_point(&scored, namespace, threshold),
+    });
+    if !options.probabilities {
+        for target in &mut scored {
+            target.probabilities.clear();
+        }
+    }
     Ok(EvalReport {
         task: options.task,
         namespace: namespace.name.clone(),
@@ -233,6 +248,7 @@ pub fn evaluate(
         routing,
         seconds,
         f1,
+        abstention,
         targets: scored,
     })
 }

@@ -4,6 +4,8 @@
 //!   their readers are `colswarm_tables`' ([`DatasetFormat`], [`load_tables`]).
 //! - [`evaluate`]: micro/macro F1 of a model directory on labelled tables ([`EvalReport`]), with
 //!   how the router routed per specialist and kind of table ([`RoutingReport`]).
+//! - [`abstention_curve`] and [`choose_threshold`]: precision against coverage when a
+//!   namespace gives no label below a probability threshold, and the threshold chosen on dev.
 //! - [`train_baseline`]: majority and character n-gram baselines, scored the same way.
 //! - [`write_predictions`], [`read_predictions`] and [`paired_bootstrap`]: two systems'
 //!   predictions compared target by target, with a 95% interval of their micro-F1 difference
@@ -21,6 +23,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod abstention;
 mod baseline;
 mod compare;
 mod error;
@@ -29,6 +32,10 @@ mod metrics;
 mod routing;
 mod spec;
 
+pub use abstention::{
+    AbstentionPoint, AbstentionReport, ThresholdRule, abstention_curve, abstention_point,
+    choose_threshold,
+};
 pub use baseline::{
     Baseline, BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
 };

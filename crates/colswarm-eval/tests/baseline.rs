@@ -65,6 +65,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         labels: labels.to_vec(),
         activation: Default::default(),
         ancestors: Vec::new(),
+        abstain_below: None,
     }
 }
 

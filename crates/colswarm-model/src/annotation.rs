@@ -4,7 +4,7 @@ use burn::tensor::Tensor;
 use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{decode, hierarchy_probs, namespace_probs, subject_column};
+use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
 use crate::encode::Columns;
 use crate::encode::Example;
 use crate::error::ModelError;
@@ -26,10 +26,14 @@ pub struct TypeAnnotation {
     /// The namespace (training set) the labels come from.
     pub namespace: String,
     /// The predicted labels: the argmax (single-label), or every label with at least half the
-    /// best one's probability (multi-label).
+    /// best one's probability (multi-label); none when the namespace abstains.
     pub labels: Vec<Scored>,
-    /// The `k` most probable labels.
+    /// The `k` most probable labels (listed even when the namespace abstains).
     pub top_k: Vec<Scored>,
+    /// Whether the namespace abstained: its best label's probability is below the threshold
+    /// the model stores for it ([`crate::Namespace::abstain_below`]), so no label is given.
+    #[serde(default)]
+    pub abstained: bool,
 }
 
 /// The relation of a column to the subject column.
@@ -95,6 +99,9 @@ pub struct AnnotateOptions {
     pub batch_size: usize,
     /// Which specialists read the tables (default: the router's choice).
     pub specialists: SpecialistUse,
+    /// Honour the namespaces' abstention thresholds (default); `false` gives every column its
+    /// best label.
+    pub abstain: bool,
 }
 
 impl Default for AnnotateOptions {
@@ -105,6 +112,7 @@ impl Default for AnnotateOptions {
             top_k: 3,
             batch_size: 16,
             specialists: SpecialistUse::Router,
+            abstain: true,
         }
     }
 }
@@ -145,7 +153,7 @@ impl Model {
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
             let outputs = self.predict(&refs, &subjects, options.specialists)?;
             for (b, table) in chunk.iter().enumerate() {
-                annotations.push(outputs.table(self, b, table, &cta, &cpa, options.top_k));
+                annotations.push(outputs.table(self, b, table, &cta, &cpa, options));
             }
         }
         Ok(annotations)
@@ -270,8 +278,9 @@ impl Outputs {
         table: &Table,
         cta: &[usize],
         cpa: &[usize],
-        k: usize,
+        options: &AnnotateOptions,
     ) -> TableAnnotation {
+        let k = options.top_k;
         let subject = subject_column(table);
         let columns = (0..table.n_columns())
             .map(|c| {
@@ -281,7 +290,12 @@ impl Outputs {
                     .map(|&i| {
                         let ns = &model.space.cta[i];
                         let probs = namespace_probs(ns, logits);
-                        let predicted = decode(ns, &probs);
+                        let abstained = options.abstain && abstains(ns, &probs);
+                        let predicted = if abstained {
+                            Vec::new()
+                        } else {
+                            decode(ns, &probs)
+                        };
                         let probs = hierarchy_probs(ns, probs);
                         let mut labels: Vec<Scored> = predicted
                             .into_iter()
@@ -295,6 +309,7 @@ impl Outputs {
                             namespace: ns.name.clone(),
                             labels,
                             top_k: top_k(ns, &probs, k),
+                            abstained,
                         }
                     })
                     .collect();

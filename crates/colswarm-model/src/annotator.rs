@@ -68,6 +68,13 @@ impl AnnotatorBuilder {
         self
     }
 
+    /// Whether namespaces abstain below the thresholds the model stores (default `true`;
+    /// `false` gives every column its best label).
+    pub fn abstain(mut self, abstain: bool) -> Self {
+        self.options.abstain = abstain;
+        self
+    }
+
     /// Report only these CTA namespaces (default: all the model has).
     pub fn namespaces<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.options.cta_namespaces = names.into_iter().map(Into::into).collect();
@@ -263,15 +270,16 @@ mod tests {
         }
     }
 
-    /// Batching changes padding, not results: the same top label per column, its confidence
-    /// within 1e-4.
+    /// Batching changes padding, not results: the same top label per column (and the same
+    /// abstentions), its confidence within 1e-4.
     fn assert_same_top_labels(a: &TableAnnotation, b: &TableAnnotation) {
         assert_eq!(a.columns.len(), b.columns.len());
         for (x, y) in a.columns.iter().zip(&b.columns) {
-            assert_eq!(x.types[0].labels[0].label, y.types[0].labels[0].label);
+            assert_eq!(x.types[0].abstained, y.types[0].abstained);
+            assert_eq!(x.types[0].top_k[0].label, y.types[0].top_k[0].label);
             let (p, q) = (
-                x.types[0].labels[0].confidence,
-                y.types[0].labels[0].confidence,
+                x.types[0].top_k[0].confidence,
+                y.types[0].top_k[0].confidence,
             );
             assert!((p - q).abs() < 1e-4, "{p} vs {q}");
         }

@@ -45,6 +45,15 @@ pub fn decode(namespace: &Namespace, probs: &[f32]) -> Vec<usize> {
     namespace.close_under_ancestors(chosen)
 }
 
+/// Whether `namespace` abstains on a target with these probabilities (the model's own,
+/// [`namespace_probs`]): its best label's probability is below
+/// [`Namespace::abstain_below`]. A namespace without a threshold never abstains.
+pub fn abstains(namespace: &Namespace, probs: &[f32]) -> bool {
+    namespace
+        .abstain_below
+        .is_some_and(|threshold| argmax(probs).is_some_and(|best| probs[best] < threshold))
+}
+
 fn argmax(values: &[f32]) -> Option<usize> {
     (0..values.len()).max_by(|&a, &b| values[a].total_cmp(&values[b]))
 }
@@ -97,7 +106,18 @@ mod tests {
             labels: (0..n).map(|i| format!("l{i}")).collect(),
             activation,
             ancestors: Vec::new(),
+            abstain_below: None,
         }
+    }
+
+    #[test]
+    fn a_namespace_abstains_below_its_threshold_only() {
+        let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
+        assert!(!abstains(&single, &[0.34, 0.33, 0.33]));
+        single.abstain_below = Some(0.5);
+        assert!(abstains(&single, &[0.4, 0.35, 0.25]));
+        assert!(!abstains(&single, &[0.5, 0.25, 0.25]));
+        assert!(!abstains(&single, &[]));
     }
 
     #[test]

@@ -66,6 +66,11 @@ pub struct Namespace {
     /// its super-types, and a super-type's reported probability is at least its subtypes'.
     /// Empty: no hierarchy.
     pub ancestors: Vec<Vec<usize>>,
+    /// The namespace abstains on a target whose best label's probability is below this: no
+    /// label fits ("none"). Chosen on dev by `colswarm calibrate`; `None`: every target gets
+    /// its best label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_below: Option<f32>,
 }
 
 impl Namespace {
@@ -147,6 +152,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     labels: n.labels,
                     activation: n.activation,
                     ancestors: n.ancestors,
+                    abstain_below: None,
                 })
                 .collect()
         };
@@ -211,6 +217,7 @@ impl LabelSpace {
             labels,
             activation: Activation::Softmax,
             ancestors: Vec::new(),
+            abstain_below: None,
         });
     }
 

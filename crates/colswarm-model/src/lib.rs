@@ -18,8 +18,11 @@
 //! ))?;
 //! let annotation = annotator.annotate(&table)?;
 //! for column in &annotation.columns {
-//!     let best = &column.types[0].labels[0];
-//!     println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence);
+//!     // No label where the namespace abstains (its best label is below the model's threshold).
+//!     match column.types[0].labels.first() {
+//!         Some(best) => println!("{:?}: {} ({:.2})", column.header, best.label, best.confidence),
+//!         None => println!("{:?}: none", column.header),
+//!     }
 //! }
 //! # Ok::<(), colswarm_model::ModelError>(())
 //! ```
@@ -42,7 +45,7 @@ pub use annotation::{
 pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
-pub use decode::{decode, hierarchy_probs, namespace_probs, subject_column};
+pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};

@@ -29,3 +29,29 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
+
+/// A T2D folder holding the first `n` annotated tables (with the classes file).
+pub fn t2d_subset(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = root().join("datasets/t2d-webtables");
+    std::fs::copy(
+        source.join("classes_complete.csv"),
+        dir.path().join("classes_complete.csv"),
+    )
+    .unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(source.join("attributes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for sub in ["attributes", "tables"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    for file in files.iter().take(n) {
+        let name = file.file_name().unwrap();
+        for sub in ["attributes", "tables"] {
+            std::fs::copy(source.join(sub).join(name), dir.path().join(sub).join(name)).unwrap();
+        }
+    }
+    dir
+}

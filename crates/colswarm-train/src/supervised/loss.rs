@@ -205,6 +205,7 @@ mod tests {
             labels: vec!["a".into(), "b".into(), "c".into()],
             activation: Activation::Softmax,
             ancestors: Vec::new(),
+            abstain_below: None,
         };
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];

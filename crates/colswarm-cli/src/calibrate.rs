@@ -1,0 +1,186 @@
+//! `calibrate`: per CTA namespace, the probability below which the model gives no label,
+//! chosen on labelled dev tables and stored in the model directory's `labels.json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use colswarm_eval::{
+    AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
+    evaluate,
+};
+use colswarm_model::{LABELS_FILE, SpecialistUse, Task};
+use serde::Serialize;
+
+use crate::DeviceArg;
+use crate::evaluate::load_model;
+
+#[derive(Args, Debug)]
+pub(crate) struct CalibrateArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
+    /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
+    #[arg(long = "dev", required = true)]
+    dev: Vec<String>,
+    /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
+    /// with the best micro-F1, an abstention counting as a miss).
+    #[arg(long)]
+    min_precision: Option<f64>,
+    /// Write the calibrated model to this new directory (a copy of --model) instead of
+    /// changing --model's `labels.json` in place.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the whole precision / coverage curve (thresholds 0.00 to 1.00).
+    #[arg(long)]
+    curve: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    #[command(flatten)]
+    device: DeviceArg,
+}
+
+/// What `calibrate` found for one namespace.
+#[derive(Serialize)]
+struct Calibration {
+    namespace: String,
+    never_abstaining: AbstentionPoint,
+    chosen: AbstentionPoint,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    curve: Vec<AbstentionPoint>,
+}
+
+pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
+    if let Some(p) = args.min_precision
+        && !(0.0..=1.0).contains(&p)
+    {
+        bail!("--min-precision {p} is not a precision in [0, 1]");
+    }
+    let rule = args
+        .min_precision
+        .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
+    let mut model = load_model(&args.model, args.device)?;
+    let mut found = Vec::new();
+    for spec in &args.dev {
+        let spec: DataSpec = spec.parse()?;
+        if model.space.namespace(Task::Cta, &spec.namespace).is_none() {
+            bail!(
+                "--dev {spec}: the model has no CTA namespace `{}` (it has: {})",
+                spec.namespace,
+                model
+                    .space
+                    .cta
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let data = spec.load()?;
+        let options = EvalOptions {
+            task: Task::Cta,
+            namespace: Some(spec.namespace.clone()),
+            batch_size: args.batch_size,
+            specialists: SpecialistUse::Router,
+            progress: !args.json,
+            probabilities: true,
+        };
+        let report = evaluate(&model, &data.tables, spec.format, &options)?;
+        if report.targets.is_empty() {
+            bail!("--dev {spec}: no labelled column to calibrate on");
+        }
+        let namespace = model
+            .space
+            .namespace(Task::Cta, &spec.namespace)
+            .context("namespace checked above")?;
+        let curve = abstention_curve(&report.targets, namespace);
+        let chosen = choose_threshold(&curve, rule)
+            .context("the curve has a point per threshold")?
+            .clone();
+        found.push(Calibration {
+            namespace: spec.namespace.clone(),
+            never_abstaining: curve[0].clone(),
+            chosen,
+            curve: if args.curve { curve } else { Vec::new() },
+        });
+    }
+    for c in &found {
+        if let Some(n) = model.space.cta.iter_mut().find(|n| n.name == c.namespace) {
+            n.abstain_below = Some(c.chosen.threshold);
+        }
+    }
+    let dir = match &args.out {
+        Some(out) => {
+            copy_model_dir(&args.model, out)?;
+            out.clone()
+        }
+        None => args.model.clone(),
+    };
+    model.space.save(&dir.join(LABELS_FILE))?;
+    if args.json {
+        out!("{}", serde_json::to_string(&found)?);
+        return Ok(());
+    }
+    for c in &found {
+        let (a, b) = (&c.never_abstaining, &c.chosen);
+        out!(
+            "{}: {} targets; never abstaining: precision {:.4}, micro-F1 {:.4}",
+            c.namespace,
+            a.targets,
+            a.precision,
+            a.micro_f1
+        );
+        out!(
+            "{}: abstains below {:.2}: coverage {:.4}, precision {:.4}, micro-F1 {:.4}",
+            c.namespace,
+            b.threshold,
+            b.coverage,
+            b.precision,
+            b.micro_f1
+        );
+        if !c.curve.is_empty() {
+            out!("threshold  coverage  precision  micro-F1");
+            for p in &c.curve {
+                out!(
+                    "{:>9.2}  {:>8.4}  {:>9.4}  {:>8.4}",
+                    p.threshold,
+                    p.coverage,
+                    p.precision,
+                    p.micro_f1
+                );
+            }
+        }
+    }
+    out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
+    Ok(())
+}
+
+/// Copies a model directory (files and subdirectories) to a new one.
+fn copy_model_dir(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        bail!("--out {} exists: name a new directory", to.display());
+    }
+    fn copy(from: &Path, to: &Path) -> Result<()> {
+        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        for entry in
+            std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?
+        {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy(&entry.path(), &target)?;
+            } else {
+                std::fs::copy(entry.path(), &target).with_context(|| {
+                    format!("copying {} to {}", entry.path().display(), target.display())
+                })?;
+            }
+        }
+        Ok(())
+    }
+    copy(from, to)
+}

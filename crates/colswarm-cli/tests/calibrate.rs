@@ -1,0 +1,154 @@
+//! `colswarm calibrate` chooses and stores abstention thresholds; `eval` and `annotate` honour
+//! them. On the shipped model and a dozen T2D tables.
+
+mod common;
+
+use std::path::Path;
+
+use common::{colswarm, root, stdout, t2d_subset};
+
+fn labels_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("labels.json")).unwrap()).unwrap()
+}
+
+fn t2d_threshold(labels: &serde_json::Value) -> Option<f64> {
+    labels["cta"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "t2d")
+        .unwrap()
+        .get("abstain_below")
+        .and_then(serde_json::Value::as_f64)
+}
+
+#[test]
+fn calibrate_stores_a_threshold_that_eval_and_annotate_honour() {
+    let shipped = root().join("models/colswarm-small");
+    let data = t2d_subset(12);
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("calibrated");
+    let dev = format!("t2d=t2d:{}", data.path().display());
+    let before = std::fs::read(shipped.join("labels.json")).unwrap();
+    let found: serde_json::Value = serde_json::from_str(
+        stdout(&colswarm(&[
+            "calibrate",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--dev",
+            &dev,
+            "--min-precision",
+            "0.8",
+            "--curve",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]))
+        .trim(),
+    )
+    .unwrap();
+    // --out leaves the model it read unchanged.
+    assert_eq!(std::fs::read(shipped.join("labels.json")).unwrap(), before);
+    let chosen = &found[0]["chosen"];
+    let threshold = chosen["threshold"].as_f64().unwrap();
+    let stored = t2d_threshold(&labels_json(&out)).expect("a stored threshold");
+    assert!((stored - threshold).abs() < 1e-6, "{stored} vs {threshold}");
+    // The rule: the lowest threshold reaching the precision, unless none does.
+    let curve = found[0]["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 101);
+    let first = curve
+        .iter()
+        .find(|p| p["answered"].as_u64().unwrap() > 0 && p["precision"].as_f64().unwrap() >= 0.8);
+    if let Some(first) = first {
+        assert_eq!(first["threshold"], chosen["threshold"]);
+    }
+    let coverage: Vec<f64> = curve
+        .iter()
+        .map(|p| p["coverage"].as_f64().unwrap())
+        .collect();
+    assert!(coverage.windows(2).all(|w| w[1] <= w[0]), "{coverage:?}");
+    assert_eq!(coverage[0], 1.0);
+
+    // eval reports the same point beside an unchanged micro-F1.
+    let eval = |model: &Path| -> serde_json::Value {
+        let out = colswarm(&[
+            "eval",
+            "--model",
+            model.to_str().unwrap(),
+            "--format",
+            "t2d",
+            "--input",
+            data.path().to_str().unwrap(),
+            "--task",
+            "cta",
+            "--namespace",
+            "t2d",
+            "--json",
+        ]);
+        serde_json::from_str(stdout(&out).trim()).unwrap()
+    };
+    let (plain, calibrated) = (eval(&shipped), eval(&out));
+    assert_eq!(plain["micro_f1"], calibrated["micro_f1"]);
+    assert!(plain.get("abstention").is_none());
+    let a = &calibrated["abstention"];
+    for key in ["threshold", "coverage", "precision", "micro_f1", "answered"] {
+        assert_eq!(a[key], chosen[key], "{key}");
+    }
+
+    // annotate gives no t2d label below the threshold, unless told not to abstain.
+    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let annotate = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = vec![
+            "annotate",
+            "--model",
+            out.to_str().unwrap(),
+            "--namespace",
+            "t2d",
+        ];
+        args.extend_from_slice(extra);
+        args.push(table);
+        let text = stdout(&colswarm(&args));
+        let annotation: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        annotation["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["types"][0].clone())
+            .collect()
+    };
+    for types in annotate(&[]) {
+        let best = types["top_k"][0]["confidence"].as_f64().unwrap();
+        let abstained = types["abstained"].as_bool().unwrap();
+        assert_eq!(abstained, best < threshold, "{types}");
+        assert_eq!(types["labels"].as_array().unwrap().is_empty(), abstained);
+    }
+    for types in annotate(&["--no-abstain"]) {
+        assert_eq!(types["abstained"], false);
+        assert!(!types["labels"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn calibrate_refuses_what_it_cannot_use() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("x");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["calibrate", "--model", shipped.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        let result = colswarm(&args);
+        assert!(!result.status.success());
+        String::from_utf8_lossy(&result.stderr).to_string()
+    };
+    let err = run(&["--dev", "nope=t2d:datasets/t2d-webtables#dev"]);
+    assert!(err.contains("no CTA namespace `nope`"), "{err}");
+    let err = run(&[
+        "--dev",
+        "t2d=t2d:datasets/t2d-webtables#dev",
+        "--min-precision",
+        "1.5",
+    ]);
+    assert!(err.contains("--min-precision 1.5"), "{err}");
+    assert!(!out.exists());
+}
