@@ -10,7 +10,7 @@ use colswarm_eval::{
     AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
     evaluate,
 };
-use colswarm_model::{LABELS_FILE, SpecialistUse, Task};
+use colswarm_model::{LABELS_FILE, Namespace, SpecialistUse, Task};
 use serde::Serialize;
 
 use crate::DeviceArg;
@@ -23,8 +23,13 @@ pub(crate) struct CalibrateArgs {
     model: PathBuf,
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
     /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
-    #[arg(long = "dev", required = true)]
+    #[arg(long = "dev", required_unless_present = "set")]
     dev: Vec<String>,
+    /// Store this threshold for a CTA namespace as given, NAMESPACE=THRESHOLD (repeatable):
+    /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
+    /// it; `NAMESPACE=none` removes the namespace's threshold.
+    #[arg(long = "set", value_name = "NAMESPACE=THRESHOLD")]
+    set: Vec<String>,
     /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
     /// with the best micro-F1, an abstention counting as a miss).
     #[arg(long)]
@@ -72,13 +77,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             bail!(
                 "--dev {spec}: the model has no CTA namespace `{}` (it has: {})",
                 spec.namespace,
-                model
-                    .space
-                    .cta
-                    .iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                namespaces(&model.space.cta)
             );
         }
         let data = spec.load()?;
@@ -113,6 +112,19 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         if let Some(n) = model.space.cta.iter_mut().find(|n| n.name == c.namespace) {
             n.abstain_below = Some(c.chosen.threshold);
         }
+    }
+    for given in &args.set {
+        let (name, value) = parse_set(given)?;
+        let known = namespaces(&model.space.cta);
+        let n = model
+            .space
+            .cta
+            .iter_mut()
+            .find(|n| n.name == name)
+            .with_context(|| {
+                format!("--set {given}: the model has no CTA namespace `{name}` (it has: {known})")
+            })?;
+        n.abstain_below = value;
     }
     let dir = match &args.out {
         Some(out) => {
@@ -156,8 +168,35 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             }
         }
     }
+    for n in &model.space.cta {
+        match n.abstain_below {
+            Some(t) => out!("{}: abstains below {t:.2}", n.name),
+            None => out!("{}: never abstains", n.name),
+        }
+    }
     out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
     Ok(())
+}
+
+fn namespaces(list: &[Namespace]) -> String {
+    list.iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `NAMESPACE=THRESHOLD` (a probability) or `NAMESPACE=none`.
+fn parse_set(given: &str) -> Result<(String, Option<f32>)> {
+    let Some((name, value)) = given.split_once('=') else {
+        bail!("--set {given}: expected NAMESPACE=THRESHOLD");
+    };
+    if value == "none" {
+        return Ok((name.to_string(), None));
+    }
+    match value.parse::<f32>() {
+        Ok(t) if (0.0..=1.0).contains(&t) => Ok((name.to_string(), Some(t))),
+        _ => bail!("--set {given}: the threshold must be a probability in [0, 1] or `none`"),
+    }
 }
 
 /// Copies a model directory (files and subdirectories) to a new one.

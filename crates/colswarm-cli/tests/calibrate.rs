@@ -150,5 +150,36 @@ fn calibrate_refuses_what_it_cannot_use() {
         "1.5",
     ]);
     assert!(err.contains("--min-precision 1.5"), "{err}");
+    let err = run(&["--set", "t2d=1.5"]);
+    assert!(err.contains("--set t2d=1.5"), "{err}");
+    let err = run(&["--set", "nope=0.5"]);
+    assert!(err.contains("no CTA namespace `nope`"), "{err}");
     assert!(!out.exists());
+}
+
+#[test]
+fn calibrate_set_stores_and_removes_a_given_threshold() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("set");
+    let path = out.to_str().unwrap();
+    stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--set",
+        "t2d=0.25",
+        "--out",
+        path,
+    ]));
+    assert_eq!(t2d_threshold(&labels_json(&out)), Some(0.25));
+    // In place, `none` removes it again; the other namespaces are untouched.
+    stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        path,
+        "--set",
+        "t2d=none",
+    ]));
+    assert_eq!(labels_json(&out), labels_json(&shipped));
 }
