@@ -199,6 +199,9 @@ class Annotator:
         need a package built with that backend (``maturin build --features wgpu``); asking for
         one the build or machine lacks raises ``ValueError`` or ``ColswarmError`` saying how to
         get it.
+    :param abstain: honour the model's abstention thresholds (``colswarm calibrate``): a
+        namespace whose best label is below its threshold gives no label (``label`` is
+        ``None``). ``False`` gives every column its best label.
 
     Instances are thread-safe; every call releases the GIL while Rust reads and annotates.
     """
@@ -214,6 +217,7 @@ class Annotator:
         lossy: bool = False,
         sample_rows: int = 1000,
         device: str = "cpu",
+        abstain: bool = True,
     ) -> None:
         namespaces = [namespace] if isinstance(namespace, str) else namespace
         self._inner = _colswarm.Annotator(
@@ -226,6 +230,7 @@ class Annotator:
             lossy=lossy,
             sample_rows=sample_rows,
             device=device,
+            abstain=abstain,
         )
         self._info: Dict[str, Any] = dict(self._inner.describe())
 

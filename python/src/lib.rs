@@ -217,7 +217,7 @@ struct PyAnnotator {
 #[pymethods]
 impl PyAnnotator {
     #[new]
-    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu"))]
+    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu", abstain = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -230,6 +230,7 @@ impl PyAnnotator {
         lossy: bool,
         sample_rows: usize,
         device: &str,
+        abstain: bool,
     ) -> PyResult<Self> {
         let specialists = parse_specialists(specialists).map_err(|m| value_err(py, m))?;
         let device: DeviceChoice = device
@@ -240,7 +241,8 @@ impl PyAnnotator {
             .top_k(top_k)
             .threads(threads)
             .batch_size(batch_size)
-            .specialists(specialists);
+            .specialists(specialists)
+            .abstain(abstain);
         if let Some(names) = namespaces {
             builder = builder.namespaces(names);
         }
@@ -317,6 +319,7 @@ impl PyAnnotator {
         d.set_item("specialist_names", model.specialist_names.clone())?;
         d.set_item("namespaces", options.cta_namespaces.clone())?;
         d.set_item("top_k", options.top_k)?;
+        d.set_item("abstain", options.abstain)?;
         d.set_item("batch_size", options.batch_size)?;
         d.set_item("threads", self.inner.threads())?;
         let specialists = match options.specialists {

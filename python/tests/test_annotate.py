@@ -97,6 +97,11 @@ def test_options_reach_the_model(some_t2d_tables):
     assert all(a == [] for a in off["active_specialists"])
     everyone = colswarm.Annotator(MODEL, specialists="all").annotate(path)
     assert all(len(a) == 3 for a in everyone["active_specialists"])
+    # abstain=False: every column gets its best label, as `annotate --no-abstain`.
+    every = colswarm.Annotator(MODEL, abstain=False)
+    assert every.info["abstain"] is False
+    assert every.annotate(CITIES)["label"].notna().all()
+    assert cli_annotate([path], "--no-abstain") == every.annotate_json([path], parse=True)
 
 
 def test_repr_names_the_model_and_options(annotator):
