@@ -41,7 +41,8 @@ fn index(i: usize) -> u32 {
 }
 
 /// Flattens annotations into one batch with [`annotation_schema`]: every decoded type of every
-/// column (one row per label of a multi-label namespace) and every relation.
+/// column (one row per label of a multi-label namespace; none where the namespace abstains)
+/// and every relation.
 pub fn annotations_to_record_batch(
     annotations: &[TableAnnotation],
 ) -> Result<RecordBatch, ArrowError> {

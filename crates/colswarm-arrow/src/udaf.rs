@@ -7,7 +7,8 @@
 //! input: partitions are sampled in parallel and their samples merged. The sampled values, in
 //! hash order, become a one-column table named after the argument's field, which the
 //! [`Annotator`] annotates; the result is a struct `{label: Utf8, confidence: Float32}` for one
-//! CTA namespace (null for a column with no non-null values).
+//! CTA namespace (null for a column with no non-null values, or where the namespace abstains:
+//! its best label is below the threshold the model stores).
 
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
