@@ -154,16 +154,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn precision_rises_and_coverage_falls_with_the_threshold() {
-        let ns = namespace();
-        // Right at 0.9 and 0.8, wrong at 0.6 and 0.4.
-        let targets = [
+    /// Right at 0.9 and 0.8, wrong at 0.6 and 0.4.
+    fn four_targets() -> [TargetPrediction; 4] {
+        [
             target("a", "a", 0.9),
             target("b", "b", 0.8),
             target("a", "b", 0.6),
             target("b", "a", 0.4),
-        ];
+        ]
+    }
+
+    #[test]
+    fn precision_rises_and_coverage_falls_with_the_threshold() {
+        let ns = namespace();
+        let targets = four_targets();
         let curve = abstention_curve(&targets, &ns);
         assert_eq!(curve.len(), 101);
         assert_eq!((curve[0].threshold, curve[100].threshold), (0.0, 1.0));
@@ -180,12 +184,7 @@ mod tests {
     #[test]
     fn the_rules_pick_their_threshold() {
         let ns = namespace();
-        let targets = [
-            target("a", "a", 0.9),
-            target("b", "b", 0.8),
-            target("a", "b", 0.6),
-            target("b", "a", 0.4),
-        ];
+        let targets = four_targets();
         let curve = abstention_curve(&targets, &ns);
         // Dropping the two wrong answers raises F1 from 0.5 to 2/3; 0.61 is the lowest such.
         let best = choose_threshold(&curve, ThresholdRule::BestF1).unwrap();
