@@ -168,6 +168,7 @@ mod tests {
                         // Multi-label: two decoded labels give two rows.
                         labels: vec![scored("film.film", 0.5), scored("common.topic", 0.4)],
                         top_k: vec![],
+                        abstained: false,
                     }],
                     relations: vec![],
                 },
@@ -178,6 +179,7 @@ mod tests {
                         namespace: "wikitables".into(),
                         labels: vec![scored("time.year", 0.9)],
                         top_k: vec![],
+                        abstained: false,
                     }],
                     relations: vec![RelationAnnotation {
                         namespace: "t2d".into(),
@@ -185,6 +187,18 @@ mod tests {
                         relation: scored("releaseDate", 0.6),
                         top_k: vec![],
                     }],
+                },
+                // The namespace abstained: no label, so no row.
+                ColumnAnnotation {
+                    index: 2,
+                    header: Some("population".into()),
+                    types: vec![TypeAnnotation {
+                        namespace: "gittables".into(),
+                        labels: vec![],
+                        top_k: vec![scored("location", 0.27)],
+                        abstained: true,
+                    }],
+                    relations: vec![],
                 },
             ],
         }
