@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -113,6 +114,12 @@ def parse_json(data: bytes, name: str):
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise SourceError(f"{name}: malformed JSON ({e})") from None
+
+
+def hash_order(ids) -> list[str]:
+    """`ids` sorted by the SHA-256 of each: a fixed order, independent of how a corpus was built,
+    in which nested subsets of a corpus take their tables (the smaller ones first)."""
+    return sorted(ids, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
 
 
 def stride(rows: list, n: int = MAX_ROWS) -> list:

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 from pathlib import Path
 
-from common import SourceError, run
+from common import SourceError, hash_order, run
 
 
 def subsets(rows: list[list[str]], sizes: list[int]) -> dict[str, list[list[str]]]:
@@ -26,7 +25,7 @@ def subsets(rows: list[list[str]], sizes: list[int]) -> dict[str, list[list[str]
     by_table: dict[str, list[list[str]]] = {}
     for row in rows:
         by_table.setdefault(row[0], []).append(row)
-    order = sorted(by_table, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+    order = hash_order(by_table)
     out = {}
     for size in sorted(sizes) + [None]:
         picked, labelled = [], 0

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import lzma
 from pathlib import Path
 
-from common import SourceError, run
+from common import SourceError, hash_order, run
 
 
 def load_labels(path: Path) -> dict[str, dict[int, list[str]]]:
@@ -122,7 +121,7 @@ def convert(corpus: Path, out: Path, sizes: list[int], exclude_pages_of: list[Pa
         excluded_pages |= gold_pages(path)
 
     order, left_out = [], 0
-    for tid in sorted(labels, key=lambda t: hashlib.sha256(t.encode()).hexdigest()):
+    for tid in hash_order(labels):
         if tid not in index:
             raise SourceError(f"{corpus}: labels name table {tid}, which the manifest lacks")
         if index[tid][1] in excluded_pages:

@@ -73,13 +73,13 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     let mut found = Vec::new();
     for spec in &args.dev {
         let spec: DataSpec = spec.parse()?;
-        if model.space.namespace(Task::Cta, &spec.namespace).is_none() {
+        let Some(namespace) = model.space.namespace(Task::Cta, &spec.namespace) else {
             bail!(
                 "--dev {spec}: the model has no CTA namespace `{}` (it has: {})",
                 spec.namespace,
                 namespaces(&model.space.cta)
             );
-        }
+        };
         let data = spec.load()?;
         let options = EvalOptions {
             task: Task::Cta,
@@ -93,10 +93,6 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         if report.targets.is_empty() {
             bail!("--dev {spec}: no labelled column to calibrate on");
         }
-        let namespace = model
-            .space
-            .namespace(Task::Cta, &spec.namespace)
-            .context("namespace checked above")?;
         let curve = abstention_curve(&report.targets, namespace);
         let chosen = choose_threshold(&curve, rule)
             .context("the curve has a point per threshold")?
