@@ -64,6 +64,12 @@ pub(crate) struct TrainArgs {
     /// the column), mapped to the primary's width, to the column's representation.
     #[arg(long)]
     column_fusion: bool,
+    /// Read static word vectors: each column's mean vector of its cells' words and of its
+    /// header's words, from this word-vector file (`scripts/knowledge/word_vectors.py` writes
+    /// one from GloVe), projected and added to the column's representation. The file is copied
+    /// into the saved model.
+    #[arg(long, value_name = "FILE")]
+    word_vectors: Option<PathBuf>,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
     /// softmax instead.
@@ -217,6 +223,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             ngram_buckets: args.ngram_buckets,
             head_skip: args.head_skip,
             column_fusion: args.column_fusion,
+            word_vectors: args.word_vectors.clone(),
             sigmoid_multi_label: args.sigmoid_multi_label,
             hierarchy_closure: !args.no_hierarchy_closure,
             init_from: args.init_from,

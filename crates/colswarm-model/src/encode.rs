@@ -1,7 +1,13 @@
 //! Labelled tables → token ids and head targets.
 
-use colswarm_swarm::{ColumnNgramsConfig, Orchestrator, TableBatch};
-use colswarm_tables::{NgramConfig, SerializeConfig, SparseFeatures, Table, serialize_table};
+use std::sync::Arc;
+
+use colswarm_swarm::{
+    ColumnNgramsConfig, ColumnWordsConfig, Orchestrator, TableBatch, WordVectors,
+};
+use colswarm_tables::{
+    ColumnWords, NgramConfig, SerializeConfig, SparseFeatures, Table, serialize_table,
+};
 
 use crate::labels::{LabelSpace, Task};
 
@@ -21,6 +27,8 @@ pub struct Example {
     pub spans: Vec<std::ops::Range<usize>>,
     /// Per query: the column's hashed n-gram features (empty when the model reads none).
     pub ngrams: Vec<SparseFeatures>,
+    /// Per query: the column's word-vector features (empty when the model reads none).
+    pub words: Vec<Vec<f32>>,
     /// Per query: CTA head outputs that are true (empty: not labelled, no CTA loss).
     pub cta: Vec<Vec<usize>>,
     /// Index of the CTA namespace in the label space.
@@ -31,9 +39,36 @@ pub struct Example {
     pub cpa_namespace: Option<usize>,
 }
 
-/// The featurizer of the n-gram features `orchestrator` reads, if it reads any.
-pub fn featurizer(orchestrator: &Orchestrator) -> Option<NgramConfig> {
-    orchestrator.column_ngrams().map(ngram_config)
+/// The per-column features a model reads beside its tokens.
+#[derive(Clone, Debug, Default)]
+pub struct Featurizer {
+    /// Hashed character n-grams, if the model reads them.
+    pub ngrams: Option<NgramConfig>,
+    /// Word vectors, if the model reads them.
+    pub words: Option<(ColumnWordsConfig, Arc<WordVectors>)>,
+}
+
+impl Featurizer {
+    /// The word-vector features of `table`'s column `column` (a column past its end has none).
+    fn words(&self, table: &Table, column: usize) -> Option<Vec<f32>> {
+        let (config, vectors) = self.words.as_ref()?;
+        let words = table
+            .columns
+            .get(column)
+            .map(|c| ColumnWords::of(c, config.max_cells))
+            .unwrap_or_default();
+        Some(vectors.column_features(&words.cells, &words.header))
+    }
+}
+
+/// The featurizer of the per-column features `orchestrator` reads.
+pub fn featurizer(orchestrator: &Orchestrator) -> Featurizer {
+    Featurizer {
+        ngrams: orchestrator.column_ngrams().map(ngram_config),
+        words: orchestrator
+            .column_words()
+            .map(|(config, vectors)| (*config, Arc::clone(vectors))),
+    }
 }
 
 /// The featurizer a [`ColumnNgramsConfig`] describes.
@@ -57,14 +92,14 @@ pub enum Columns {
     Targets,
 }
 
-/// Serializes `table` (and, when the model reads them, hashes each queried column's n-grams)
-/// and maps its labels to head outputs of the given namespaces. Labels the namespace does not
+/// Serializes `table` (and computes each queried column's n-grams and word vectors, those the
+/// model reads) and maps its labels to head outputs of the given namespaces. Labels the namespace does not
 /// know are left out of the targets (evaluation counts them as misses from the table itself,
 /// see the evaluation of `colswarm-train`).
 pub fn encode(
     table: &Table,
     serialize: &SerializeConfig,
-    ngrams: Option<&NgramConfig>,
+    features: &Featurizer,
     space: &LabelSpace,
     cta_namespace: Option<usize>,
     cpa_namespace: Option<usize>,
@@ -114,13 +149,17 @@ pub fn encode(
             .iter()
             .map(|&c| serialized.column_spans[c].clone())
             .collect(),
-        ngrams: ngrams.map_or_else(Vec::new, |config| {
+        ngrams: features.ngrams.as_ref().map_or_else(Vec::new, |config| {
             let featurizer = config.for_table(table);
             columns
                 .iter()
                 .map(|&c| featurizer.column(c, None))
                 .collect()
         }),
+        words: columns
+            .iter()
+            .filter_map(|&c| features.words(table, c))
+            .collect(),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
             .into_iter()
@@ -154,6 +193,11 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
             Vec::new()
         } else {
             examples.iter().map(|e| e.ngrams.clone()).collect()
+        },
+        words: if examples.iter().all(|e| e.words.is_empty()) {
+            Vec::new()
+        } else {
+            examples.iter().map(|e| e.words.clone()).collect()
         },
         cpa_pairs: Vec::new(),
     }
@@ -200,7 +244,7 @@ mod tests {
         let e = encode(
             &table(),
             &config,
-            None,
+            &Featurizer::default(),
             &space,
             Some(1),
             Some(0),
@@ -210,14 +254,23 @@ mod tests {
         assert_eq!(e.cta, [vec![], vec![1], vec![]]);
         assert_eq!(e.cpa, [(0, 2, vec![0])]);
         assert_eq!(e.queries.len(), 3);
-        let all = encode(&table(), &config, None, &space, Some(1), None, Columns::All);
+        let none = Featurizer::default();
+        let all = encode(
+            &table(),
+            &config,
+            &none,
+            &space,
+            Some(1),
+            None,
+            Columns::All,
+        );
         assert_eq!(all.columns, [0, 1, 2, 3]);
         assert!(all.cpa.is_empty());
         let batch = to_batch(&[&e, &all]);
         assert_eq!(batch.column_rows().len(), 7);
         assert!(
-            batch.ngrams.is_empty(),
-            "no n-grams asked for, none carried"
+            batch.ngrams.is_empty() && batch.words.is_empty(),
+            "no features asked for, none carried"
         );
     }
 
@@ -231,7 +284,10 @@ mod tests {
         let e = encode(
             &table,
             &SerializeConfig::default(),
-            Some(&ngrams),
+            &Featurizer {
+                ngrams: Some(ngrams),
+                words: None,
+            },
             &space,
             Some(0),
             None,
@@ -245,5 +301,36 @@ mod tests {
         assert_eq!(e.ngrams, expected);
         assert_ne!(e.ngrams[0], e.ngrams[1], "columns `name` and `x` differ");
         assert_eq!(to_batch(&[&e]).ngrams, std::slice::from_ref(&e.ngrams));
+    }
+
+    #[test]
+    fn word_vectors_follow_the_queried_columns() {
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::MultiLabel;
+        space.push(Task::Cta, "n", DatasetFormat::T2d, kind, vec!["k".into()]);
+        // table()'s headers are `name`, `x`, `y`, `z`; every column's cells are `a`, `b`.
+        let words = ["name", "a"].map(String::from).to_vec();
+        let vectors = WordVectors::new(words, vec![1.0, 0.0, 0.0, 2.0], 2).unwrap();
+        let features = Featurizer {
+            ngrams: None,
+            words: Some((ColumnWordsConfig::new(2), Arc::new(vectors))),
+        };
+        let table = table();
+        let e = encode(
+            &table,
+            &SerializeConfig::default(),
+            &features,
+            &space,
+            Some(0),
+            None,
+            Columns::Targets,
+        );
+        assert_eq!(e.columns, [0, 1, 3]);
+        assert!(e.ngrams.is_empty());
+        // Cells' mean (only `a` is known), then the header's (only `name` is).
+        let cells = [0.0, 2.0];
+        assert_eq!(e.words[0], [cells[0], cells[1], 1.0, 0.0]);
+        assert_eq!(e.words[1], [cells[0], cells[1], 0.0, 0.0]);
+        assert_eq!(to_batch(&[&e]).words, std::slice::from_ref(&e.words));
     }
 }

@@ -46,7 +46,7 @@ pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
 pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
-pub use encode::{Columns, Example, encode, featurizer, ngram_config, to_batch};
+pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{

@@ -221,24 +221,14 @@ impl Model {
     }
 
     /// Tables as this model reads them: its serialization and, when it reads them, its column
-    /// n-grams (targets are left unmapped: no namespace is chosen).
+    /// n-grams and word vectors (targets are left unmapped: no namespace is chosen).
     pub fn encode<T: Borrow<Table>>(&self, tables: &[T], which: Columns) -> Vec<Example> {
         let serialize = self.serialize.config();
-        let ngrams = featurizer(&self.swarm.orchestrator);
+        let features = featurizer(&self.swarm.orchestrator);
         let space = &self.space;
         tables
             .iter()
-            .map(|t| {
-                encode(
-                    t.borrow(),
-                    &serialize,
-                    ngrams.as_ref(),
-                    space,
-                    None,
-                    None,
-                    which,
-                )
-            })
+            .map(|t| encode(t.borrow(), &serialize, &features, space, None, None, which))
             .collect()
     }
 

@@ -38,6 +38,7 @@ fn table_batch(tables: usize, bytes: usize) -> TableBatch {
             .map(|_| (0..4).map(|c| c * bytes / 4..(c + 1) * bytes / 4).collect())
             .collect(),
         ngrams: Vec::new(),
+        words: Vec::new(),
         cpa_pairs: Vec::new(),
     }
 }

@@ -18,6 +18,9 @@ pub struct TableBatch {
     /// Per table, each queried column's hashed n-gram features, `(bucket, weight)` (parallel
     /// to `queries`); empty when the model reads none ([`crate::OrchestratorConfig::column_ngrams`]).
     pub ngrams: Vec<Vec<Vec<(u32, f32)>>>,
+    /// Per table, each queried column's word-vector features (parallel to `queries`); empty
+    /// when the model reads none ([`crate::OrchestratorConfig::column_words`]).
+    pub words: Vec<Vec<Vec<f32>>>,
     /// Per table, the `(subject column, object column)` pairs (indices into its `queries`)
     /// whose CPA logits the forward pass computes ([`crate::SwarmOutput::cpa_logits`]); empty
     /// when it computes none (training scores its own pairs).
@@ -51,6 +54,13 @@ impl TableBatch {
                 self.ngrams.len()
             )));
         }
+        if !self.words.is_empty() && self.words.len() != self.tables.len() {
+            return Err(SwarmError::Input(format!(
+                "{} tables but {} word-feature lists",
+                self.tables.len(),
+                self.words.len()
+            )));
+        }
         if !self.cpa_pairs.is_empty() && self.cpa_pairs.len() != self.tables.len() {
             return Err(SwarmError::Input(format!(
                 "{} tables but {} CPA pair lists",
@@ -77,6 +87,13 @@ impl TableBatch {
                     "table {t}: {} queries but {} n-gram bags",
                     queries.len(),
                     ngrams.len()
+                )));
+            }
+            if let Some(words) = self.words.get(t).filter(|w| w.len() != queries.len()) {
+                return Err(SwarmError::Input(format!(
+                    "table {t}: {} queries but {} word-feature rows",
+                    queries.len(),
+                    words.len()
                 )));
             }
             if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
@@ -145,6 +162,7 @@ mod tests {
             queries: vec![vec![vec![8], vec![9]], vec![vec![10]]],
             spans: vec![vec![0..2, 2..4], vec![0..3]],
             ngrams: Vec::new(),
+            words: Vec::new(),
             cpa_pairs: vec![vec![(0, 1)], Vec::new()],
         }
     }

@@ -24,6 +24,7 @@ mod pooling;
 mod router;
 mod specialist;
 mod steps;
+mod word_vectors;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use batch::TableBatch;
@@ -38,3 +39,4 @@ pub use orchestrator::{
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::{FrozenSpecialist, column_readings};
 pub use steps::{StageSteps, SubtaskSteps, TableSteps};
+pub use word_vectors::{ColumnWordsConfig, WordProjection, WordVectors};

@@ -6,6 +6,8 @@
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
 //!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
 //!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
+//!   column_words.safetensors  word_vectors.safetensors   the word-vector projection and the
+//!                                 fixed word vectors (f16), when the config reads word vectors
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
 //! ```
@@ -15,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use burn::module::Module;
 use burn::tensor::Device;
@@ -28,6 +31,7 @@ use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
 use crate::orchestrator::{OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
+use crate::word_vectors::WordVectors;
 
 mod format;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -45,6 +49,16 @@ pub struct FileRef {
     pub path: String,
     /// SHA-256 of the file, hex.
     pub sha256: String,
+}
+
+/// The files of a model's word-vector features.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordFiles {
+    /// The learned projection.
+    pub projection: FileRef,
+    /// The fixed word vectors ([`WordVectors`]).
+    pub vectors: FileRef,
 }
 
 /// A specialist of the swarm.
@@ -84,6 +98,8 @@ pub struct SwarmManifest {
     pub cpa_head: FileRef,
     /// The column n-gram embedding (present exactly when the config reads n-grams).
     pub column_ngrams: Option<FileRef>,
+    /// The word-vector files (present exactly when the config reads word vectors).
+    pub column_words: Option<WordFiles>,
     /// The specialists, in router order.
     pub specialists: Vec<SpecialistRef>,
 }
@@ -196,6 +212,25 @@ impl Swarm {
                 .as_ref()
                 .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
                 .transpose()?,
+            column_words: match (&o.words, o.column_words()) {
+                (None, _) => None,
+                (Some(projection), Some((_, vectors))) => {
+                    let path = dir.join("word_vectors.safetensors");
+                    vectors.save(&path)?;
+                    Some(WordFiles {
+                        projection: save_component(projection, dir, "column_words.safetensors")?,
+                        vectors: FileRef {
+                            path: "word_vectors.safetensors".into(),
+                            sha256: sha256_file(&path)?,
+                        },
+                    })
+                }
+                (Some(_), None) => {
+                    return Err(SwarmError::Inconsistent(
+                        "the model reads word vectors but none are attached".into(),
+                    ));
+                }
+            },
             specialists,
         };
         let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
@@ -297,6 +332,28 @@ impl Swarm {
             "column n-gram embedding",
             "reads column n-grams",
         )?;
+        let words = match (&manifest.column_words, manifest.config.column_words) {
+            (Some(files), Some(config)) => {
+                let projection = checked(
+                    &files.projection,
+                    "word-vector projection",
+                    config.num_params(manifest.config.primary.d_model),
+                )?;
+                let vectors = WordVectors::load(&verify(&dir, &files.vectors, "word vectors")?)?;
+                Some((projection, config, Arc::new(vectors)))
+            }
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(mismatch(
+                    "the config reads word vectors but the manifest names no file for them",
+                ));
+            }
+            (Some(_), None) => {
+                return Err(mismatch(
+                    "the manifest names word-vector files but the config does not read them",
+                ));
+            }
+        };
         let alignments = manifest
             .specialists
             .iter()
@@ -319,6 +376,12 @@ impl Swarm {
         orchestrator.cpa = open(&cpa)?.load_into(orchestrator.cpa, device)?;
         if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
             orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
+        }
+        if let Some((path, config, vectors)) = words {
+            orchestrator = orchestrator.with_word_vectors(Some((config, vectors)), device)?;
+            if let Some(projection) = orchestrator.words.take() {
+                orchestrator.words = Some(open(&path)?.load_into(projection, device)?);
+            }
         }
         let initial = std::mem::take(&mut orchestrator.alignments);
         for (alignment, path) in initial.into_iter().zip(&alignments) {

@@ -1,6 +1,7 @@
 //! The whole forward pass: primary read → router → specialists → align → fuse → queries → heads.
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 use burn::config::Config;
@@ -20,6 +21,7 @@ use crate::pooling::{span_means, spread_rows};
 use crate::router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 use crate::specialist::{FrozenSpecialist, pad};
 use crate::steps::{StageSteps, TableSteps};
+use crate::word_vectors::{ColumnWordsConfig, WordProjection, WordVectors};
 
 /// Configuration of the trainable part of a swarm.
 #[derive(Config, Debug, PartialEq)]
@@ -48,6 +50,10 @@ pub struct OrchestratorConfig {
     /// representation; `None` reads none.
     #[config(default = "None")]
     pub column_ngrams: Option<ColumnNgramsConfig>,
+    /// Static word vectors of each column (its cells' and its header's mean vector),
+    /// projected and added to its representation; `None` reads none.
+    #[config(default = "None")]
+    pub column_words: Option<ColumnWordsConfig>,
     /// What both heads add to their tanh layer; `None` adds nothing.
     #[config(default = "None")]
     pub head_skip: Option<HeadSkip>,
@@ -87,6 +93,15 @@ pub struct Orchestrator {
     /// How the batch's n-gram bags must be hashed (see [`Orchestrator::column_ngrams`]).
     #[module(skip)]
     column_ngrams: Option<ColumnNgramsConfig>,
+    /// See [`OrchestratorConfig::column_words`].
+    pub words: Option<WordProjection>,
+    /// How the batch's word-vector features must be computed (see [`Orchestrator::column_words`]).
+    #[module(skip)]
+    column_words: Option<ColumnWordsConfig>,
+    /// The fixed word vectors the features are computed from, once attached
+    /// ([`Orchestrator::with_word_vectors`]).
+    #[module(skip)]
+    word_vectors: Option<Arc<WordVectors>>,
 }
 
 /// A primary with its frozen specialists.
@@ -112,6 +127,9 @@ pub struct TableRead {
     /// With [`OrchestratorConfig::column_ngrams`]: each queried column's n-gram embedding,
     /// `[columns, d_model]` in [`TableBatch::column_rows`] order.
     pub column_ngrams: Option<Tensor<2>>,
+    /// With [`OrchestratorConfig::column_words`]: each queried column's projected word
+    /// vectors, `[columns, d_model]` in [`TableBatch::column_rows`] order.
+    pub column_words: Option<Tensor<2>>,
     /// Token count of each table.
     pub lengths: Vec<usize>,
     /// Wall-clock seconds of the read.
@@ -210,6 +228,9 @@ impl OrchestratorConfig {
                 .init(seed.wrapping_add(2), device),
             ngrams: self.column_ngrams.map(|c| c.init(p.d_model, device)),
             column_ngrams: self.column_ngrams,
+            words: self.column_words.map(|c| c.init(p.d_model, device)),
+            column_words: self.column_words,
+            word_vectors: None,
         }
     }
 }
@@ -236,6 +257,24 @@ impl Orchestrator {
             Some(embedding) => Some(embedding.forward(&bags)?),
             None => None,
         };
+        let column_words = match &self.words {
+            Some(projection) => {
+                if batch.words.len() != batch.tables.len() {
+                    return Err(SwarmError::Input(format!(
+                        "the model reads word vectors but the batch carries word features for {} of its {} tables",
+                        batch.words.len(),
+                        batch.tables.len()
+                    )));
+                }
+                let rows: Vec<&[f32]> = batch
+                    .words
+                    .iter()
+                    .flat_map(|table| table.iter().map(Vec::as_slice))
+                    .collect();
+                Some(projection.forward(&rows)?)
+            }
+            None => None,
+        };
         let device = self.device();
         let tables: Vec<&[u32]> = batch.tables.iter().map(Vec::as_slice).collect();
         let (tokens, lengths) = pad(&tables, &device);
@@ -252,6 +291,7 @@ impl Orchestrator {
             pooled,
             column_pooled,
             column_ngrams,
+            column_words,
             lengths,
             seconds: start.elapsed().as_secs_f64(),
         })
@@ -277,6 +317,40 @@ impl Orchestrator {
     /// must hash each column's n-grams this way into [`TableBatch::ngrams`].
     pub fn column_ngrams(&self) -> Option<&ColumnNgramsConfig> {
         self.column_ngrams.as_ref()
+    }
+
+    /// The same model reading word vectors of the given configuration, computed from
+    /// `vectors` (whose dimension must be the configuration's): a projection already of that
+    /// configuration is kept, any other starts at zero; `None` drops both.
+    pub fn with_word_vectors(
+        mut self,
+        words: Option<(ColumnWordsConfig, Arc<WordVectors>)>,
+        device: &Device,
+    ) -> Result<Self, SwarmError> {
+        let (config, vectors) = words.unzip();
+        if let (Some(config), Some(vectors)) = (&config, &vectors)
+            && config.dim != vectors.dim()
+        {
+            return Err(SwarmError::Inconsistent(format!(
+                "the model reads word vectors of dimension {} but the table's are {}",
+                config.dim,
+                vectors.dim()
+            )));
+        }
+        if config != self.column_words {
+            let d_model = self.primary.emb.weight.dims()[1];
+            self.words = config.map(|c| c.init(d_model, device));
+            self.column_words = config;
+        }
+        self.word_vectors = vectors;
+        Ok(self)
+    }
+
+    /// The word-vector features this model reads and the table they come from, if it reads
+    /// any and the table is attached: whoever builds a [`TableBatch`] for it must compute each
+    /// column's features this way into [`TableBatch::words`].
+    pub fn column_words(&self) -> Option<(&ColumnWordsConfig, &Arc<WordVectors>)> {
+        self.column_words.as_ref().zip(self.word_vectors.as_ref())
     }
 
     /// The device the orchestrator's parameters live on.
@@ -374,6 +448,9 @@ impl Orchestrator {
         let mut columns = self.answer(state, batch) + read.column_pooled.clone();
         if let Some(ngrams) = &read.column_ngrams {
             columns = columns + ngrams.clone();
+        }
+        if let Some(words) = &read.column_words {
+            columns = columns + words.clone();
         }
         let rows = batch.column_rows();
         for (i, readings) in specialists.columns.iter().enumerate() {

@@ -69,6 +69,7 @@ fn batch() -> TableBatch {
         ],
         spans: vec![vec![0..10, 10..23], vec![0..5, 5..13, 13..21]],
         ngrams: Vec::new(),
+        words: Vec::new(),
         cpa_pairs: Vec::new(),
     }
 }

@@ -64,6 +64,7 @@ mod t2d;
 mod table;
 mod tokenizer;
 mod turl;
+mod words;
 
 pub use cell::{Cell, CellKind, classify};
 pub use dataset::{DatasetFormat, LoadedData, Split, load_tables};
@@ -94,3 +95,4 @@ pub use tokenizer::{
     QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,
 };
 pub use turl::{TurlTask, read_turl_json, read_wikitables_csv, wikitables_label_set};
+pub use words::{ColumnWords, words};

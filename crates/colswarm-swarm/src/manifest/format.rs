@@ -14,11 +14,12 @@
 use colswarm_rwkv::RwkvConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{FileRef, SpecialistRef, SwarmManifest};
+use super::{FileRef, SpecialistRef, SwarmManifest, WordFiles};
 use crate::fusion::FusionMode;
 use crate::heads::LabelKind;
 use crate::ngram_embedding::ColumnNgramsConfig;
 use crate::orchestrator::{HeadSkip, OrchestratorConfig};
+use crate::word_vectors::ColumnWordsConfig;
 
 /// The `format` of the manifests this version writes.
 pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v2";
@@ -65,6 +66,9 @@ struct ManifestV2 {
     cpa_head: FileRef,
     #[serde(deserialize_with = "required")]
     column_ngrams: Option<FileRef>,
+    /// Absent in every model written before word vectors existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    column_words: Option<WordFiles>,
     specialists: Vec<SpecialistRef>,
 }
 
@@ -87,6 +91,16 @@ struct ConfigV2 {
     /// Absent (false) in every model written before column fusion existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     column_fusion: bool,
+    /// Absent in every model written before word vectors existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    column_words: Option<WordsV2>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WordsV2 {
+    dim: usize,
+    max_cells: usize,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -233,6 +247,7 @@ impl ManifestV1 {
             column_ngrams,
             head_skip: c.head_skip,
             column_fusion: false,
+            column_words: None,
         };
         Ok(SwarmManifest {
             version: ManifestVersion::V1,
@@ -245,6 +260,7 @@ impl ManifestV1 {
             cta_head: self.cta_head,
             cpa_head: self.cpa_head,
             column_ngrams: self.column_ngrams,
+            column_words: None,
             specialists: self.specialists,
         })
     }
@@ -266,6 +282,10 @@ impl From<ConfigV2> for OrchestratorConfig {
             }))
             .with_head_skip(c.head_skip)
             .with_column_fusion(c.column_fusion)
+            .with_column_words(
+                c.column_words
+                    .map(|w| ColumnWordsConfig::new(w.dim).with_max_cells(w.max_cells)),
+            )
     }
 }
 
@@ -288,6 +308,10 @@ impl From<&OrchestratorConfig> for ConfigV2 {
             }),
             head_skip: c.head_skip,
             column_fusion: c.column_fusion,
+            column_words: c.column_words.map(|w| WordsV2 {
+                dim: w.dim,
+                max_cells: w.max_cells,
+            }),
         }
     }
 }
@@ -306,6 +330,7 @@ impl Serialize for SwarmManifest {
             cta_head: self.cta_head.clone(),
             cpa_head: self.cpa_head.clone(),
             column_ngrams: self.column_ngrams.clone(),
+            column_words: self.column_words.clone(),
             specialists: self.specialists.clone(),
         }
         .serialize(serializer)
@@ -335,6 +360,7 @@ impl<'de> Deserialize<'de> for SwarmManifest {
                     cta_head: v2.cta_head,
                     cpa_head: v2.cpa_head,
                     column_ngrams: v2.column_ngrams,
+                    column_words: v2.column_words,
                     specialists: v2.specialists,
                 })
             }

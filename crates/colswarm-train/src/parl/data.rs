@@ -2,9 +2,8 @@
 //! labels as the reward reads them.
 
 use colswarm_eval::DataSpec;
-use colswarm_model::{Columns, Example, LabelSpace, SerializeSettings, encode};
+use colswarm_model::{Columns, Example, Featurizer, LabelSpace, SerializeSettings, encode};
 use colswarm_parl::TableLabels;
-use colswarm_tables::NgramConfig;
 
 use crate::error::TrainError;
 
@@ -24,7 +23,7 @@ pub(super) fn load_train_examples(
     specs: &[DataSpec],
     space: &LabelSpace,
     serialize: &SerializeSettings,
-    ngrams: Option<&NgramConfig>,
+    features: &Featurizer,
 ) -> Result<Vec<Example>, TrainError> {
     let config = serialize.config();
     let mut examples = Vec::new();
@@ -40,7 +39,7 @@ pub(super) fn load_train_examples(
         examples.extend(
             data.tables
                 .iter()
-                .map(|t| encode(t, &config, ngrams, space, cta, cpa, Columns::Targets))
+                .map(|t| encode(t, &config, features, space, cta, cpa, Columns::Targets))
                 .filter(Example::has_targets),
         );
     }

@@ -69,8 +69,8 @@ pub fn train_router(
     let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
     let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
     let mut state = resumed.state.unwrap_or_default();
-    let ngrams = featurizer(&swarm.orchestrator);
-    let train = load_train_examples(&config.train, &space, &serialize, ngrams.as_ref())?;
+    let features = featurizer(&swarm.orchestrator);
+    let train = load_train_examples(&config.train, &space, &serialize, &features)?;
     let dev: Vec<(DataSpec, LoadedData)> = config
         .dev
         .iter()

@@ -8,7 +8,10 @@ use std::str::FromStr;
 use burn::tensor::Device;
 use colswarm_model::{LabelSpace, SerializeSettings, Task};
 use colswarm_rwkv::RwkvConfig;
-use colswarm_swarm::{ColumnNgramsConfig, FusionMode, HeadSkip, LabelKind, OrchestratorConfig};
+use colswarm_swarm::{
+    ColumnNgramsConfig, ColumnWordsConfig, FusionMode, HeadSkip, LabelKind, OrchestratorConfig,
+    WordVectors,
+};
 use serde::{Deserialize, Serialize};
 
 use colswarm_eval::DataSpec;
@@ -104,6 +107,10 @@ pub struct ModelSettings {
     /// ([`OrchestratorConfig::column_fusion`]).
     #[serde(default)]
     pub column_fusion: bool,
+    /// Static word vectors to read per column ([`OrchestratorConfig::column_words`]): a word-vector
+    /// file ([`WordVectors`]), copied into the saved model. `None` reads none.
+    #[serde(default)]
+    pub word_vectors: Option<PathBuf>,
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
     pub sigmoid_multi_label: bool,
@@ -131,6 +138,7 @@ impl Default for ModelSettings {
             ngram_buckets: 1 << 14,
             head_skip: true,
             column_fusion: false,
+            word_vectors: None,
             sigmoid_multi_label: true,
             hierarchy_closure: true,
             init_from: None,
@@ -211,8 +219,12 @@ pub fn primary_config(model: &ModelSettings) -> RwkvConfig {
         .with_head_size(model.head_size)
 }
 
-/// The orchestrator configuration of a run.
-pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> OrchestratorConfig {
+/// The orchestrator configuration of a run that reads `words` (the run's word vectors, if any).
+pub fn orchestrator_config(
+    config: &TrainConfig,
+    space: &LabelSpace,
+    words: Option<&WordVectors>,
+) -> OrchestratorConfig {
     let model = &config.model;
     let kind = if space.cta.iter().all(|n| n.kind == LabelKind::SingleLabel) {
         LabelKind::SingleLabel
@@ -233,6 +245,7 @@ pub fn orchestrator_config(config: &TrainConfig, space: &LabelSpace) -> Orchestr
     )
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
     .with_column_fusion(model.column_fusion)
+    .with_column_words(words.map(|w| ColumnWordsConfig::new(w.dim())))
 }
 
 /// Switches that do not change the result (`devices` changes it in the last bits only).

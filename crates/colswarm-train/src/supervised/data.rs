@@ -1,11 +1,13 @@
-//! A supervised run's data: the training sets encoded as examples (tokens, column n-gram bags,
-//! head targets) in the run's label space, and the dev sets.
+//! A supervised run's data: the training sets encoded as examples (tokens, column n-gram bags
+//! and word vectors, head targets) in the run's label space, and the dev sets.
+
+use std::sync::Arc;
 
 use colswarm_eval::{DataSpec, EvalError, LoadedData};
 use colswarm_model::{
-    Activation, Columns, Example, LabelSpace, Task, cta_kind, encode, ngram_config,
+    Activation, Columns, Example, Featurizer, LabelSpace, Task, cta_kind, encode, ngram_config,
 };
-use colswarm_swarm::LabelKind;
+use colswarm_swarm::{LabelKind, WordVectors};
 
 use super::config::{TrainConfig, orchestrator_config};
 use crate::error::TrainError;
@@ -45,6 +47,8 @@ pub struct RunData {
     pub train: Vec<Example>,
     /// Dev sets.
     pub dev: Vec<(DataSpec, LoadedData)>,
+    /// The word vectors the model reads ([`super::ModelSettings::word_vectors`]).
+    pub words: Option<Arc<WordVectors>>,
 }
 
 /// Reads and encodes the data of `config`.
@@ -81,10 +85,18 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         ));
     }
     let serialize = config.data.serialize.config();
-    let ngrams = orchestrator_config(config, &space)
-        .column_ngrams
-        .as_ref()
-        .map(ngram_config);
+    let words = config
+        .model
+        .word_vectors
+        .as_deref()
+        .map(WordVectors::load)
+        .transpose()?
+        .map(Arc::new);
+    let model = orchestrator_config(config, &space, words.as_deref());
+    let features = Featurizer {
+        ngrams: model.column_ngrams.as_ref().map(ngram_config),
+        words: model.column_words.zip(words.clone()),
+    };
     let mut examples = Vec::new();
     for (spec, data) in train {
         let (cta, cpa) = space.positions(&spec.namespace);
@@ -92,7 +104,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
             let example = encode(
                 &table,
                 &serialize,
-                ngrams.as_ref(),
+                &features,
                 &space,
                 cta,
                 cpa,
@@ -113,5 +125,6 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         space,
         train: examples,
         dev,
+        words,
     })
 }

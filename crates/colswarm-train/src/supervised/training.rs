@@ -2,11 +2,14 @@
 //! checkpoints, and resuming where a run stopped.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use burn::tensor::Device;
 use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
-use colswarm_swarm::{FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm};
+use colswarm_swarm::{
+    FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm, WordVectors,
+};
 
 use super::config::{
     SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, orchestrator_config, primary_config,
@@ -96,6 +99,7 @@ fn resumable(config: &TrainConfig, stored: &TrainConfig) -> bool {
 fn fresh_swarm(
     config: &TrainConfig,
     space: &LabelSpace,
+    words: Option<&Arc<WordVectors>>,
     device: &Device,
 ) -> Result<(Swarm, OrchestratorConfig), TrainError> {
     let specialists = config
@@ -108,11 +112,13 @@ fn fresh_swarm(
         .iter()
         .map(FrozenSpecialist::state_shape)
         .collect();
-    let orchestrator_config = orchestrator_config(config, space);
+    let orchestrator_config = orchestrator_config(config, space, words.map(|w| &**w));
     let orchestrator = match &config.model.init_from {
         Some(dir) => initial_weights(dir, &orchestrator_config, space, &shapes, device)?,
         None => orchestrator_config.init(&shapes, config.run.seed, device),
     };
+    let words = orchestrator_config.column_words.zip(words.cloned());
+    let orchestrator = orchestrator.with_word_vectors(words, device)?;
     Ok((
         Swarm::new(renumber(orchestrator), specialists)?,
         orchestrator_config,
@@ -154,10 +160,11 @@ fn initial_weights(
     }
     let mut config = manifest.config.clone();
     config.column_ngrams = target.column_ngrams;
+    config.column_words = target.column_words;
     config.head_skip = target.head_skip;
     if &config != target {
         return refuse(format!(
-            "its configuration differs from this run's beyond column n-grams and head skips:\n  model: {}\n  run:   {}",
+            "its configuration differs from this run's beyond column n-grams, word vectors and head skips:\n  model: {}\n  run:   {}",
             serde_json::to_string(&manifest.config).unwrap_or_default(),
             serde_json::to_string(target).unwrap_or_default()
         ));
@@ -183,7 +190,8 @@ pub fn train(
     let data = load_run_data(config)?;
     let devices = options.training_devices();
     let device = devices[0].clone();
-    let (swarm, orchestrator_config) = fresh_swarm(config, &data.space, &device)?;
+    let (swarm, orchestrator_config) =
+        fresh_swarm(config, &data.space, data.words.as_ref(), &device)?;
     let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
     let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
     let (epochs, patience) = (config.stopping.epochs, config.stopping.patience.max(1));
