@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/t2d-cv}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
+# Extra arguments of the recipe's train command, e.g. TRAIN_ARGS="--word-vectors FILE".
+TRAIN_ARGS=${TRAIN_ARGS:-}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 S=models/colswarm-small/specialists
@@ -29,7 +31,7 @@ fold() {
     --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
     --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv \
     --dev gittables=sato-cv:${G}3.csv --dev "t2d=t2d:$D/t2d-webtables#folds=$k" \
-    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
+    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null

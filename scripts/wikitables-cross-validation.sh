@@ -17,6 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/wikitables-cv}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
+# Extra arguments of the recipe's train command, e.g. TRAIN_ARGS="--word-vectors FILE".
+TRAIN_ARGS=${TRAIN_ARGS:-}
 SEED=${SEED:-12}
 D=datasets
 W=$D/wikitables-turl-subset
@@ -61,7 +63,7 @@ fold() {
     --train "wikitables=turl-csv:$F/train.csv" \
     --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#train" \
     --dev "wikitables=turl-csv:$F/dev.csv" \
-    --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
+    --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
   rm -rf "$OUT/fold$k-avg"
   # shellcheck disable=SC2046

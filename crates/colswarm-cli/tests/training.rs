@@ -1,4 +1,5 @@
-//! `colswarm train`: resuming a killed run, the recipe's defaults, averaging the last epochs.
+//! `colswarm train`: resuming a killed run, the recipe's defaults, averaging the last epochs,
+//! word vectors.
 
 mod common;
 
@@ -233,4 +234,75 @@ fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
     let again = run_with(args("2", "2"));
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("left as it is"));
+}
+
+#[test]
+fn word_vectors_are_read_trained_and_shipped_with_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let vectors = dir.path().join("words.safetensors");
+    let words: Vec<String> = ["the", "of", "and", "city", "name", "1", "2"]
+        .map(String::from)
+        .to_vec();
+    let values: Vec<f32> = (0..words.len() * 4)
+        .map(|i| (i as f32 * 0.37).sin())
+        .collect();
+    colswarm_swarm::WordVectors::new(words, values, 4)
+        .unwrap()
+        .save(&vectors)
+        .unwrap();
+    let train = |vectors: &Path, out: &Path| {
+        colswarm(&[
+            "train",
+            "--quiet",
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--head-size",
+            "16",
+            "--head-hidden",
+            "16",
+            "--ngram-buckets",
+            "64",
+            "--epochs",
+            "1",
+            "--max-tables",
+            "3",
+            "--word-vectors",
+            vectors.to_str().unwrap(),
+            "--train",
+            "t2d=t2d:datasets/t2d-webtables#train",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let out = dir.path().join("run");
+    stdout(&train(&vectors, &out));
+    let model = out.join("best");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("swarm.json")).unwrap()).unwrap();
+    assert_eq!(manifest["config"]["column_words"]["dim"], 4);
+    assert_eq!(
+        manifest["column_words"]["vectors"]["path"],
+        "word_vectors.safetensors"
+    );
+    // The model carries its own copy: it annotates with the original file gone.
+    std::fs::remove_file(&vectors).unwrap();
+    let annotated = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        model.to_str().unwrap(),
+        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+    ]));
+    assert!(annotated.contains("\"columns\""), "{annotated}");
+
+    // A missing file is an error that names it, before any training.
+    let missing = dir.path().join("absent.safetensors");
+    let failed = train(&missing, &dir.path().join("other"));
+    assert!(!failed.status.success());
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("absent.safetensors"),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
 }
