@@ -226,6 +226,10 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         if let Some(ngrams) = &manifest.column_ngrams {
             files.push(("n-grams", ngrams));
         }
+        if let Some(words) = &manifest.column_words {
+            files.push(("word map", &words.projection));
+            files.push(("word table", &words.vectors));
+        }
         for s in &manifest.specialists {
             files.push(("specialist", &s.checkpoint));
             files.push(("alignment", &s.alignment));
@@ -274,11 +278,21 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         );
         let c = &manifest.config;
         out!(
-            "column: pooling span mean, n-grams {}, head skip {:?}{}",
+            "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",
             c.column_ngrams.map_or("none".into(), |n| format!(
                 "{} buckets of {}-{}-grams over the header and {} cells",
                 n.buckets, n.min_n, n.max_n, n.max_cells,
             )),
+            model
+                .swarm
+                .orchestrator
+                .column_words()
+                .map_or("none".into(), |(c, v)| format!(
+                    "{} words of dimension {}, means over the header and {} cells",
+                    v.len(),
+                    c.dim,
+                    c.max_cells
+                )),
             c.head_skip,
             if c.column_fusion {
                 ", column fusion (specialists' column readings join the representations)"

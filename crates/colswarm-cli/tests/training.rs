@@ -288,6 +288,12 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
     );
     // The model carries its own copy: it annotates with the original file gone.
     std::fs::remove_file(&vectors).unwrap();
+    let inspected = stdout(&colswarm(&["inspect", model.to_str().unwrap()]));
+    assert!(
+        inspected.contains("word vectors 7 words of dimension 4")
+            && inspected.contains("word_vectors.safetensors"),
+        "{inspected}"
+    );
     let annotated = stdout(&colswarm(&[
         "annotate",
         "--model",

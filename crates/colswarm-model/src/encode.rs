@@ -50,7 +50,7 @@ pub struct Featurizer {
 
 impl Featurizer {
     /// The word-vector features of `table`'s column `column` (a column past its end has none).
-    fn words(&self, table: &Table, column: usize) -> Option<Vec<f32>> {
+    fn word_features(&self, table: &Table, column: usize) -> Option<Vec<f32>> {
         let (config, vectors) = self.words.as_ref()?;
         let words = table
             .columns
@@ -158,7 +158,7 @@ pub fn encode(
         }),
         words: columns
             .iter()
-            .filter_map(|&c| features.words(table, c))
+            .filter_map(|&c| features.word_features(table, c))
             .collect(),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
