@@ -70,6 +70,10 @@ pub(crate) struct TrainArgs {
     /// into the saved model.
     #[arg(long, value_name = "FILE")]
     word_vectors: Option<PathBuf>,
+    /// With `--word-vectors`, also each table's topic: the mean vector of the words of all its
+    /// columns, beside each column's own.
+    #[arg(long, requires = "word_vectors")]
+    table_topic: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
     /// softmax instead.
@@ -224,6 +228,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             head_skip: args.head_skip,
             column_fusion: args.column_fusion,
             word_vectors: args.word_vectors.clone(),
+            table_topic: args.table_topic,
             sigmoid_multi_label: args.sigmoid_multi_label,
             hierarchy_closure: !args.no_hierarchy_closure,
             init_from: args.init_from,

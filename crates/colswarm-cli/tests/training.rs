@@ -270,6 +270,7 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
             "3",
             "--word-vectors",
             vectors.to_str().unwrap(),
+            "--table-topic",
             "--train",
             "t2d=t2d:datasets/t2d-webtables#train",
             "--out",
@@ -282,6 +283,7 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(model.join("swarm.json")).unwrap()).unwrap();
     assert_eq!(manifest["config"]["column_words"]["dim"], 4);
+    assert_eq!(manifest["config"]["column_words"]["table_topic"], true);
     assert_eq!(
         manifest["column_words"]["vectors"]["path"],
         "word_vectors.safetensors"
@@ -301,6 +303,16 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
         "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
     ]));
     assert!(annotated.contains("\"columns\""), "{annotated}");
+
+    // The table's topic comes from word vectors: asking for it without them is refused.
+    let refused = colswarm(&[
+        "train",
+        "--table-topic",
+        "--train",
+        "t2d=t2d:datasets/t2d-webtables#train",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--word-vectors"));
 
     // A missing file is an error that names it, before any training.
     let missing = dir.path().join("absent.safetensors");

@@ -49,15 +49,35 @@ pub struct Featurizer {
 }
 
 impl Featurizer {
-    /// The word-vector features of `table`'s column `column` (a column past its end has none).
-    fn word_features(&self, table: &Table, column: usize) -> Option<Vec<f32>> {
-        let (config, vectors) = self.words.as_ref()?;
-        let words = table
+    /// The word-vector features of `table`'s columns `columns` (a column past its end has no
+    /// words); none when the model reads no word vectors.
+    fn word_features(&self, table: &Table, columns: &[usize]) -> Vec<Vec<f32>> {
+        let Some((config, vectors)) = self.words.as_ref() else {
+            return Vec::new();
+        };
+        let words: Vec<ColumnWords> = table
             .columns
-            .get(column)
+            .iter()
             .map(|c| ColumnWords::of(c, config.max_cells))
-            .unwrap_or_default();
-        Some(vectors.column_features(&words.cells, &words.header))
+            .collect();
+        let topic = config.table_topic.then(|| {
+            let all: Vec<&String> = words
+                .iter()
+                .flat_map(|w| w.cells.iter().chain(&w.header))
+                .collect();
+            vectors.mean(&all)
+        });
+        columns
+            .iter()
+            .map(|&c| {
+                let mut features = words.get(c).map_or_else(
+                    || vec![0.0; 2 * vectors.dim()],
+                    |w| vectors.column_features(&w.cells, &w.header),
+                );
+                features.extend(topic.iter().flatten());
+                features
+            })
+            .collect()
     }
 }
 
@@ -156,10 +176,7 @@ pub fn encode(
                 .map(|&c| featurizer.column(c, None))
                 .collect()
         }),
-        words: columns
-            .iter()
-            .filter_map(|&c| features.word_features(table, c))
-            .collect(),
+        words: features.word_features(table, &columns),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
             .into_iter()
@@ -332,5 +349,29 @@ mod tests {
         assert_eq!(e.words[0], [cells[0], cells[1], 1.0, 0.0]);
         assert_eq!(e.words[1], [cells[0], cells[1], 0.0, 0.0]);
         assert_eq!(to_batch(&[&e]).words, std::slice::from_ref(&e.words));
+
+        // With the table's topic, every column also gets the mean of all the table's known
+        // words: `a` in each of the 4 columns and the header `name`.
+        let (config, vectors) = features.words.clone().unwrap();
+        let topic = Featurizer {
+            ngrams: None,
+            words: Some((config.with_table_topic(true), vectors)),
+        };
+        let t = encode(
+            &table,
+            &SerializeConfig::default(),
+            &topic,
+            &space,
+            Some(0),
+            None,
+            Columns::Targets,
+        );
+        for (with, without) in t.words.iter().zip(&e.words) {
+            assert_eq!(with[..4], without[..]);
+            assert!(
+                (with[4] - 0.2).abs() < 1e-6 && (with[5] - 1.6).abs() < 1e-6,
+                "{with:?}"
+            );
+        }
     }
 }

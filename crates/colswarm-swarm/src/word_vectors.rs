@@ -160,18 +160,24 @@ impl WordVectors {
     /// A column's features, `2 · dim` values: the mean vector of the known words among `cells`,
     /// then of those among `header` (zeros where none is known).
     pub fn column_features(&self, cells: &[String], header: &[String]) -> Vec<f32> {
-        let mut out = vec![0.0; 2 * self.dim];
-        for (words, block) in [cells, header].into_iter().zip(out.chunks_mut(self.dim)) {
-            let mut known = 0usize;
-            for vector in words.iter().filter_map(|w| self.get(w)) {
-                known += 1;
-                for (sum, v) in block.iter_mut().zip(vector) {
-                    *sum += v;
-                }
+        let mut out = self.mean(cells);
+        out.extend(self.mean(header));
+        out
+    }
+
+    /// The mean vector of the known words among `words`, `dim` values (zeros when none is
+    /// known).
+    pub fn mean<S: AsRef<str>>(&self, words: &[S]) -> Vec<f32> {
+        let mut out = vec![0.0; self.dim];
+        let mut known = 0usize;
+        for vector in words.iter().filter_map(|w| self.get(w.as_ref())) {
+            known += 1;
+            for (sum, v) in out.iter_mut().zip(vector) {
+                *sum += v;
             }
-            if known > 0 {
-                block.iter_mut().for_each(|v| *v /= known as f32);
-            }
+        }
+        if known > 0 {
+            out.iter_mut().for_each(|v| *v /= known as f32);
         }
         out
     }
@@ -186,26 +192,36 @@ pub struct ColumnWordsConfig {
     /// Non-null cells per column that give words.
     #[config(default = 20)]
     pub max_cells: usize,
+    /// Also the table's topic: the mean vector of the words of all its columns (headers and
+    /// cells), the same for every column of the table.
+    #[config(default = false)]
+    pub table_topic: bool,
 }
 
 /// The learned map from a column's word-vector features to the model's width.
 #[derive(Module, Debug)]
 pub struct WordProjection {
-    /// `[2 · dim, d_model]`.
+    /// `[width, d_model]` ([`ColumnWordsConfig::width`]).
     pub weight: Param<Tensor<2>>,
 }
 
 impl ColumnWordsConfig {
+    /// Features per column: the cells' and the header's mean vectors, and the table's topic
+    /// when asked for.
+    pub fn width(&self) -> usize {
+        self.dim.saturating_mul(2 + usize::from(self.table_topic))
+    }
+
     /// An all-zero projection to `d_model` columns.
     pub fn init(&self, d_model: usize, device: &Device) -> WordProjection {
         WordProjection {
-            weight: Param::from_tensor(Tensor::zeros([2 * self.dim, d_model], device)),
+            weight: Param::from_tensor(Tensor::zeros([self.width(), d_model], device)),
         }
     }
 
     /// Parameters of the projection to `d_model` columns.
     pub fn num_params(&self, d_model: usize) -> usize {
-        (2 * self.dim).saturating_mul(d_model)
+        self.width().saturating_mul(d_model)
     }
 }
 
@@ -215,7 +231,7 @@ impl WordProjection {
     ///
     /// # Shapes
     ///
-    /// - `features`: `m` rows of `2 · dim` → `[m, d_model]`
+    /// - `features`: `m` rows of [`ColumnWordsConfig::width`] values → `[m, d_model]`
     pub fn forward(&self, features: &[&[f32]]) -> Result<Tensor<2>, SwarmError> {
         let [width, _] = self.weight.dims();
         if let Some(row) = features.iter().position(|f| f.len() != width) {
@@ -299,6 +315,8 @@ mod tests {
             .into_data()
             .assert_approx_eq::<f32>(&TensorData::zeros::<f32, _>([1, 3]), Tolerance::default());
         assert_eq!(config.num_params(3), zero.num_params());
+        let topic = config.with_table_topic(true);
+        assert_eq!((topic.width(), topic.num_params(3)), (3, 9));
         // weight = [[1, 0, 2], [0, 1, 0]]: row [x, y] maps to [x, y, 2x].
         let projection = WordProjection {
             weight: Param::from_tensor(Tensor::from_data(

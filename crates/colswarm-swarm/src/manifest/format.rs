@@ -101,6 +101,8 @@ struct ConfigV2 {
 struct WordsV2 {
     dim: usize,
     max_cells: usize,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    table_topic: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -282,10 +284,11 @@ impl From<ConfigV2> for OrchestratorConfig {
             }))
             .with_head_skip(c.head_skip)
             .with_column_fusion(c.column_fusion)
-            .with_column_words(
-                c.column_words
-                    .map(|w| ColumnWordsConfig::new(w.dim).with_max_cells(w.max_cells)),
-            )
+            .with_column_words(c.column_words.map(|w| {
+                ColumnWordsConfig::new(w.dim)
+                    .with_max_cells(w.max_cells)
+                    .with_table_topic(w.table_topic)
+            }))
     }
 }
 
@@ -311,6 +314,7 @@ impl From<&OrchestratorConfig> for ConfigV2 {
             column_words: c.column_words.map(|w| WordsV2 {
                 dim: w.dim,
                 max_cells: w.max_cells,
+                table_topic: w.table_topic,
             }),
         }
     }

@@ -111,6 +111,10 @@ pub struct ModelSettings {
     /// file ([`WordVectors`]), copied into the saved model. `None` reads none.
     #[serde(default)]
     pub word_vectors: Option<PathBuf>,
+    /// With word vectors, also each table's topic: the mean vector of all its words
+    /// ([`ColumnWordsConfig::table_topic`]).
+    #[serde(default)]
+    pub table_topic: bool,
     /// Train multi-label namespaces with one sigmoid per label and binary cross-entropy
     /// ([`colswarm_model::Activation::Sigmoid`]) instead of a softmax.
     pub sigmoid_multi_label: bool,
@@ -139,6 +143,7 @@ impl Default for ModelSettings {
             head_skip: true,
             column_fusion: false,
             word_vectors: None,
+            table_topic: false,
             sigmoid_multi_label: true,
             hierarchy_closure: true,
             init_from: None,
@@ -245,7 +250,9 @@ pub fn orchestrator_config(
     )
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
     .with_column_fusion(model.column_fusion)
-    .with_column_words(words.map(|w| ColumnWordsConfig::new(w.dim())))
+    .with_column_words(
+        words.map(|w| ColumnWordsConfig::new(w.dim()).with_table_topic(model.table_topic)),
+    )
 }
 
 /// Switches that do not change the result (`devices` changes it in the last bits only).
