@@ -288,10 +288,15 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
                 .orchestrator
                 .column_words()
                 .map_or("none".into(), |(c, v)| format!(
-                    "{} words of dimension {}, means over the header and {} cells",
+                    "{} words of dimension {}, means over the header and {} cells{}",
                     v.len(),
                     c.dim,
-                    c.max_cells
+                    c.max_cells,
+                    if c.table_topic {
+                        ", and the table's topic"
+                    } else {
+                        ""
+                    }
                 )),
             c.head_skip,
             if c.column_fusion {

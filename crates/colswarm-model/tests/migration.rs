@@ -21,17 +21,33 @@ fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/colswarm-small")
 }
 
-/// The shipped model's files in a `colswarm-swarm-v1` directory at `to`, as colswarm wrote
-/// them before v2: the same weights, a manifest of that format that names its column pooling
-/// and has no column fusion.
-fn v1_copy(to: &Path) {
+/// The shipped model as the v1 layout can hold it, in `to`: a copy without word vectors, which
+/// came after v1 (its manifest without them; every other file and weight unchanged).
+fn without_word_vectors(to: &Path) -> PathBuf {
     copy_dir(&shipped(), to);
+    let mut manifest = read_json(&to.join(MANIFEST_FILE));
+    manifest.as_object_mut().unwrap().remove("column_words");
+    manifest["config"]
+        .as_object_mut()
+        .unwrap()
+        .remove("column_words");
+    write_json(&to.join(MANIFEST_FILE), &manifest);
+    to.to_path_buf()
+}
+
+/// That model's files in a `colswarm-swarm-v1` directory at `to`, as colswarm wrote them before
+/// v2: the same weights, a manifest of that format that names its column pooling and has no
+/// column fusion. Returns the v2 copy it was made from, in `to`'s sibling `v2`.
+fn v1_copy(to: &Path) -> PathBuf {
+    let v2 = without_word_vectors(&to.with_file_name("v2"));
+    copy_dir(&v2, to);
     let mut manifest = read_json(&to.join(MANIFEST_FILE));
     manifest["format"] = MANIFEST_FORMAT_V1.into();
     let config = manifest["config"].as_object_mut().unwrap();
     config.insert("column_pooling".into(), "SpanMean".into());
     config.remove("column_fusion");
     write_json(&to.join(MANIFEST_FILE), &manifest);
+    v2
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -93,7 +109,7 @@ fn load_error(dir: &Path) -> String {
 fn a_v1_model_loads_from_its_files_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    v1_copy(&copy);
+    let v2 = v1_copy(&copy);
     let before: Vec<Vec<u8>> = [MANIFEST_FILE, LABELS_FILE, SERIALIZE_FILE]
         .iter()
         .map(|f| std::fs::read(copy.join(f)).unwrap())
@@ -101,7 +117,7 @@ fn a_v1_model_loads_from_its_files_unchanged() {
     let (_, manifest) = Swarm::load(&copy, &Device::flex()).unwrap();
     assert_eq!(manifest.version, ManifestVersion::V1);
     let model = load(&copy);
-    assert_eq!(logits(&model), logits(&load(&shipped())));
+    assert_eq!(logits(&model), logits(&load(&v2)));
     // Loading migrates in memory only.
     for (file, bytes) in [MANIFEST_FILE, LABELS_FILE, SERIALIZE_FILE]
         .iter()
@@ -160,7 +176,7 @@ fn older_serialize_and_label_files_take_the_defaults_they_always_meant() {
 fn a_v1_manifest_without_its_later_fields_takes_their_defaults() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("model");
-    v1_copy(&copy);
+    let v2 = v1_copy(&copy);
     let mut manifest = read_json(&copy.join(MANIFEST_FILE));
     let config = manifest["config"].as_object_mut().unwrap();
     for field in ["budget", "wide_ngrams"] {
@@ -172,7 +188,7 @@ fn a_v1_manifest_without_its_later_fields_takes_their_defaults() {
     }
     write_json(&copy.join(MANIFEST_FILE), &manifest);
     let model = load(&copy);
-    assert_eq!(logits(&model), logits(&load(&shipped())));
+    assert_eq!(logits(&model), logits(&load(&v2)));
 }
 
 #[test]
