@@ -55,25 +55,37 @@ impl Featurizer {
         let Some((config, vectors)) = self.words.as_ref() else {
             return Vec::new();
         };
-        let words: Vec<ColumnWords> = table
-            .columns
-            .iter()
-            .map(|c| ColumnWords::of(c, config.max_cells))
-            .collect();
-        let topic = config.table_topic.then(|| {
-            let all: Vec<&String> = words
+        let words_of = |c: usize| {
+            table
+                .columns
+                .get(c)
+                .map(|c| ColumnWords::of(c, config.max_cells))
+        };
+        // The topic reads every column; without it only the queried ones are cut into words.
+        let every: Option<Vec<Option<ColumnWords>>> = config
+            .table_topic
+            .then(|| (0..table.n_columns()).map(words_of).collect());
+        let topic = every.as_ref().map(|every| {
+            let words: Vec<&String> = every
                 .iter()
+                .flatten()
                 .flat_map(|w| w.cells.iter().chain(&w.header))
                 .collect();
-            vectors.mean(&all)
+            vectors.mean(&words)
         });
+        let features_of = |w: Option<&ColumnWords>| {
+            w.map_or_else(
+                || vec![0.0; 2 * vectors.dim()],
+                |w| vectors.column_features(&w.cells, &w.header),
+            )
+        };
         columns
             .iter()
             .map(|&c| {
-                let mut features = words.get(c).map_or_else(
-                    || vec![0.0; 2 * vectors.dim()],
-                    |w| vectors.column_features(&w.cells, &w.header),
-                );
+                let mut features = match &every {
+                    Some(every) => features_of(every.get(c).and_then(Option::as_ref)),
+                    None => features_of(words_of(c).as_ref()),
+                };
                 features.extend(topic.iter().flatten());
                 features
             })
