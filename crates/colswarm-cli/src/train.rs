@@ -74,6 +74,11 @@ pub(crate) struct TrainArgs {
     /// columns, beside each column's own.
     #[arg(long, requires = "word_vectors")]
     table_topic: bool,
+    /// Teach entity-type label sets (WikiTables) to give columns of numbers no type: the
+    /// other training sets' quantity columns (mostly numbers other than years) train such a
+    /// set's sigmoids towards zero.
+    #[arg(long)]
+    quantity_negatives: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
     /// softmax instead.
@@ -254,7 +259,10 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
             weight_decay: args.weight_decay,
             ..OptimizerSettings::default()
         },
-        loss: LossSettings::default(),
+        loss: LossSettings {
+            quantity_negatives: args.quantity_negatives,
+            ..LossSettings::default()
+        },
         regularization: Regularization {
             column_dropout: args.column_dropout,
         },

@@ -37,6 +37,9 @@ pub struct Example {
     pub cpa: Vec<(usize, usize, Vec<usize>)>,
     /// Index of the CPA namespace in the label space.
     pub cpa_namespace: Option<usize>,
+    /// (query, CTA namespace) pairs where the column has no label of that namespace: a sigmoid
+    /// namespace learns to keep every label low on it (empty unless the trainer adds them).
+    pub cta_none: Vec<(usize, usize)>,
 }
 
 /// The per-column features a model reads beside its tokens.
@@ -197,6 +200,7 @@ pub fn encode(
         columns,
         cta_namespace,
         cpa_namespace,
+        cta_none: Vec::new(),
     }
 }
 

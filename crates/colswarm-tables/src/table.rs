@@ -53,6 +53,30 @@ impl Column {
     pub fn is_labelled(&self) -> bool {
         !self.labels.is_empty()
     }
+
+    /// True when more than half of the column's non-missing cells are numbers
+    /// ([`Cell::is_numeric`]) and at most half of them are years (integers from 1000 to 2100):
+    /// a column of amounts, counts or measurements rather than of things. Year columns are left
+    /// out because entity-type label sets give them types (WikiTables links a year to the
+    /// year's ceremony or season).
+    pub fn is_quantity(&self) -> bool {
+        let (mut filled, mut numbers, mut years) = (0, 0, 0);
+        for cell in self.cells.iter().filter(|c| !c.is_null()) {
+            filled += 1;
+            if cell.is_numeric() {
+                numbers += 1;
+                if cell
+                    .text()
+                    .trim()
+                    .parse::<u32>()
+                    .is_ok_and(|y| (1000..=2100).contains(&y))
+                {
+                    years += 1;
+                }
+            }
+        }
+        2 * numbers > filled && 2 * years <= filled
+    }
 }
 
 /// A column-property (CPA) target: the relation between the subject column and another
@@ -169,5 +193,18 @@ mod tests {
         assert!(table.cell(1, 1).is_some_and(Cell::is_null));
         assert_eq!(table.columns[0].header.as_deref(), Some("a"));
         assert!(table.context.has_header_row);
+    }
+
+    #[test]
+    fn quantities_are_mostly_numbers_that_are_not_years() {
+        let column =
+            |cells: &[&str]| Column::new(None, cells.iter().map(|&c| Cell::new(c)).collect());
+        assert!(column(&["2,140,526", "513,275", "3.5", "Lyon"]).is_quantity());
+        // Missing cells do not count; years and names are not quantities.
+        assert!(column(&["12", "", "n/a", "7"]).is_quantity());
+        assert!(!column(&["1998", "2004", "2011", "17"]).is_quantity());
+        assert!(!column(&["Paris", "Lyon", "3"]).is_quantity());
+        assert!(!column(&["2020-06-29", "2021-01-02"]).is_quantity());
+        assert!(!column(&[]).is_quantity());
     }
 }

@@ -174,11 +174,21 @@ pub struct DataSettings {
 pub struct LossSettings {
     /// Weight of the CPA loss (the CTA loss has weight 1).
     pub cpa_weight: f64,
+    /// Teach entity-type namespaces to give quantities no type: a sigmoid CTA namespace none of
+    /// whose labelled training columns is a quantity ([`colswarm_tables::Column::is_quantity`])
+    /// gets every quantity column of the other training sets as a column with none of its
+    /// labels ([`colswarm_model::Example::cta_none`]). Without it, such a namespace (WikiTables)
+    /// types a column of populations as confidently as one of names.
+    #[serde(default)]
+    pub quantity_negatives: bool,
 }
 
 impl Default for LossSettings {
     fn default() -> Self {
-        LossSettings { cpa_weight: 1.0 }
+        LossSettings {
+            cpa_weight: 1.0,
+            quantity_negatives: false,
+        }
     }
 }
 

@@ -38,6 +38,44 @@ pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
     space
 }
 
+/// The sigmoid CTA namespaces none of whose labelled training columns is a quantity
+/// ([`colswarm_tables::Column::is_quantity`]): entity-type label sets, which should give a
+/// column of numbers no label ([`super::LossSettings::quantity_negatives`]).
+fn entity_namespaces(space: &LabelSpace, train: &[(DataSpec, LoadedData)]) -> Vec<usize> {
+    let mut namespaces = Vec::new();
+    for (spec, data) in train {
+        let Some(ns) = space.positions(&spec.namespace).0 else {
+            continue;
+        };
+        if space.cta[ns].activation != Activation::Sigmoid || namespaces.contains(&ns) {
+            continue;
+        }
+        let mut columns = data.tables.iter().flat_map(|t| &t.columns);
+        if !columns.any(|c| c.is_labelled() && c.is_quantity()) {
+            namespaces.push(ns);
+        }
+    }
+    namespaces
+}
+
+/// Marks each queried quantity column of `table` (whose own CTA namespace is `own`) as having
+/// no label in each of `entity_namespaces` but its own.
+fn add_quantity_negatives(
+    example: &mut Example,
+    table: &colswarm_tables::Table,
+    own: Option<usize>,
+    entity_namespaces: &[usize],
+) {
+    for (query, &column) in example.columns.iter().enumerate() {
+        if !table.columns[column].is_quantity() {
+            continue;
+        }
+        for &ns in entity_namespaces.iter().filter(|&&ns| Some(ns) != own) {
+            example.cta_none.push((query, ns));
+        }
+    }
+}
+
 /// Loaded data of a run.
 #[derive(Debug)]
 pub struct RunData {
@@ -97,11 +135,16 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         ngrams: model.column_ngrams.as_ref().map(ngram_config),
         words: model.column_words.zip(words.clone()),
     };
+    let entity_namespaces = if config.loss.quantity_negatives {
+        entity_namespaces(&space, &train)
+    } else {
+        Vec::new()
+    };
     let mut examples = Vec::new();
     for (spec, data) in train {
         let (cta, cpa) = space.positions(&spec.namespace);
         for table in data.tables {
-            let example = encode(
+            let mut example = encode(
                 &table,
                 &serialize,
                 &features,
@@ -110,6 +153,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
                 cpa,
                 Columns::Targets,
             );
+            add_quantity_negatives(&mut example, &table, cta, &entity_namespaces);
             if example.has_targets() {
                 examples.push(example);
             }
@@ -127,4 +171,101 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         dev,
         words,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use colswarm_model::SerializeSettings;
+    use colswarm_tables::{Cell, Column, LabelSet, Table};
+
+    fn column(label: Option<&str>, cells: &[&str]) -> Column {
+        let mut column = Column::new(None, cells.iter().map(|&c| Cell::new(c)).collect());
+        column.labels = label.into_iter().map(String::from).collect();
+        column
+    }
+
+    fn set(spec: &str, tables: Vec<Table>, labels: &[&str]) -> (DataSpec, LoadedData) {
+        let data = LoadedData {
+            tables,
+            cta_labels: LabelSet::sorted(labels.iter().copied()),
+            cpa_labels: LabelSet::default(),
+        };
+        (spec.parse().unwrap(), data)
+    }
+
+    /// An entity-type set (sigmoids, no labelled quantity), a set whose labels include a
+    /// quantity, and the space they make.
+    fn sets() -> (LabelSpace, Vec<(DataSpec, LoadedData)>) {
+        let names = Table::new(
+            "names",
+            vec![
+                column(Some("person"), &["Ada", "Alan"]),
+                // An unlabelled quantity column of the entity set does not count against it.
+                column(None, &["12", "40"]),
+            ],
+        );
+        let cities = Table::new(
+            "cities",
+            vec![
+                column(Some("city"), &["Paris", "Lyon"]),
+                column(Some("population"), &["2,140,526", "513,275"]),
+                column(Some("year"), &["1998", "2004"]),
+            ],
+        );
+        let train = vec![
+            set("people=turl-csv:people.csv", vec![names], &["person"]),
+            set(
+                "places=sato-cv:places.csv",
+                vec![cities],
+                &["city", "population", "year"],
+            ),
+        ];
+        let mut space = label_space(&train);
+        for namespace in &mut space.cta {
+            namespace.activation = Activation::Sigmoid;
+        }
+        (space, train)
+    }
+
+    #[test]
+    fn only_sigmoid_namespaces_without_labelled_quantities_take_negatives() {
+        let (mut space, train) = sets();
+        let (people, places) = (space.positions("people").0, space.positions("places").0);
+        assert_eq!(entity_namespaces(&space, &train), vec![people.unwrap()]);
+        // A softmax cannot say "none": no negatives for it.
+        space.cta[people.unwrap()].activation = Activation::Softmax;
+        assert!(entity_namespaces(&space, &train).is_empty());
+        assert_ne!(people, places);
+    }
+
+    #[test]
+    fn the_other_sets_quantity_columns_become_negatives() {
+        let (space, train) = sets();
+        let entity = entity_namespaces(&space, &train);
+        let serialize = SerializeSettings::default().config();
+        let encoded = |set: usize| {
+            let (spec, data) = &train[set];
+            let (cta, cpa) = space.positions(&spec.namespace);
+            let table = &data.tables[0];
+            let features = Featurizer::default();
+            let mut example = encode(
+                table,
+                &serialize,
+                &features,
+                &space,
+                cta,
+                cpa,
+                Columns::Targets,
+            );
+            add_quantity_negatives(&mut example, table, cta, &entity);
+            example
+        };
+        // The population column (query 1), not the city or the years.
+        let places = encoded(1);
+        assert_eq!(places.columns, vec![0, 1, 2]);
+        assert_eq!(places.cta_none, vec![(1, entity[0])]);
+        // A set's own namespace gets none from its own columns.
+        assert!(encoded(0).cta_none.is_empty());
+    }
 }

@@ -75,6 +75,7 @@ impl TargetCounts {
             if example.cta_namespace.is_some() {
                 counts.cta += example.cta.iter().filter(|o| !o.is_empty()).count();
             }
+            counts.cta += example.cta_none.len();
             if example.cpa_namespace.is_some() {
                 counts.cpa += example.cpa.len();
             }
@@ -83,7 +84,8 @@ impl TargetCounts {
     }
 }
 
-/// The supervised loss of a forward pass: mean over labelled columns of their namespace's CTA
+/// The supervised loss of a forward pass: mean over labelled columns (and columns that have no
+/// label of a namespace, [`Example::cta_none`]) of their namespace's CTA
 /// loss, plus `cpa_weight` times the mean CPA loss over targets.
 pub fn supervised_loss(
     orchestrator: &Orchestrator,
@@ -122,6 +124,10 @@ pub fn shard_loss(
                     cta[ns].1.push(outputs);
                 }
             }
+        }
+        for &(q, ns) in &example.cta_none {
+            cta[ns].0.push(row + q);
+            cta[ns].1.push(&[]);
         }
         if let Some(ns) = example.cpa_namespace {
             for (s, o, outputs) in &example.cpa {
@@ -255,5 +261,34 @@ mod tests {
             loss(&namespace)
         );
         assert!((softmax - bce).abs() > 0.1, "the two losses differ here");
+        // A row with no label of the namespace (a quantity negative): every sigmoid towards 0.
+        let none: [&[usize]; 1] = [&[]];
+        let negative = namespace_loss(&tensor, &[2], &namespace, &none).into_scalar::<f32>() as f64;
+        let by_hand: f64 = rows[1]
+            .iter()
+            .map(|&x| -(1.0 - 1.0 / (1.0 + (-(x as f64)).exp())).ln())
+            .sum();
+        assert!((negative - by_hand).abs() < 1e-5, "{negative} vs {by_hand}");
+    }
+
+    #[test]
+    fn columns_with_no_label_count_as_cta_targets() {
+        let mut example = Example {
+            table_id: "t".into(),
+            tokens: vec![1, 2],
+            columns: vec![0, 1],
+            queries: vec![vec![3], vec![4]],
+            spans: vec![0..1, 1..2],
+            ngrams: Vec::new(),
+            words: Vec::new(),
+            cta: vec![vec![0], Vec::new()],
+            cta_namespace: Some(0),
+            cpa: Vec::new(),
+            cpa_namespace: None,
+            cta_none: Vec::new(),
+        };
+        assert_eq!(TargetCounts::of(&[&example]).cta, 1);
+        example.cta_none.push((1, 1));
+        assert_eq!(TargetCounts::of(&[&example]).cta, 2);
     }
 }

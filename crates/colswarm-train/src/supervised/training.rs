@@ -188,6 +188,10 @@ pub fn train(
     let run = RunDir::for_config(out, config, |stored| resumable(config, stored))?;
 
     let data = load_run_data(config)?;
+    if options.progress && config.loss.quantity_negatives {
+        let negatives: usize = data.train.iter().map(|e| e.cta_none.len()).sum();
+        eprintln!("quantity negatives: {negatives} (column, namespace) pairs with no label");
+    }
     let devices = options.training_devices();
     let device = devices[0].clone();
     let (swarm, orchestrator_config) =
