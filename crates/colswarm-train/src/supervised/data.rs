@@ -8,6 +8,7 @@ use colswarm_model::{
     Activation, Columns, Example, Featurizer, LabelSpace, Task, cta_kind, encode, ngram_config,
 };
 use colswarm_swarm::{LabelKind, WordVectors};
+use colswarm_tables::{SerializeConfig, Table};
 
 use super::config::{TrainConfig, orchestrator_config};
 use crate::error::TrainError;
@@ -58,11 +59,34 @@ fn entity_namespaces(space: &LabelSpace, train: &[(DataSpec, LoadedData)]) -> Ve
     namespaces
 }
 
+/// The example of a training table whose set has the (CTA, CPA) `namespaces`: its targets, and
+/// its quantity columns as negatives of the `entity_namespaces` not its own.
+fn training_example(
+    table: &Table,
+    serialize: &SerializeConfig,
+    features: &Featurizer,
+    space: &LabelSpace,
+    (cta, cpa): (Option<usize>, Option<usize>),
+    entity_namespaces: &[usize],
+) -> Example {
+    let mut example = encode(
+        table,
+        serialize,
+        features,
+        space,
+        cta,
+        cpa,
+        Columns::Targets,
+    );
+    add_quantity_negatives(&mut example, table, cta, entity_namespaces);
+    example
+}
+
 /// Marks each queried quantity column of `table` (whose own CTA namespace is `own`) as having
 /// no label in each of `entity_namespaces` but its own.
 fn add_quantity_negatives(
     example: &mut Example,
-    table: &colswarm_tables::Table,
+    table: &Table,
     own: Option<usize>,
     entity_namespaces: &[usize],
 ) {
@@ -142,18 +166,16 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
     };
     let mut examples = Vec::new();
     for (spec, data) in train {
-        let (cta, cpa) = space.positions(&spec.namespace);
+        let namespaces = space.positions(&spec.namespace);
         for table in data.tables {
-            let mut example = encode(
+            let example = training_example(
                 &table,
                 &serialize,
                 &features,
                 &space,
-                cta,
-                cpa,
-                Columns::Targets,
+                namespaces,
+                &entity_namespaces,
             );
-            add_quantity_negatives(&mut example, &table, cta, &entity_namespaces);
             if example.has_targets() {
                 examples.push(example);
             }
@@ -177,7 +199,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
 mod tests {
     use super::*;
     use colswarm_model::SerializeSettings;
-    use colswarm_tables::{Cell, Column, LabelSet, Table};
+    use colswarm_tables::{Cell, Column, LabelSet};
 
     fn column(label: Option<&str>, cells: &[&str]) -> Column {
         let mut column = Column::new(None, cells.iter().map(|&c| Cell::new(c)).collect());
@@ -246,20 +268,16 @@ mod tests {
         let serialize = SerializeSettings::default().config();
         let encoded = |set: usize| {
             let (spec, data) = &train[set];
-            let (cta, cpa) = space.positions(&spec.namespace);
-            let table = &data.tables[0];
+            let namespaces = space.positions(&spec.namespace);
             let features = Featurizer::default();
-            let mut example = encode(
-                table,
+            training_example(
+                &data.tables[0],
                 &serialize,
                 &features,
                 &space,
-                cta,
-                cpa,
-                Columns::Targets,
-            );
-            add_quantity_negatives(&mut example, table, cta, &entity);
-            example
+                namespaces,
+                &entity,
+            )
         };
         // The population column (query 1), not the city or the years.
         let places = encoded(1);
