@@ -76,8 +76,8 @@ pub(crate) struct TrainArgs {
     table_topic: bool,
     /// Teach entity-type label sets (WikiTables) to give columns of numbers no type: the
     /// other training sets' quantity columns (mostly numbers other than years) train such a
-    /// set's sigmoids towards zero.
-    #[arg(long)]
+    /// set's sigmoids towards zero; `--quantity-negatives false` leaves them out.
+    #[arg(long, default_value_t = LossSettings::default().quantity_negatives, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     quantity_negatives: bool,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a

@@ -178,7 +178,8 @@ pub struct LossSettings {
     /// whose labelled training columns is a quantity ([`colswarm_tables::Column::is_quantity`])
     /// gets every quantity column of the other training sets as a column with none of its
     /// labels ([`colswarm_model::Example::cta_none`]). Without it, such a namespace (WikiTables)
-    /// types a column of populations as confidently as one of names.
+    /// types a column of populations as confidently as one of names. Runs stored before it
+    /// existed read `false`.
     #[serde(default)]
     pub quantity_negatives: bool,
 }
@@ -187,7 +188,7 @@ impl Default for LossSettings {
     fn default() -> Self {
         LossSettings {
             cpa_weight: 1.0,
-            quantity_negatives: false,
+            quantity_negatives: true,
         }
     }
 }
