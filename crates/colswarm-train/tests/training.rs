@@ -428,3 +428,54 @@ fn a_runs_checkpoints_average_into_a_model() {
         "{err}"
     );
 }
+
+/// Trained beside T2D's tables, whose columns of numbers are negatives for it, the WikiTables
+/// namespace (entity types only) gives a column of populations a far lower best probability
+/// than the same run without quantity negatives.
+#[test]
+fn quantity_negatives_teach_an_entity_namespace_that_numbers_have_no_type() {
+    let table = colswarm_tables::Table::from_rows(
+        "cities",
+        Some(vec!["city".into(), "population".into()]),
+        [
+            ("Paris", "2140526"),
+            ("Lyon", "513275"),
+            ("Berlin", "3644826"),
+        ]
+        .map(|(city, population)| vec![city.to_string(), population.to_string()])
+        .to_vec(),
+    );
+    let best_wikitables_probability = |negatives: bool| -> f32 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = tiny(dir.path());
+        config.model.specialists.clear();
+        let wikitables = datasets().join("wikitables-turl-subset/train_wikitables_subset_20.csv");
+        config.data.train = vec![
+            format!("wikitables=turl-csv:{}", wikitables.display())
+                .parse()
+                .unwrap(),
+            t2d("train"),
+        ];
+        config.data.dev.clear();
+        config.data.max_tables = 30;
+        config.loss.quantity_negatives = negatives;
+        config.stopping.epochs = 6;
+        let summary = train_quietly(&config, &dir.path().join("run")).unwrap();
+        let annotator = colswarm_model::Annotator::builder(&summary.model_dir)
+            .abstain(false)
+            .build()
+            .unwrap();
+        let annotation = annotator.annotate(&table).unwrap();
+        let types = &annotation.columns[1].types;
+        let wikitables = types.iter().find(|t| t.namespace == "wikitables").unwrap();
+        wikitables.top_k[0].confidence
+    };
+    let (with, without) = (
+        best_wikitables_probability(true),
+        best_wikitables_probability(false),
+    );
+    assert!(
+        with < 0.5 * without,
+        "with negatives {with}, without {without}"
+    );
+}
