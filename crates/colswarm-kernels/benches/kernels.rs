@@ -31,6 +31,7 @@ const IMPLS: [KernelImpl; 3] = [
 
 /// The language-model shape of the official RWKV-7 kernel's benchmarks: B = 8, T = 4096,
 /// H = 64 (timed on GPUs only).
+#[cfg(feature = "wgpu")]
 const LM_SHAPE: [usize; 3] = [8, 4096, 64];
 
 /// Forward FLOPs of the recurrence: 9·N² per head per token.
