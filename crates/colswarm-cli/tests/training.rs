@@ -144,15 +144,23 @@ fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
     assert_eq!(run["model"]["sigmoid_multi_label"], true);
     assert_eq!(run["optimizer"]["learning_rate"], 5e-3);
     assert_eq!(run["regularization"]["column_dropout"], 0.3);
+    assert_eq!(run["loss"]["quantity_negatives"], true);
 
     let off = dir.path().join("off");
     let (run, swarm) = train(
         &off,
-        &["--head-skip", "false", "--sigmoid-multi-label=false"],
+        &[
+            "--head-skip",
+            "false",
+            "--sigmoid-multi-label=false",
+            "--quantity-negatives",
+            "false",
+        ],
     );
     assert!(swarm["config"]["head_skip"].is_null());
     assert_eq!(run["model"]["head_skip"], false);
     assert_eq!(run["model"]["sigmoid_multi_label"], false);
+    assert_eq!(run["loss"]["quantity_negatives"], false);
 }
 
 #[test]
