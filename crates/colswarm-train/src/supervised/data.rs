@@ -43,20 +43,17 @@ pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
 /// ([`colswarm_tables::Column::is_quantity`]): entity-type label sets, which should give a
 /// column of numbers no label ([`super::LossSettings::quantity_negatives`]).
 fn entity_namespaces(space: &LabelSpace, train: &[(DataSpec, LoadedData)]) -> Vec<usize> {
-    let mut namespaces = Vec::new();
+    // A namespace may be trained from several sets: one labelled quantity in any rules it out.
+    let mut with_quantities = vec![false; space.cta.len()];
     for (spec, data) in train {
-        let Some(ns) = space.positions(&spec.namespace).0 else {
-            continue;
-        };
-        if space.cta[ns].activation != Activation::Sigmoid || namespaces.contains(&ns) {
-            continue;
-        }
-        let mut columns = data.tables.iter().flat_map(|t| &t.columns);
-        if !columns.any(|c| c.is_labelled() && c.is_quantity()) {
-            namespaces.push(ns);
+        if let Some(ns) = space.positions(&spec.namespace).0 {
+            let mut columns = data.tables.iter().flat_map(|t| &t.columns);
+            with_quantities[ns] |= columns.any(|c| c.is_labelled() && c.is_quantity());
         }
     }
-    namespaces
+    (0..space.cta.len())
+        .filter(|&ns| space.cta[ns].activation == Activation::Sigmoid && !with_quantities[ns])
+        .collect()
 }
 
 /// The example of a training table whose set has the (CTA, CPA) `namespaces`: its targets, and
