@@ -259,6 +259,18 @@ mod tests {
     }
 
     #[test]
+    fn a_labelled_quantity_in_any_set_of_a_namespace_rules_it_out() {
+        let (space, mut train) = sets();
+        let ages = Table::new("ages", vec![column(Some("person"), &["31", "45", "27"])]);
+        train.push(set(
+            "people=turl-csv:more-people.csv",
+            vec![ages],
+            &["person"],
+        ));
+        assert!(entity_namespaces(&space, &train).is_empty());
+    }
+
+    #[test]
     fn the_other_sets_quantity_columns_become_negatives() {
         let (space, train) = sets();
         let entity = entity_namespaces(&space, &train);
