@@ -45,6 +45,20 @@ while read -r member edge_sets; do
     fi
   done
 done <<<"$leaves"
+# scripts/test.sh builds the workspace with `wgpu` and then the CLI and the Python extension with
+# it too (scripts/python-test.sh): they must reuse that build's dependencies as well.
+features --workspace --features wgpu --edges normal,build,dev >"$workspace"
+for member in colswarm-cli colswarm-python; do
+  features --package "$member" --features wgpu --edges normal,build >"$workspace.one"
+  # A package may build twice here (for the host and for the target): each of the member's
+  # builds must be one the workspace does.
+  differ=$(comm -13 "$workspace" "$workspace.one" | sed 's/^/  /')
+  if [ -n "$differ" ]; then
+    status=1
+    echo "colswarm-workspace-hack misses features: $member --features wgpu builds these (package|features) that the workspace's wgpu build does not:"
+    echo "$differ"
+  fi
+done
 # And the libraries stay lean: what README promises a crate built alone does not pull in.
 for lean in "colswarm-model" "colswarm-eval" "colswarm-tables --no-default-features"; do
   # shellcheck disable=SC2086 # the feature flag splits on purpose
@@ -54,5 +68,5 @@ for lean in "colswarm-model" "colswarm-eval" "colswarm-tables --no-default-featu
     echo "cargo tree -p $lean pulls in $heavy: a library crate must not depend on colswarm-workspace-hack or on the Arrow stack by default"
   fi
 done
-[ "$status" = 0 ] && echo "every leaf ($(cut -d' ' -f1 <<<"$leaves" | paste -sd' ')) resolves its dependencies' features as the workspace does; colswarm-model, colswarm-eval and colswarm-tables (no default features) build no Arrow, Parquet or tokio"
+[ "$status" = 0 ] && echo "every leaf ($(cut -d' ' -f1 <<<"$leaves" | paste -sd' ')) resolves its dependencies' features as the workspace does (colswarm-cli and colswarm-python with wgpu too); colswarm-model, colswarm-eval and colswarm-tables (no default features) build no Arrow, Parquet or tokio"
 exit "$status"

@@ -4,11 +4,16 @@
 # builds the colswarm CLI (the tests compare against it) and the extension (`maturin develop`,
 # dev profile: it shares the workspace's dependency builds), then runs pytest. The Spark test
 # runs in local mode; it is skipped, saying so, only when no Java is installed.
+# COLSWARM_FEATURES (e.g. `wgpu`) builds the CLI and the extension with those cargo features:
+# scripts/test.sh sets it to its own, so that they reuse the test build's dependencies instead of
+# compiling a second variant of burn (minutes, and gigabytes of target/).
 # Extra arguments go to pytest (e.g. -k spark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=${COLSWARM_VENV:-.venv}
+features=()
+[ -z "${COLSWARM_FEATURES:-}" ] || features=(--features "$COLSWARM_FEATURES")
 python=${PYTHON:-python3}
 stage() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
 
@@ -22,11 +27,11 @@ stage "pip install -r python/requirements-dev.txt"
 "$venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
   -r python/requirements-dev.txt
 
-stage "cargo build -p colswarm-cli"
-cargo build --quiet -p colswarm-cli
+stage "cargo build -p colswarm-cli ${features[*]}"
+cargo build --quiet -p colswarm-cli "${features[@]}"
 
 stage "maturin develop (dev profile)"
-(cd python && VIRTUAL_ENV="$PWD/../$venv" PATH="$PWD/../$venv/bin:$PATH" maturin develop --quiet)
+(cd python && VIRTUAL_ENV="$PWD/../$venv" PATH="$PWD/../$venv/bin:$PATH" maturin develop --quiet "${features[@]}")
 
 if ! command -v java >/dev/null && [ -z "${JAVA_HOME:-}" ]; then
   echo "== no Java found: the Spark test will be skipped (install a JDK 17+ to run it)" >&2

@@ -38,8 +38,9 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 
 cargo test --workspace --features wgpu --benches --no-run --quiet
 cargo test --workspace --features wgpu "$@"
-# The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included.
-scripts/python-test.sh
+# The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included, built
+# with the same features so that it reuses the dependency builds above.
+COLSWARM_FEATURES=wgpu scripts/python-test.sh
 # The knowledge and silver-corpus scripts' stdlib tests (building the corpora themselves needs
 # the knowledge venv and clones of the source repositories).
 python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'
