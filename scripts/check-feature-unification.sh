@@ -50,12 +50,25 @@ done <<<"$leaves"
 features --workspace --features wgpu --edges normal,build,dev >"$workspace"
 for member in colswarm-cli colswarm-python; do
   features --package "$member" --features wgpu --edges normal,build >"$workspace.one"
-  # A package may build twice here (for the host and for the target): each of the member's
-  # builds must be one the workspace does.
-  differ=$(comm -13 "$workspace" "$workspace.one" | sed 's/^/  /')
+  # A package may build twice (for the host and for the target), so compare per package the
+  # sets of feature lists: the member must build each package in the variants the workspace does.
+  differ=$(python3 - "$workspace" "$workspace.one" <<'PY'
+import collections, sys
+def variants(path):
+    found = collections.defaultdict(set)
+    for line in open(path):
+        package, _, features = line.rstrip("\n").partition("|")
+        found[package].add(features)
+    return found
+workspace, member = (variants(p) for p in sys.argv[1:])
+for package in sorted(member):
+    if member[package] != workspace[package]:
+        print(f"  {package}: workspace {sorted(workspace[package])}, alone {sorted(member[package])}")
+PY
+  )
   if [ -n "$differ" ]; then
     status=1
-    echo "colswarm-workspace-hack misses features: $member --features wgpu builds these (package|features) that the workspace's wgpu build does not:"
+    echo "colswarm-workspace-hack misses features: $member --features wgpu builds these packages in other feature variants than the workspace's wgpu build:"
     echo "$differ"
   fi
 done
