@@ -38,6 +38,23 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 
 cargo test --workspace --features wgpu --benches --no-run --quiet
 cargo test --workspace --features wgpu "$@"
+# On a small disk (CI sets COLSWARM_PRUNE_TEST_BINARIES=1): the test and bench executables that
+# have just run hold about 5 GB; delete them before the Python stage needs room. A later run
+# relinks them.
+if [ "${COLSWARM_PRUNE_TEST_BINARIES:-}" = 1 ]; then
+  cargo test --workspace --features wgpu --lib --bins --tests --benches --no-run --quiet \
+    --message-format=json |
+    python3 -c '
+import json, os, sys
+freed = 0
+for line in sys.stdin:
+    message = json.loads(line) if line.startswith("{") else {}
+    path = message.get("executable")
+    if message.get("reason") == "compiler-artifact" and message["profile"]["test"] and path and os.path.exists(path):
+        freed += os.path.getsize(path)
+        os.remove(path)
+print(f"== deleted the test executables that ran: {freed / 1e9:.1f} GB freed")'
+fi
 # The Python package (pyo3 + maturin) and its pytest suite, Spark in local mode included, built
 # with the same features so that it reuses the dependency builds above.
 COLSWARM_FEATURES=wgpu scripts/python-test.sh
