@@ -19,6 +19,25 @@ features() {
     sed 's/ (\*)//; s/ (proc-macro)//' | grep -v '^colswarm' | sort -u
 }
 
+differ() {
+  # Packages that the member ($2) builds in other feature variants than the workspace ($1). A
+  # package may build twice (for the host and for the target), so compare per package the sets
+  # of feature lists: the member must build each package in the variants the workspace does.
+  python3 - "$1" "$2" <<'PY'
+import collections, sys
+def variants(path):
+    found = collections.defaultdict(set)
+    for line in open(path):
+        package, _, features = line.rstrip("\n").partition("|")
+        found[package].add(features)
+    return found
+workspace, member = (variants(p) for p in sys.argv[1:])
+for package in sorted(member):
+    if member[package] != workspace[package]:
+        print(f"  {package}: workspace {sorted(workspace[package])}, alone {sorted(member[package])}")
+PY
+}
+
 workspace=$(mktemp)
 trap 'rm -f "$workspace" "$workspace.one"' EXIT
 features --workspace --edges normal,build,dev >"$workspace"
@@ -37,11 +56,11 @@ status=0
 while read -r member edge_sets; do
   for edges in $edge_sets; do
     features --package "$member" --edges "$edges" >"$workspace.one"
-    differ=$(join -t'|' "$workspace" "$workspace.one" | awk -F'|' '$2 != $3 {print "  " $1 ": workspace [" $2 "], alone [" $3 "]"}')
-    if [ -n "$differ" ]; then
+    different=$(differ "$workspace" "$workspace.one")
+    if [ -n "$different" ]; then
       status=1
       echo "$member (edges $edges) resolves other features than the workspace:"
-      echo "$differ"
+      echo "$different"
     fi
   done
 done <<<"$leaves"
@@ -50,26 +69,11 @@ done <<<"$leaves"
 features --workspace --features wgpu --edges normal,build,dev >"$workspace"
 for member in colswarm-cli colswarm-python; do
   features --package "$member" --features wgpu --edges normal,build >"$workspace.one"
-  # A package may build twice (for the host and for the target), so compare per package the
-  # sets of feature lists: the member must build each package in the variants the workspace does.
-  differ=$(python3 - "$workspace" "$workspace.one" <<'PY'
-import collections, sys
-def variants(path):
-    found = collections.defaultdict(set)
-    for line in open(path):
-        package, _, features = line.rstrip("\n").partition("|")
-        found[package].add(features)
-    return found
-workspace, member = (variants(p) for p in sys.argv[1:])
-for package in sorted(member):
-    if member[package] != workspace[package]:
-        print(f"  {package}: workspace {sorted(workspace[package])}, alone {sorted(member[package])}")
-PY
-  )
-  if [ -n "$differ" ]; then
+  different=$(differ "$workspace" "$workspace.one")
+  if [ -n "$different" ]; then
     status=1
     echo "colswarm-workspace-hack misses features: $member --features wgpu builds these packages in other feature variants than the workspace's wgpu build:"
-    echo "$differ"
+    echo "$different"
   fi
 done
 # And the libraries stay lean: what README promises a crate built alone does not pull in.
