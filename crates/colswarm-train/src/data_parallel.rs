@@ -5,8 +5,8 @@
 //!
 //! The recipe, for a module `M` on the main device and a list of devices:
 //!
-//! 1. fork the module to each shard's device ([`Module::fork`]: same [`ParamId`]s, values copied,
-//!    a fresh autodiff graph of its own);
+//! 1. replicate the module on each shard's device (as [`Module::fork`] does: same [`ParamId`]s,
+//!    values copied, a fresh autodiff graph of its own; see [`replica`] for why not `fork`);
 //! 2. on one thread per shard ([`std::thread::scope`]), compute the shard's loss on its replica
 //!    and back-propagate it; [`GradientsParams::from_grads`] keys the gradients by parameter id;
 //! 3. move each shard's gradients to the main device ([`GradientsParams::to_device`]) and add
@@ -28,7 +28,7 @@
 
 use std::ops::Range;
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 
@@ -107,16 +107,43 @@ pub fn shard_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// A replica of `model` on `device`: the same parameter ids and values, each parameter a fresh
+/// autodiff leaf, as [`Module::fork`] makes it, but detached *before* it is moved.
+///
+/// `fork` moves each parameter with an autodiff op and detaches the copy afterwards, so the
+/// move stays in the graph as a child of the model's own parameter, and burn 0.22.1 frees such a
+/// node only once that parameter is dropped. A parameter that gets no gradient (the CPA head
+/// when no training set has relations, the router without specialists) is never replaced by the
+/// optimizer, so each step added a node to its graph, and burn walks every graph after each
+/// backward pass: an epoch on GitTables alone took 4.5 times as long by the tenth.
+fn replica<M: Module>(model: &M, device: &Device) -> M {
+    struct Replicate<'a>(&'a Device);
+    impl ModuleMapper for Replicate<'_> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            param.map(|tensor| {
+                let require_grad = tensor.is_require_grad();
+                let copy = tensor.detach().to_device(self.0).detach();
+                if require_grad {
+                    copy.require_grad()
+                } else {
+                    copy
+                }
+            })
+        }
+    }
+    model.clone().map(&mut Replicate(device))
+}
+
 /// The gradients of `Σ_k loss(replica_k, input_k)` with respect to `model`'s parameters, each
-/// shard computed on a replica of `model` forked to the shard's device, all shards
+/// shard computed on a replica of `model` on the shard's device, all shards
 /// concurrently; the gradients are summed on `main`, the device `model` lives on, where an
 /// optimizer step can use them directly (`optimizer.step(lr, model, grads)`).
 ///
 /// `loss` runs once per shard, on the shard's own thread, with the shard's replica and input;
 /// it returns the shard's loss (a one-element tensor on the replica's device, part of the
 /// replica's graph) and anything the caller wants back (its value, statistics). `model` itself
-/// is neither changed nor used in a graph; after the optimizer step, the next call forks the
-/// updated model again.
+/// is neither changed nor used in a graph; after the optimizer step, the next call replicates
+/// the updated model again.
 ///
 /// With a single shard no thread is spawned. With no shard the gradients are empty.
 ///
@@ -149,13 +176,13 @@ where
     let results: Vec<Result<(GradientsParams, O), E>> = if shards.len() == 1 {
         shards
             .into_iter()
-            .map(|shard| run(model.clone().fork(&shard.device), shard.input))
+            .map(|shard| run(replica(model, &shard.device), shard.input))
             .collect()
     } else {
-        // Replicas are forked here (a module is `Send`, not necessarily `Sync`) and moved in.
+        // Replicas are made here (a module is `Send`, not necessarily `Sync`) and moved in.
         let jobs: Vec<(M, I)> = shards
             .into_iter()
-            .map(|shard| (model.clone().fork(&shard.device), shard.input))
+            .map(|shard| (replica(model, &shard.device), shard.input))
             .collect();
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
