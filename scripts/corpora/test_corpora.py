@@ -300,38 +300,5 @@ class SilverSubsetsTest(unittest.TestCase):
         self.assertEqual(sorted(set(tables["all"])), [f"t{t}" for t in range(6)])
 
 
-class WikipediaDbpediaTest(unittest.TestCase):
-    def test_tables_with_an_exact_header_match_are_kept_with_every_column(self):
-        from common import hash_order
-        from wikipedia_dbpedia import label_tables
-        with tempfile.TemporaryDirectory() as tmp:
-            corpus = Path(tmp)
-            write(corpus / "tables/a/t1.csv", "City,Notes\nParis,big\nLyon,\n")
-            write(corpus / "tables/a/t2.csv", "Foo,Bar\n1,2\n")
-            write(corpus / "tables/b/t3.csv", "Country\nFrance\n")
-            write(corpus / "tables/b/t4.csv", "")
-            text, kept, labelled = label_tables(corpus, {"city": 4, "country": 7}, 10)
-            self.assertEqual((kept, labelled), (2, 2))
-            rows = list(csv.reader(io.StringIO(text)))
-            self.assertEqual(rows[0], ["table_id", "col_idx", "class", "class_id", "data"])
-            by_table = {}
-            for r in rows[1:]:
-                by_table.setdefault(r[0], []).append(r[1:])
-            self.assertEqual(by_table["tables/a/t1.csv"],
-                             [["0", "city", "4", "Paris;Lyon"], ["1", "NaN", "-1", "big"]])
-            self.assertEqual(by_table["tables/b/t3.csv"], [["0", "country", "7", "France"]])
-            # the first table in hash order is the one a limit of one keeps
-            first = [t for t in hash_order(["tables/a/t1.csv", "tables/b/t3.csv"])][0]
-            _, kept, _ = label_tables(corpus, {"city": 4, "country": 7}, 1)
-            self.assertEqual(kept, 1)
-            self.assertIn(first, label_tables(corpus, {"city": 4, "country": 7}, 1)[0])
-
-    def test_an_empty_corpus_is_an_error_naming_the_folder(self):
-        from wikipedia_dbpedia import label_tables
-        with tempfile.TemporaryDirectory() as tmp:
-            with self.assertRaisesRegex(SourceError, "tables"):
-                label_tables(Path(tmp), {"city": 4}, 10)
-
-
 if __name__ == "__main__":
     unittest.main()
