@@ -115,7 +115,7 @@ pub fn shard_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
 /// node only once that parameter is dropped. A parameter that gets no gradient (the CPA head
 /// when no training set has relations, the router without specialists) is never replaced by the
 /// optimizer, so each step added a node to its graph, and burn walks every graph after each
-/// backward pass: an epoch on GitTables alone took 4.5 times as long by the tenth.
+/// backward pass: an epoch on GitTables alone took 3 to 4.5 times as long by the tenth.
 fn replica<M: Module>(model: &M, device: &Device) -> M {
     struct Replicate<'a>(&'a Device);
     impl ModuleMapper for Replicate<'_> {
