@@ -6,7 +6,11 @@ it was trained on, where the two share label *names*: GitTables' DBpedia propert
 `birthDate`) and T2D's (`http://dbpedia.org/ontology/city`), for instance. For each target whose
 gold label has a namesake among the predicted label set, the prediction is the most probable of
 the namesakes (the labels with no namesake are ignored: they cannot be right), renamed to the
-gold set's name. Targets whose gold label has no namesake are left out and counted.
+gold set's name. Where several gold labels share that name (`Person/weight` and
+`AutomobileEngine/weight`), the name is all the prediction says: it becomes the target's own gold
+label of that name if it has one, else the first of them in sorted order, so the output does not
+depend on Python's string hashing. Targets whose gold label has no namesake are left out and
+counted.
 
 The output is a predictions file that `colswarm compare` reads, so two systems mapped alike get
 the paired bootstrap interval:
@@ -52,7 +56,9 @@ def main() -> int:
             gold_set = set(json.load(f))
     else:
         gold_set = {g for t in targets for g in t["gold"]}
-    gold_by_name = {name(g): g for g in gold_set}
+    gold_by_name: dict[str, list[str]] = {}
+    for g in sorted(gold_set):
+        gold_by_name.setdefault(name(g), []).append(g)
 
     kept, left_out, right = [], 0, 0
     shared: set[str] = set()
@@ -72,7 +78,9 @@ def main() -> int:
             left_out += 1
             continue
         best = max(sorted(candidates), key=lambda label: candidates[label])
-        predicted = gold_by_name[name(best)]
+        predicted = next(
+            (g for g in sorted(t["gold"]) if name(g) == name(best)), gold_by_name[name(best)][0]
+        )
         right += predicted in t["gold"]
         kept.append(
             {

@@ -59,3 +59,32 @@ def test_predictions_without_probabilities_are_an_error_naming_the_target(tmp_pa
     )
     assert done.returncode != 0
     assert "'t7'" in done.stderr and "column 2" in done.stderr
+
+
+def test_namesakes_in_the_gold_labels_give_the_same_output_under_any_string_hashing(tmp_path):
+    # Two gold labels named `weight`: a predicted `weight` is the target's own, whatever the order
+    # Python's string hashing gives the gold set.
+    targets = [
+        target(0, "http://dbpedia.org/ontology/Person/weight", {"weight": 0.9, "height": 0.1}),
+        target(1, "http://dbpedia.org/ontology/AutomobileEngine/weight", {"weight": 0.8}),
+        target(2, "http://dbpedia.org/ontology/height", {"weight": 0.7, "height": 0.2}),
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in targets))
+    outputs = set()
+    for seed in ("0", "1", "2", "3"):
+        out = tmp_path / f"out-{seed}.jsonl"
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), str(source), str(out)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        )
+        outputs.add(done.stdout + out.read_text())
+    assert len(outputs) == 1
+    summary = json.loads(outputs.pop().split("\n", 1)[0])
+    assert summary["scored"] == 3 and abs(summary["accuracy"] - 2 / 3) < 1e-9
+    kept = [json.loads(line) for line in (tmp_path / "out-0.jsonl").read_text().splitlines()]
+    # The third target's `weight` has two gold namesakes, neither its own: the first in order.
+    assert kept[2]["predicted"] == ["http://dbpedia.org/ontology/AutomobileEngine/weight"]
