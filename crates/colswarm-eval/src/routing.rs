@@ -5,16 +5,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use colswarm_tables::{Cell, CellKind, Column, Table};
+use colswarm_tables::{Column, Table};
 
 /// Columns from which a table also counts as [`TableKind::Wide`].
 pub const WIDE_COLUMNS: usize = 8;
 
-/// A coarse kind of table, read from its cells' kinds ([`Cell::kind`]); cheap, no model.
+/// A coarse kind of table, read from its cells' kinds ([`Column::cell_counts`]); cheap, no
+/// model.
 ///
 /// A column is *textual* when more than half of its non-missing cells are free text
-/// ([`CellKind::Text`]), *numeric* when more than half of them are numbers or dates
-/// ([`Cell::is_numeric`] or [`CellKind::Date`]); a column with no non-missing cell is neither.
+/// (`CellKind::Text`), *numeric* when more than half of them are numbers or dates; a column
+/// with no non-missing cell is neither.
 /// A table is then exactly one of:
 ///
 /// - [`Entity`](TableKind::Entity): more than half of its columns are textual (lists of
@@ -101,26 +102,14 @@ enum ColumnKind {
 
 /// What most of a column's non-missing cells are, if text or numbers/dates.
 fn column_kind(column: &Column) -> Option<ColumnKind> {
-    let (mut filled, mut text, mut numeric) = (0, 0, 0);
-    for cell in column.cells.iter().filter(|c| !c.is_null()) {
-        filled += 1;
-        if cell.kind() == CellKind::Text {
-            text += 1;
-        } else if is_number_or_date(cell) {
-            numeric += 1;
-        }
-    }
-    if 2 * text > filled {
+    let counts = column.cell_counts();
+    if 2 * counts.text > counts.filled {
         Some(ColumnKind::Textual)
-    } else if 2 * numeric > filled {
+    } else if 2 * (counts.numbers + counts.dates) > counts.filled {
         Some(ColumnKind::Numeric)
     } else {
         None
     }
-}
-
-fn is_number_or_date(cell: &Cell) -> bool {
-    cell.is_numeric() || cell.kind() == CellKind::Date
 }
 
 /// How often a specialist was opened on some tables.

@@ -89,7 +89,7 @@ pub use sotab::{
     read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, sotab_label_set,
 };
 pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};
-pub use table::{Column, CpaTarget, Table, TableContext};
+pub use table::{CellCounts, Column, CpaTarget, Table, TableContext};
 pub use tokenizer::{
     ByteTokenizer, CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, PAD,
     QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,

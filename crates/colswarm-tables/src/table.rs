@@ -2,7 +2,7 @@
 //! column-property targets ([`CpaTarget`]) and, where a dataset has them, a subject column and
 //! a table-level class.
 
-use crate::cell::Cell;
+use crate::cell::{Cell, CellKind};
 
 /// Context a source format keeps around a table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,29 +54,52 @@ impl Column {
         !self.labels.is_empty()
     }
 
+    /// How many of the column's cells are of each kind, missing ones left out: the one count
+    /// behind [`Column::is_quantity`] and the routing report's column kinds.
+    pub fn cell_counts(&self) -> CellCounts {
+        let mut counts = CellCounts::default();
+        for cell in self.cells.iter().filter(|c| !c.is_null()) {
+            counts.filled += 1;
+            match cell.kind() {
+                CellKind::Text => counts.text += 1,
+                CellKind::Date => counts.dates += 1,
+                _ if cell.is_numeric() => {
+                    counts.numbers += 1;
+                    let year = cell.text().trim().parse::<u32>();
+                    if year.is_ok_and(|y| (1000..=2100).contains(&y)) {
+                        counts.years += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        counts
+    }
+
     /// True when more than half of the column's non-missing cells are numbers
     /// ([`Cell::is_numeric`]) and at most half of them are years (integers from 1000 to 2100):
     /// a column of amounts, counts or measurements rather than of things. Year columns are left
     /// out because entity-type label sets give them types (WikiTables links a year to the
     /// year's ceremony or season).
     pub fn is_quantity(&self) -> bool {
-        let (mut filled, mut numbers, mut years) = (0, 0, 0);
-        for cell in self.cells.iter().filter(|c| !c.is_null()) {
-            filled += 1;
-            if cell.is_numeric() {
-                numbers += 1;
-                if cell
-                    .text()
-                    .trim()
-                    .parse::<u32>()
-                    .is_ok_and(|y| (1000..=2100).contains(&y))
-                {
-                    years += 1;
-                }
-            }
-        }
-        2 * numbers > filled && 2 * years <= filled
+        let counts = self.cell_counts();
+        2 * counts.numbers > counts.filled && 2 * counts.years <= counts.filled
     }
+}
+
+/// How many of a column's non-missing cells are of each kind ([`Column::cell_counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CellCounts {
+    /// Non-missing cells.
+    pub filled: usize,
+    /// Free text ([`CellKind::Text`]).
+    pub text: usize,
+    /// Integers and decimals ([`Cell::is_numeric`]).
+    pub numbers: usize,
+    /// Integers from 1000 to 2100, counted among `numbers` too.
+    pub years: usize,
+    /// Dates ([`CellKind::Date`]).
+    pub dates: usize,
 }
 
 /// A column-property (CPA) target: the relation between the subject column and another
@@ -206,5 +229,28 @@ mod tests {
         assert!(!column(&["Paris", "Lyon", "3"]).is_quantity());
         assert!(!column(&["2020-06-29", "2021-01-02"]).is_quantity());
         assert!(!column(&[]).is_quantity());
+    }
+
+    #[test]
+    fn cell_counts_leave_missing_cells_out_and_count_years_among_numbers() {
+        let cells = [
+            "Paris",
+            "",
+            "1998",
+            "2,140,526",
+            "2020-06-29",
+            "true",
+            "n/a",
+            "3.5",
+        ];
+        let column = Column::new(None, cells.iter().map(|&c| Cell::new(c)).collect());
+        let expected = CellCounts {
+            filled: 6,
+            text: 1,
+            numbers: 3,
+            years: 1,
+            dates: 1,
+        };
+        assert_eq!(column.cell_counts(), expected);
     }
 }
