@@ -79,6 +79,9 @@ pub(crate) struct TrainArgs {
     /// set's sigmoids towards zero; `--quantity-negatives false` leaves them out.
     #[arg(long, default_value_t = LossSettings::default().quantity_negatives, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     quantity_negatives: bool,
+    /// The CPA loss's weight beside the CTA loss (the mean over a batch's relation targets).
+    #[arg(long, default_value_t = LossSettings::default().cpa_weight)]
+    cpa_weight: f64,
     /// Train multi-label label sets (WikiTables) with one sigmoid per label and binary
     /// cross-entropy, decoding every label above 0.5; `--sigmoid-multi-label false` trains a
     /// softmax instead.
@@ -261,7 +264,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
         },
         loss: LossSettings {
             quantity_negatives: args.quantity_negatives,
-            ..LossSettings::default()
+            cpa_weight: args.cpa_weight,
         },
         regularization: Regularization {
             column_dropout: args.column_dropout,

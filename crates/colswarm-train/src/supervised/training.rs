@@ -71,6 +71,12 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
             "column dropout {dropout} is not a probability in [0, 1)"
         ));
     }
+    let cpa_weight = config.loss.cpa_weight;
+    if !(cpa_weight.is_finite() && cpa_weight >= 0.0) {
+        return fail(format!(
+            "CPA loss weight {cpa_weight} is not a finite number >= 0"
+        ));
+    }
     primary_config(&config.model)
         .validate()
         .map_err(|e| TrainError::Config(e.to_string()))?;
@@ -435,7 +441,7 @@ pub fn train(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::supervised::{DataSettings, ModelSettings, Regularization, Stopping};
+    use crate::supervised::{DataSettings, LossSettings, ModelSettings, Regularization, Stopping};
 
     #[test]
     fn absurd_ngram_bucket_counts_are_refused_before_allocating() {
@@ -467,6 +473,25 @@ mod tests {
             };
             let message = check(&config).unwrap_err().to_string();
             assert!(message.contains("column dropout"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_negative_or_non_finite_cpa_weight_is_refused() {
+        for weight in [-1.0, f64::NAN, f64::INFINITY] {
+            let config = TrainConfig {
+                data: DataSettings {
+                    train: vec!["t=t2d:x".parse().unwrap()],
+                    ..DataSettings::default()
+                },
+                loss: LossSettings {
+                    cpa_weight: weight,
+                    ..LossSettings::default()
+                },
+                ..TrainConfig::default()
+            };
+            let message = check(&config).unwrap_err().to_string();
+            assert!(message.contains("CPA loss weight"), "{message}");
         }
     }
 
