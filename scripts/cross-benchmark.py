@@ -56,9 +56,11 @@ def main() -> int:
             gold_set = set(json.load(f))
     else:
         gold_set = {g for t in targets for g in t["gold"]}
-    gold_by_name: dict[str, list[str]] = {}
+    # Each name's first gold label in sorted order, for a prediction of a name the target's own
+    # gold labels lack.
+    gold_by_name: dict[str, str] = {}
     for g in sorted(gold_set):
-        gold_by_name.setdefault(name(g), []).append(g)
+        gold_by_name.setdefault(name(g), g)
 
     kept, left_out, right = [], 0, 0
     shared: set[str] = set()
@@ -79,7 +81,7 @@ def main() -> int:
             continue
         best = max(sorted(candidates), key=lambda label: candidates[label])
         predicted = next(
-            (g for g in sorted(t["gold"]) if name(g) == name(best)), gold_by_name[name(best)][0]
+            (g for g in sorted(t["gold"]) if name(g) == name(best)), gold_by_name[name(best)]
         )
         right += predicted in t["gold"]
         kept.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,7 @@ def test_namesakes_in_the_gold_labels_give_the_same_output_under_any_string_hash
             capture_output=True,
             text=True,
             check=True,
-            env={"PYTHONHASHSEED": seed},
+            env={**os.environ, "PYTHONHASHSEED": seed},
         )
         outputs.add(done.stdout + out.read_text())
     assert len(outputs) == 1
