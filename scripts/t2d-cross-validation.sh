@@ -3,10 +3,12 @@
 # against the char n-gram baseline, on all ~1,040 T2D CPA targets instead of the 181 of the
 # hash dev split. Fold K holds the tables whose FNV-1a id hash is K mod 5 (`#folds=K`; fold 0
 # is `#dev`). For each fold a primary is trained on the other four T2D folds plus WikiTables
-# and GitTables cv_0–2 (seed 12, 10 epochs, the mean of epochs 5–10), and the baseline on the
-# same four folds; the five folds' predictions are pooled and compared with a paired bootstrap
-# over tables. One thread per run, two folds at a time: 23 minutes in all on the
-# 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/t2d-cv) and prints the comparison.
+# and GitTables cv_0–2 (seed $SEED, default 12; 10 epochs, the mean of epochs 5–10), and the
+# baseline on the same four folds; the five folds' predictions are pooled and compared with a
+# paired bootstrap over tables. One thread per run, two folds at a time: 23 minutes in all on
+# the 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/t2d-cv) and prints the
+# comparison; scripts/label-name-weights.sh then chooses the label-name prior's weights on its
+# fold models.
 # Usage: scripts/t2d-cross-validation.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,7 @@ OUT=${OUT:-runs/t2d-cv}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
 # Extra arguments of the recipe's train command, e.g. TRAIN_ARGS="--word-vectors FILE".
 TRAIN_ARGS=${TRAIN_ARGS:-}
+SEED=${SEED:-12}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 S=models/colswarm-small/specialists
@@ -31,7 +34,7 @@ fold() {
     --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
     --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv \
     --dev gittables=sato-cv:${G}3.csv --dev "t2d=t2d:$D/t2d-webtables#folds=$k" \
-    --epochs 10 --patience 10 --keep-last 10 --seed 12 --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
+    --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null

@@ -1,5 +1,6 @@
 //! `calibrate`: per CTA namespace, the probability below which the model gives no label,
-//! chosen on labelled dev tables and stored in the model directory's `labels.json`.
+//! chosen on labelled dev tables and stored in the model directory's `labels.json`; and the
+//! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, as given.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,13 +24,19 @@ pub(crate) struct CalibrateArgs {
     model: PathBuf,
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
     /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
-    #[arg(long = "dev", required_unless_present = "set")]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names"])]
     dev: Vec<String>,
     /// Store this threshold for a CTA namespace as given, NAMESPACE=THRESHOLD (repeatable):
     /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
     /// it; `NAMESPACE=none` removes the namespace's threshold.
     #[arg(long = "set", value_name = "NAMESPACE=THRESHOLD")]
     set: Vec<String>,
+    /// Store the weight of the label-name prior for a namespace, [TASK:]NAMESPACE=WEIGHT
+    /// (repeatable; TASK `cta` or `cpa`, both without it): a column's header raises the labels
+    /// whose names share its words, by WEIGHT times the share (Jaccard) of words in common.
+    /// Choose the weight by cross-validation (docs/TRAINING.md); `=none` removes it.
+    #[arg(long = "label-names", value_name = "[TASK:]NAMESPACE=WEIGHT")]
+    label_names: Vec<String>,
     /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
     /// with the best micro-F1, an abstention counting as a miss).
     #[arg(long)]
@@ -122,6 +129,26 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             })?;
         n.abstain_below = value;
     }
+    for given in &args.label_names {
+        let (task, name, weight) = parse_weight(given)?;
+        let mut found = false;
+        let (cta, cpa) = (&mut model.space.cta, &mut model.space.cpa);
+        let lists = match task {
+            Some(Task::Cta) => vec![cta],
+            Some(Task::Cpa) => vec![cpa],
+            None => vec![cta, cpa],
+        };
+        for n in lists.into_iter().flatten() {
+            if n.name == name {
+                n.label_name_weight = weight;
+                found = true;
+            }
+        }
+        if !found {
+            let known = namespaces(model.space.cta.iter().chain(&model.space.cpa));
+            bail!("--label-names {given}: the model has no namespace `{name}` (it has: {known})");
+        }
+    }
     let dir = match &args.out {
         Some(out) => {
             copy_model_dir(&args.model, out)?;
@@ -170,15 +197,45 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             None => out!("{}: never abstains", n.name),
         }
     }
+    for (task, list) in [("CTA", &model.space.cta), ("CPA", &model.space.cpa)] {
+        for n in list.iter() {
+            if let Some(w) = n.label_name_weight {
+                out!("{} ({task}): label-name prior weight {w}", n.name);
+            }
+        }
+    }
     out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
     Ok(())
 }
 
-fn namespaces(list: &[Namespace]) -> String {
-    list.iter()
-        .map(|n| n.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+fn namespaces<'a>(list: impl IntoIterator<Item = &'a Namespace>) -> String {
+    let mut names: Vec<&str> = list.into_iter().map(|n| n.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(", ")
+}
+
+/// `[TASK:]NAMESPACE=WEIGHT` (finite, at least 0) or `[TASK:]NAMESPACE=none`.
+fn parse_weight(given: &str) -> Result<(Option<Task>, String, Option<f32>)> {
+    let Some((target, value)) = given.split_once('=') else {
+        bail!("--label-names {given}: expected [TASK:]NAMESPACE=WEIGHT");
+    };
+    let (task, name) = match target.split_once(':') {
+        Some((task, name)) => {
+            let task = task
+                .parse::<Task>()
+                .map_err(|e| anyhow::anyhow!("--label-names {given}: {e}"))?;
+            (Some(task), name.to_string())
+        }
+        None => (None, target.to_string()),
+    };
+    if value == "none" {
+        return Ok((task, name, None));
+    }
+    match value.parse::<f32>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok((task, name, Some(w))),
+        _ => bail!("--label-names {given}: the weight must be a finite number ≥ 0 or `none`"),
+    }
 }
 
 /// `NAMESPACE=THRESHOLD` (a probability) or `NAMESPACE=none`.

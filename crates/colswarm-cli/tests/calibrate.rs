@@ -198,3 +198,117 @@ fn calibrate_set_stores_and_removes_a_given_threshold() {
     };
     assert_eq!(others(labels_json(&out)), others(labels_json(&shipped)));
 }
+
+fn label_name_weights(labels: &serde_json::Value, name: &str) -> Vec<Option<f64>> {
+    ["cta", "cpa"]
+        .iter()
+        .flat_map(|task| labels[task].as_array().unwrap())
+        .filter(|n| n["name"] == name)
+        .map(|n| {
+            n.get("label_name_weight")
+                .and_then(serde_json::Value::as_f64)
+        })
+        .collect()
+}
+
+#[test]
+fn calibrate_label_names_stores_a_weight_that_annotate_applies_to_both_heads() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let (plain, strong) = (work.path().join("plain"), work.path().join("strong"));
+    let set = |from: &Path, weight: &str, out: &Path| {
+        stdout(&colswarm(&[
+            "calibrate",
+            "--model",
+            from.to_str().unwrap(),
+            "--label-names",
+            &format!("t2d={weight}"),
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+    };
+    set(&shipped, "none", &plain);
+    set(&plain, "40", &strong);
+    assert_eq!(
+        label_name_weights(&labels_json(&plain), "t2d"),
+        [None, None]
+    );
+    assert_eq!(
+        label_name_weights(&labels_json(&strong), "t2d"),
+        [Some(40.0), Some(40.0)]
+    );
+    // The table's `country` column: with a weight this large its header decides, on the CTA
+    // and the CPA head alike.
+    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let country = |model: &Path| -> (String, String) {
+        let text = stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            model.to_str().unwrap(),
+            "--namespace",
+            "t2d",
+            "--no-abstain",
+            table,
+        ]));
+        let annotation: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let column = annotation["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["header"] == "country")
+            .unwrap()
+            .clone();
+        let label = |v: &serde_json::Value| v["label"].as_str().unwrap().to_string();
+        (
+            label(&column["types"][0]["labels"][0]),
+            label(&column["relations"][0]["relation"]),
+        )
+    };
+    let expected = "http://dbpedia.org/ontology/country".to_string();
+    assert_eq!(country(&strong), (expected.clone(), expected));
+    // A task prefix sets one head's namespace only.
+    let cpa_only = work.path().join("cpa-only");
+    stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        strong.to_str().unwrap(),
+        "--label-names",
+        "cta:t2d=none",
+        "--label-names",
+        "cpa:t2d=2.5",
+        "--out",
+        cpa_only.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        label_name_weights(&labels_json(&cpa_only), "t2d"),
+        [None, Some(2.5)]
+    );
+}
+
+#[test]
+fn calibrate_label_names_refuses_a_bad_weight_or_namespace() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("x");
+    for (given, expected) in [
+        ("t2d=-1", "--label-names t2d=-1"),
+        ("t2d=inf", "--label-names t2d=inf"),
+        ("t2d", "expected [TASK:]NAMESPACE=WEIGHT"),
+        ("cpx:t2d=2", "unknown task `cpx`"),
+        ("nope=2", "no namespace `nope`"),
+    ] {
+        let result = colswarm(&[
+            "calibrate",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--label-names",
+            given,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!result.status.success());
+        let err = String::from_utf8_lossy(&result.stderr);
+        assert!(err.contains(expected), "{given}: {err}");
+        assert!(!out.exists());
+    }
+}

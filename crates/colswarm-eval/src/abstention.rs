@@ -142,6 +142,7 @@ mod tests {
             activation: Activation::Softmax,
             ancestors: Vec::new(),
             abstain_below: None,
+            label_name_weight: None,
         }
     }
 

@@ -534,6 +534,7 @@ mod tests {
             activation: Default::default(),
             ancestors: Vec::new(),
             abstain_below: None,
+            label_name_weight: None,
         }
     }
 

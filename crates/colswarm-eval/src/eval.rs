@@ -163,8 +163,9 @@ pub fn evaluate(
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
             // The predicted labels and every label's probability of one target (none for a
             // target the model did not score).
-            let predict = |logits: Option<&[f32]>| {
-                let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l));
+            let predict = |logits: Option<&[f32]>, column: usize| {
+                let header = table.columns.get(column).and_then(|c| c.header.as_deref());
+                let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
                 let predicted = if probs.is_empty() {
                     Vec::new()
                 } else {
@@ -196,7 +197,7 @@ pub fn evaluate(
                             subject: None,
                             column: c,
                             gold: gold.clone(),
-                            ..predict(Some(&outputs.cta[outputs.row_start[b] + q]))
+                            ..predict(Some(&outputs.cta[outputs.row_start[b] + q]), c)
                         });
                     }
                 }
@@ -220,7 +221,7 @@ pub fn evaluate(
                             gold: target.labels.clone(),
                             // A target whose subject differs from the table's first one
                             // gets no prediction: a miss, never dropped.
-                            ..predict(logits.map(Vec::as_slice))
+                            ..predict(logits.map(Vec::as_slice), target.object_column)
                         });
                     }
                 }

@@ -66,6 +66,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         activation: Default::default(),
         ancestors: Vec::new(),
         abstain_below: None,
+        label_name_weight: None,
     }
 }
 

@@ -285,11 +285,12 @@ impl Outputs {
         let columns = (0..table.n_columns())
             .map(|c| {
                 let logits = &self.cta[self.row_start[b] + c];
+                let header = table.columns[c].header.as_deref();
                 let types = cta
                     .iter()
                     .map(|&i| {
                         let ns = &model.space.cta[i];
-                        let probs = namespace_probs(ns, logits);
+                        let probs = namespace_probs(ns, logits, header);
                         let abstained = options.abstain && abstains(ns, &probs);
                         let predicted = if abstained {
                             Vec::new()
@@ -319,7 +320,7 @@ impl Outputs {
                     .flat_map(|(_, _, logits)| {
                         cpa.iter().map(move |&i| {
                             let ns = &model.space.cpa[i];
-                            let probs = namespace_probs(ns, logits);
+                            let probs = namespace_probs(ns, logits, header);
                             // A namespace is never empty, so the best relation exists.
                             let best = top_k(ns, &probs, 1).remove(0);
                             RelationAnnotation {

@@ -3,6 +3,7 @@
 use colswarm_swarm::LabelKind;
 use colswarm_tables::Table;
 
+use crate::label_names::add_label_name_prior;
 use crate::labels::{Activation, Namespace};
 
 /// The subject column: the table's own when it names one, else the first column whose
@@ -79,9 +80,14 @@ pub fn hierarchy_probs(namespace: &Namespace, probs: Vec<f32>) -> Vec<f32> {
 }
 
 /// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
-/// ([`Namespace::activation`]).
-pub fn namespace_probs(namespace: &Namespace, logits: &[f32]) -> Vec<f32> {
-    let slice = &logits[namespace.range()];
+/// ([`Namespace::activation`]). `header` is the target column's (the object column's, for a
+/// relation): where the namespace has a [`Namespace::label_name_weight`], the label-name
+/// prior ([`crate::label_names`]) is added to the logits first.
+pub fn namespace_probs(namespace: &Namespace, logits: &[f32], header: Option<&str>) -> Vec<f32> {
+    let mut slice = logits[namespace.range()].to_vec();
+    if let (Some(weight), Some(header)) = (namespace.label_name_weight, header) {
+        add_label_name_prior(&mut slice, &namespace.labels, header, weight);
+    }
     if namespace.activation == Activation::Sigmoid {
         return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
     }
@@ -107,6 +113,7 @@ mod tests {
             activation,
             ancestors: Vec::new(),
             abstain_below: None,
+            label_name_weight: None,
         }
     }
 
@@ -136,7 +143,7 @@ mod tests {
         let mut multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 3);
         multi.ancestors = vec![vec![], vec![0], vec![]];
         let logits = [-2.0f32, 1.0, -1.0];
-        let probs = namespace_probs(&multi, &logits);
+        let probs = namespace_probs(&multi, &logits, None);
         let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
         assert_eq!(
             hierarchy_probs(&multi, probs.clone()),
@@ -144,18 +151,21 @@ mod tests {
         );
         assert_eq!(decode(&multi, &probs), [0, 1]);
         // Nothing above 0.5: the best label and its super-types, whichever comes first.
-        let probs = namespace_probs(&multi, &[-3.0, -1.0, -2.0]);
+        let probs = namespace_probs(&multi, &[-3.0, -1.0, -2.0], None);
         assert_eq!(decode(&multi, &probs), [0, 1]);
         let mut reversed = multi.clone();
         reversed.ancestors = vec![vec![], vec![2], vec![]];
-        let probs = namespace_probs(&reversed, &[-2.0, -1.0, -3.0]);
+        let probs = namespace_probs(&reversed, &[-2.0, -1.0, -3.0], None);
         let shown = hierarchy_probs(&reversed, probs.clone());
         assert_eq!(shown[1], shown[2], "the super-type ties with its subtype");
         assert_eq!(decode(&reversed, &probs), [1, 2]);
         // Single-label namespaces never add super-types.
         let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 3);
         single.ancestors = multi.ancestors.clone();
-        assert_eq!(decode(&single, &namespace_probs(&single, &logits)), [1]);
+        assert_eq!(
+            decode(&single, &namespace_probs(&single, &logits, None)),
+            [1]
+        );
     }
 
     #[test]
@@ -163,7 +173,7 @@ mod tests {
         // 0 person ← 1 film actor ← 2 tv actor: the tv actor lists its parent only.
         let mut multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 3);
         multi.ancestors = vec![vec![], vec![0], vec![1]];
-        let probs = namespace_probs(&multi, &[-3.0, -2.0, 2.0]);
+        let probs = namespace_probs(&multi, &[-3.0, -2.0, 2.0], None);
         assert_eq!(decode(&multi, &probs), [0, 1, 2]);
         let shown = hierarchy_probs(&multi, probs.clone());
         assert_eq!(shown, [probs[2], probs[2], probs[2]]);
@@ -172,7 +182,7 @@ mod tests {
     #[test]
     fn sigmoid_namespaces_keep_every_label_above_one_half_and_at_least_the_best() {
         let multi = namespace(LabelKind::MultiLabel, Activation::Sigmoid, 4);
-        let probs = namespace_probs(&multi, &[2.0, -1.0, 0.5, -3.0]);
+        let probs = namespace_probs(&multi, &[2.0, -1.0, 0.5, -3.0], None);
         let expected = [0.880797, 0.268941, 0.622459, 0.047426];
         for (p, e) in probs.iter().zip(expected) {
             assert!((p - e).abs() < 1e-5, "{p} vs {e}");
@@ -197,8 +207,27 @@ mod tests {
             single,
             vec!["y".into(), "z".into()],
         );
-        let probs = namespace_probs(&space.cta[1], &[100.0, 0.0, 0.0]);
+        let probs = namespace_probs(&space.cta[1], &[100.0, 0.0, 0.0], None);
         assert_eq!(probs, [0.5, 0.5]);
+    }
+
+    #[test]
+    fn the_label_name_prior_applies_where_the_namespace_has_a_weight_and_the_column_a_header() {
+        let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 2);
+        single.labels = vec!["ontology/country".into(), "ontology/capital".into()];
+        let logits = [1.0f32, 0.0];
+        let plain = namespace_probs(&single, &logits, None);
+        assert_eq!(namespace_probs(&single, &logits, Some("Capital")), plain);
+        single.label_name_weight = Some(2.0);
+        assert_eq!(namespace_probs(&single, &logits, None), plain);
+        // Capital's logit rises by 2 · 1: softmax([1, 2]).
+        let probs = namespace_probs(&single, &logits, Some("Capital"));
+        let e = std::f32::consts::E;
+        assert!((probs[1] - e / (1.0 + e)).abs() < 1e-6, "{probs:?}");
+        assert_eq!(decode(&single, &probs), [1]);
+        // "Capital city" shares one word of two: + 2 · 0.5 ties the two labels.
+        let probs = namespace_probs(&single, &logits, Some("Capital city"));
+        assert!((probs[0] - probs[1]).abs() < 1e-6, "{probs:?}");
     }
 
     #[test]

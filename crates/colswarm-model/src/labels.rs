@@ -71,6 +71,12 @@ pub struct Namespace {
     /// its best label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstain_below: Option<f32>,
+    /// The weight of the label-name prior (see [`crate::label_names`]): `weight ·
+    /// jaccard(header words, label-name words)` is added to each label's logit of a column
+    /// with a header. Chosen on held-out tables and set by `colswarm calibrate
+    /// --label-names`; `None`: the heads' logits alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_name_weight: Option<f32>,
 }
 
 impl Namespace {
@@ -153,6 +159,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     activation: n.activation,
                     ancestors: n.ancestors,
                     abstain_below: None,
+                    label_name_weight: None,
                 })
                 .collect()
         };
@@ -218,6 +225,7 @@ impl LabelSpace {
             activation: Activation::Softmax,
             ancestors: Vec::new(),
             abstain_below: None,
+            label_name_weight: None,
         });
     }
 

@@ -33,6 +33,7 @@ mod annotator;
 mod decode;
 mod encode;
 mod error;
+pub mod label_names;
 mod labels;
 mod model;
 mod progress;

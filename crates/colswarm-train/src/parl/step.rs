@@ -46,7 +46,8 @@ fn predicted_labels(
             if target.is_empty() {
                 continue;
             }
-            let probs = namespace_probs(ns, &cta_rows[q]);
+            // The heads' own probabilities: the reward scores what training can change.
+            let probs = namespace_probs(ns, &cta_rows[q], None);
             labels
                 .cta
                 .extend(decode(ns, &probs).into_iter().map(|i| (q, ns.offset + i)));
@@ -54,7 +55,7 @@ fn predicted_labels(
     }
     if let Some(ns) = example.cpa_namespace.map(|i| &space.cpa[i]) {
         for ((s, o, _), logits) in example.cpa.iter().zip(cpa_rows) {
-            let probs = namespace_probs(ns, logits);
+            let probs = namespace_probs(ns, logits, None);
             labels.cpa.extend(
                 decode(ns, &probs)
                     .into_iter()

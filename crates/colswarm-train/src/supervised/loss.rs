@@ -212,6 +212,7 @@ mod tests {
             activation: Activation::Softmax,
             ancestors: Vec::new(),
             abstain_below: None,
+            label_name_weight: None,
         };
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];

@@ -1,0 +1,134 @@
+//! The label-name prior: a column whose header names a label leans towards that label.
+//!
+//! T2D's labels are DBpedia properties (`populationTotal`, `PopulatedPlace/area`,
+//! `releaseDate`), and a web table's headers often say the same words (`Population`, `Area`,
+//! `Release date`). The heads learn header n-grams only for labels seen in training, and a
+//! property seen once or twice is easily outvoted. The prior adds
+//! `weight · jaccard(header words, label-name words)` to every label's logit, so it helps
+//! most where the heads know least. The weight is chosen on held-out tables and stored per
+//! namespace ([`crate::Namespace::label_name_weight`]); applied after training, it cannot
+//! be fitted away on the training tables, as a learned feature would be.
+//!
+//! Words are maximal runs of letters, lower-cased, with camelCase split (`releaseDate` →
+//! `release`, `date`). A label's name is the part after its last `/` or `#`, so
+//! `http://dbpedia.org/ontology/PopulatedPlace/area` is named `area`.
+
+use std::collections::BTreeSet;
+
+/// The words of a header or label name: maximal runs of letters, lower-cased, split where a
+/// lower-case letter meets an upper-case one.
+pub fn name_words(text: &str) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for ch in text.chars() {
+        if !ch.is_alphabetic() {
+            flush(&mut word, &mut words);
+            previous_lower = false;
+            continue;
+        }
+        if ch.is_uppercase() && previous_lower {
+            flush(&mut word, &mut words);
+        }
+        previous_lower = ch.is_lowercase();
+        word.extend(ch.to_lowercase());
+    }
+    flush(&mut word, &mut words);
+    words
+}
+
+fn flush(word: &mut String, words: &mut BTreeSet<String>) {
+    if !word.is_empty() {
+        words.insert(std::mem::take(word));
+    }
+}
+
+/// The words of a label's name: of the part after its last `/` or `#`.
+pub fn label_words(label: &str) -> BTreeSet<String> {
+    let local = label.rsplit(['/', '#']).next().unwrap_or(label);
+    name_words(local)
+}
+
+/// Shared words over all words of the two sets; 0 when either is empty.
+pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
+    let shared = a.intersection(b).count();
+    let all = a.len() + b.len() - shared;
+    if all == 0 || shared == 0 {
+        0.0
+    } else {
+        shared as f32 / all as f32
+    }
+}
+
+/// Adds `weight · jaccard(header, label)` to each label's logit (`logits[i]` is `labels[i]`'s).
+///
+/// # Shapes
+/// - `logits`: `[labels.len()]`
+pub fn add_label_name_prior(logits: &mut [f32], labels: &[String], header: &str, weight: f32) {
+    let header = name_words(header);
+    if header.is_empty() || weight == 0.0 {
+        return;
+    }
+    for (logit, label) in logits.iter_mut().zip(labels) {
+        *logit += weight * jaccard(&header, &label_words(label));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(words: &[&str]) -> BTreeSet<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn words_split_on_non_letters_and_camel_case() {
+        assert_eq!(name_words("Release date:"), set(&["release", "date"]));
+        assert_eq!(name_words("populationTotal"), set(&["population", "total"]));
+        assert_eq!(name_words("IATA code (2012)"), set(&["iata", "code"]));
+        assert_eq!(name_words("Höhe über NN"), set(&["höhe", "über", "nn"]));
+        assert!(name_words("1,234 / 5").is_empty());
+    }
+
+    #[test]
+    fn a_label_is_named_by_its_last_path_segment() {
+        let area = "http://dbpedia.org/ontology/PopulatedPlace/area";
+        assert_eq!(label_words(area), set(&["area"]));
+        let label = "http://www.w3.org/2000/01/rdf-schema#label";
+        assert_eq!(label_words(label), set(&["label"]));
+        assert_eq!(label_words("film.director"), set(&["film", "director"]));
+    }
+
+    #[test]
+    fn jaccard_counts_shared_words_over_all_words() {
+        let a = set(&["release", "date"]);
+        assert_eq!(jaccard(&a, &set(&["release", "date"])), 1.0);
+        assert_eq!(jaccard(&a, &set(&["date"])), 0.5);
+        assert_eq!(jaccard(&a, &set(&["date", "of", "birth"])), 0.25);
+        assert_eq!(jaccard(&a, &set(&[])), 0.0);
+        assert_eq!(jaccard(&set(&[]), &set(&[])), 0.0);
+    }
+
+    #[test]
+    fn the_prior_raises_the_labels_the_header_names_in_proportion() {
+        let labels: Vec<String> = [
+            "http://dbpedia.org/ontology/populationTotal",
+            "http://dbpedia.org/ontology/PopulatedPlace/area",
+            "http://dbpedia.org/ontology/country",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut logits = vec![1.0, 2.0, 3.0];
+        add_label_name_prior(&mut logits, &labels, "Total population", 4.0);
+        assert_eq!(logits, [5.0, 2.0, 3.0]);
+        let mut logits = vec![1.0, 2.0, 3.0];
+        add_label_name_prior(&mut logits, &labels, "Population", 4.0);
+        assert_eq!(logits, [3.0, 2.0, 3.0]);
+        // A header of no words, or a zero weight, leaves the logits alone.
+        let mut logits = vec![1.0, 2.0, 3.0];
+        add_label_name_prior(&mut logits, &labels, "2012", 4.0);
+        add_label_name_prior(&mut logits, &labels, "Area", 0.0);
+        assert_eq!(logits, [1.0, 2.0, 3.0]);
+    }
+}
