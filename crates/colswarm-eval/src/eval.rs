@@ -13,6 +13,7 @@ use crate::error::EvalError;
 use crate::metrics::F1Report;
 use crate::routing::RoutingReport;
 use colswarm_model::Progress;
+use colswarm_model::label_names::LabelNames;
 use colswarm_model::{Columns, Example};
 use colswarm_model::{Model, SpecialistUse, decode, namespace_probs};
 use colswarm_model::{Namespace, Task};
@@ -137,6 +138,9 @@ pub fn evaluate(
         .collect();
     // Abstention is scored from each target's probabilities, kept for it.
     let keep_probabilities = options.probabilities || namespace.abstain_below.is_some();
+    let label_names = namespace
+        .label_name_weight
+        .map(|_| LabelNames::new(&namespace.labels));
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
@@ -165,6 +169,7 @@ pub fn evaluate(
             // target the model did not score).
             let predict = |logits: Option<&[f32]>, column: usize| {
                 let header = table.columns.get(column).and_then(|c| c.header.as_deref());
+                let header = header.zip(label_names.as_ref());
                 let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
                 let predicted = if probs.is_empty() {
                     Vec::new()

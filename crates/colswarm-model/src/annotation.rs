@@ -8,6 +8,7 @@ use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_
 use crate::encode::Columns;
 use crate::encode::Example;
 use crate::error::ModelError;
+use crate::label_names::LabelNames;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
 
@@ -144,8 +145,22 @@ impl Model {
                 })
                 .collect()
         };
-        let cta = pick(Task::Cta, &options.cta_namespaces)?;
-        let cpa = pick(Task::Cpa, &options.cpa_namespaces)?;
+        // Each picked namespace with the words of its label names where it has a label-name
+        // prior: split once per call, not once per column.
+        let with_names = |task: Task, picked: Vec<usize>| -> Vec<(usize, Option<LabelNames>)> {
+            let list = self.space.list(task);
+            picked
+                .into_iter()
+                .map(|i| {
+                    let names = list[i]
+                        .label_name_weight
+                        .map(|_| LabelNames::new(&list[i].labels));
+                    (i, names)
+                })
+                .collect()
+        };
+        let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
+        let cpa = with_names(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
         let mut annotations = Vec::with_capacity(tables.len());
         for chunk in tables.chunks(options.batch_size.max(1)) {
             let examples = self.encode(chunk, Columns::All);
@@ -276,8 +291,8 @@ impl Outputs {
         model: &Model,
         b: usize,
         table: &Table,
-        cta: &[usize],
-        cpa: &[usize],
+        cta: &[(usize, Option<LabelNames>)],
+        cpa: &[(usize, Option<LabelNames>)],
         options: &AnnotateOptions,
     ) -> TableAnnotation {
         let k = options.top_k;
@@ -288,9 +303,9 @@ impl Outputs {
                 let header = table.columns[c].header.as_deref();
                 let types = cta
                     .iter()
-                    .map(|&i| {
-                        let ns = &model.space.cta[i];
-                        let probs = namespace_probs(ns, logits, header);
+                    .map(|(i, names)| {
+                        let ns = &model.space.cta[*i];
+                        let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
                         let abstained = options.abstain && abstains(ns, &probs);
                         let predicted = if abstained {
                             Vec::new()
@@ -318,9 +333,9 @@ impl Outputs {
                     .iter()
                     .filter(|(_, o, _)| *o == c)
                     .flat_map(|(_, _, logits)| {
-                        cpa.iter().map(move |&i| {
-                            let ns = &model.space.cpa[i];
-                            let probs = namespace_probs(ns, logits, header);
+                        cpa.iter().map(move |(i, names)| {
+                            let ns = &model.space.cpa[*i];
+                            let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
                             // A namespace is never empty, so the best relation exists.
                             let best = top_k(ns, &probs, 1).remove(0);
                             RelationAnnotation {

@@ -3,7 +3,7 @@
 use colswarm_swarm::LabelKind;
 use colswarm_tables::Table;
 
-use crate::label_names::add_label_name_prior;
+use crate::label_names::LabelNames;
 use crate::labels::{Activation, Namespace};
 
 /// The subject column: the table's own when it names one, else the first column whose
@@ -81,12 +81,17 @@ pub fn hierarchy_probs(namespace: &Namespace, probs: Vec<f32>) -> Vec<f32> {
 
 /// Probabilities of a namespace: a softmax over its outputs, or one sigmoid per output
 /// ([`Namespace::activation`]). `header` is the target column's (the object column's, for a
-/// relation): where the namespace has a [`Namespace::label_name_weight`], the label-name
-/// prior ([`crate::label_names`]) is added to the logits first.
-pub fn namespace_probs(namespace: &Namespace, logits: &[f32], header: Option<&str>) -> Vec<f32> {
+/// relation) with the namespace's [`LabelNames`]: where the namespace has a
+/// [`Namespace::label_name_weight`], the label-name prior ([`crate::label_names`]) is added to
+/// the logits first.
+pub fn namespace_probs(
+    namespace: &Namespace,
+    logits: &[f32],
+    header: Option<(&str, &LabelNames)>,
+) -> Vec<f32> {
     let mut slice = logits[namespace.range()].to_vec();
-    if let (Some(weight), Some(header)) = (namespace.label_name_weight, header) {
-        add_label_name_prior(&mut slice, &namespace.labels, header, weight);
+    if let (Some(weight), Some((header, names))) = (namespace.label_name_weight, header) {
+        names.add_prior(&mut slice, header, weight);
     }
     if namespace.activation == Activation::Sigmoid {
         return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
@@ -215,18 +220,20 @@ mod tests {
     fn the_label_name_prior_applies_where_the_namespace_has_a_weight_and_the_column_a_header() {
         let mut single = namespace(LabelKind::SingleLabel, Activation::Softmax, 2);
         single.labels = vec!["ontology/country".into(), "ontology/capital".into()];
+        let names = LabelNames::new(&single.labels);
+        let capital = Some(("Capital", &names));
         let logits = [1.0f32, 0.0];
         let plain = namespace_probs(&single, &logits, None);
-        assert_eq!(namespace_probs(&single, &logits, Some("Capital")), plain);
+        assert_eq!(namespace_probs(&single, &logits, capital), plain);
         single.label_name_weight = Some(2.0);
         assert_eq!(namespace_probs(&single, &logits, None), plain);
         // Capital's logit rises by 2 · 1: softmax([1, 2]).
-        let probs = namespace_probs(&single, &logits, Some("Capital"));
+        let probs = namespace_probs(&single, &logits, capital);
         let e = std::f32::consts::E;
         assert!((probs[1] - e / (1.0 + e)).abs() < 1e-6, "{probs:?}");
         assert_eq!(decode(&single, &probs), [1]);
         // "Capital city" shares one word of two: + 2 · 0.5 ties the two labels.
-        let probs = namespace_probs(&single, &logits, Some("Capital city"));
+        let probs = namespace_probs(&single, &logits, Some(("Capital city", &names)));
         assert!((probs[0] - probs[1]).abs() < 1e-6, "{probs:?}");
     }
 

@@ -60,17 +60,34 @@ pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     }
 }
 
-/// Adds `weight · jaccard(header, label)` to each label's logit (`logits[i]` is `labels[i]`'s).
-///
-/// # Shapes
-/// - `logits`: `[labels.len()]`
-pub fn add_label_name_prior(logits: &mut [f32], labels: &[String], header: &str, weight: f32) {
-    let header = name_words(header);
-    if header.is_empty() || weight == 0.0 {
-        return;
+/// The name words of a namespace's labels, split once so that a column costs a lookup per
+/// label, not a tokenization.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelNames {
+    words: Vec<BTreeSet<String>>,
+}
+
+impl LabelNames {
+    /// The name words of each of `labels`, in order.
+    pub fn new(labels: &[String]) -> Self {
+        LabelNames {
+            words: labels.iter().map(|l| label_words(l)).collect(),
+        }
     }
-    for (logit, label) in logits.iter_mut().zip(labels) {
-        *logit += weight * jaccard(&header, &label_words(label));
+
+    /// Adds `weight · jaccard(header, label)` to each label's logit (`logits[i]` is label
+    /// `i`'s).
+    ///
+    /// # Shapes
+    /// - `logits`: `[labels]`
+    pub fn add_prior(&self, logits: &mut [f32], header: &str, weight: f32) {
+        let header = name_words(header);
+        if header.is_empty() || weight == 0.0 {
+            return;
+        }
+        for (logit, label) in logits.iter_mut().zip(&self.words) {
+            *logit += weight * jaccard(&header, label);
+        }
     }
 }
 
@@ -119,16 +136,17 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
+        let names = LabelNames::new(&labels);
         let mut logits = vec![1.0, 2.0, 3.0];
-        add_label_name_prior(&mut logits, &labels, "Total population", 4.0);
+        names.add_prior(&mut logits, "Total population", 4.0);
         assert_eq!(logits, [5.0, 2.0, 3.0]);
         let mut logits = vec![1.0, 2.0, 3.0];
-        add_label_name_prior(&mut logits, &labels, "Population", 4.0);
+        names.add_prior(&mut logits, "Population", 4.0);
         assert_eq!(logits, [3.0, 2.0, 3.0]);
         // A header of no words, or a zero weight, leaves the logits alone.
         let mut logits = vec![1.0, 2.0, 3.0];
-        add_label_name_prior(&mut logits, &labels, "2012", 4.0);
-        add_label_name_prior(&mut logits, &labels, "Area", 0.0);
+        names.add_prior(&mut logits, "2012", 4.0);
+        names.add_prior(&mut logits, "Area", 0.0);
         assert_eq!(logits, [1.0, 2.0, 3.0]);
     }
 }
