@@ -138,9 +138,7 @@ pub fn evaluate(
         .collect();
     // Abstention is scored from each target's probabilities, kept for it.
     let keep_probabilities = options.probabilities || namespace.abstain_below.is_some();
-    let label_names = namespace
-        .label_name_weight
-        .map(|_| LabelNames::new(&namespace.labels));
+    let label_names = LabelNames::of(namespace);
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);

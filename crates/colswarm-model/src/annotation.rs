@@ -151,12 +151,7 @@ impl Model {
             let list = self.space.list(task);
             picked
                 .into_iter()
-                .map(|i| {
-                    let names = list[i]
-                        .label_name_weight
-                        .map(|_| LabelNames::new(&list[i].labels));
-                    (i, names)
-                })
+                .map(|i| (i, LabelNames::of(&list[i])))
                 .collect()
         };
         let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);

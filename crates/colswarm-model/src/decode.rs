@@ -1,5 +1,7 @@
 //! Probabilities and predicted labels from the heads' logits, and the subject column.
 
+use std::borrow::Cow;
+
 use colswarm_swarm::LabelKind;
 use colswarm_tables::Table;
 
@@ -89,10 +91,16 @@ pub fn namespace_probs(
     logits: &[f32],
     header: Option<(&str, &LabelNames)>,
 ) -> Vec<f32> {
-    let mut slice = logits[namespace.range()].to_vec();
-    if let (Some(weight), Some((header, names))) = (namespace.label_name_weight, header) {
-        names.add_prior(&mut slice, header, weight);
-    }
+    let own = &logits[namespace.range()];
+    // A copy only where the prior changes the logits.
+    let slice: Cow<[f32]> = match (namespace.label_name_weight, header) {
+        (Some(weight), Some((header, names))) => {
+            let mut shifted = own.to_vec();
+            names.add_prior(&mut shifted, header, weight);
+            Cow::Owned(shifted)
+        }
+        _ => Cow::Borrowed(own),
+    };
     if namespace.activation == Activation::Sigmoid {
         return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
     }
