@@ -253,7 +253,7 @@ fn parse_set(given: &str) -> Result<(String, Option<f32>)> {
 }
 
 /// Copies a model directory (files and subdirectories) to a new one.
-fn copy_model_dir(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_model_dir(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         bail!("--out {} exists: name a new directory", to.display());
     }

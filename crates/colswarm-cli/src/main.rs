@@ -19,6 +19,7 @@ macro_rules! out {
 mod annotate;
 mod calibrate;
 mod evaluate;
+mod expert;
 mod pretrain;
 mod probe;
 mod shard;
@@ -118,6 +119,9 @@ enum Command {
     Baseline(BaselineArgs),
     /// Is A better than B? A paired bootstrap over tables of two prediction files' micro-F1.
     Compare(CompareArgs),
+    /// Adds a domain expert to a model: a model trained on one benchmark's tables alone, whose
+    /// logits are averaged into the primary's for the labels both know.
+    AddExpert(expert::AddExpertArgs),
     /// Averages the weights of model directories of one run (e.g. its last epochs' checkpoints)
     /// into a new model directory.
     Average(AverageArgs),
@@ -140,6 +144,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => evaluate::cmd_eval(args),
         Command::Annotate(args) => annotate::cmd_annotate(args),
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
+        Command::AddExpert(args) => expert::cmd_add_expert(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),
         Command::Baseline(args) => evaluate::cmd_baseline(args),

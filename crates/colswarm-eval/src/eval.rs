@@ -158,8 +158,8 @@ pub fn evaluate(
         // The primary alone still reports every gate, closed: no routing to report.
         if options.specialists != SpecialistUse::Off {
             for (table, row) in chunk.iter().zip(&outputs.gates) {
-                let names = model.specialist_names.iter().map(String::as_str);
-                routing.add(table, names.zip(row.iter().map(|&(_, opened)| opened)));
+                let opened = row.iter().map(|&(_, opened)| opened);
+                routing.add(table, model.gate_names().zip(opened));
             }
         }
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {

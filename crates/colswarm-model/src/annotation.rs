@@ -8,6 +8,7 @@ use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_
 use crate::encode::Columns;
 use crate::encode::Example;
 use crate::error::ModelError;
+use crate::experts::{Expert, average_logits};
 use crate::label_names::LabelNames;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
@@ -239,6 +240,7 @@ impl Model {
             }
         }
         let out = self.forward_with_pairs(examples, pairs.clone(), specialists)?;
+
         let mut logits = out.cpa_logits.map(rows_of).unwrap_or_default().into_iter();
         let cpa = pairs
             .into_iter()
@@ -271,12 +273,124 @@ impl Model {
                     .unwrap_or_default()
             })
             .collect();
-        Ok(Outputs {
+        let mut outputs = Outputs {
             cta: rows_of(out.cta_logits),
             cpa,
             row_start,
             gates,
-        })
+        };
+        if specialists != SpecialistUse::Off && !self.experts.is_empty() {
+            let every = specialists == SpecialistUse::All;
+            self.average_experts(examples, subjects, every, &mut outputs)?;
+        }
+        Ok(outputs)
+    }
+
+    /// Each expert reads the tables where the primary is unsure in its namespaces (all of them
+    /// with `every`, or when it has no [`Expert::open_below`]) and its logits are averaged into
+    /// `outputs` label by label ([`crate::experts`]). Each table reports, per expert, a gate of
+    /// one minus the primary's confidence that decided (1 for an expert that always opens) and
+    /// whether the expert opened.
+    fn average_experts(
+        &self,
+        examples: &[&Example],
+        subjects: &[usize],
+        every: bool,
+        outputs: &mut Outputs,
+    ) -> Result<(), ModelError> {
+        // Per expert: its output on the tables it opened, and each table's place in it.
+        let mut reads = Vec::with_capacity(self.experts.len());
+        for expert in &self.experts {
+            let gates: Vec<(f32, bool)> = (0..examples.len())
+                .map(|b| match expert.open_below {
+                    // Reported as the primary's doubt, so that a higher gate opens, as the
+                    // router's do.
+                    Some(p) => {
+                        let confidence = self.confidence(expert, outputs, b, examples[b]);
+                        (1.0 - confidence, every || confidence < p)
+                    }
+                    None => (1.0, true),
+                })
+                .collect();
+            for (table, gate) in outputs.gates.iter_mut().zip(&gates) {
+                table.push(*gate);
+            }
+            let opened: Vec<usize> = (0..examples.len()).filter(|&b| gates[b].1).collect();
+            let mut slot = vec![None; examples.len()];
+            for (j, &b) in opened.iter().enumerate() {
+                slot[b] = Some(j);
+            }
+            let out = if opened.is_empty() {
+                None
+            } else {
+                let read: Vec<&Example> = opened.iter().map(|&b| examples[b]).collect();
+                let read_subjects: Vec<usize> = opened.iter().map(|&b| subjects[b]).collect();
+                Some(
+                    expert
+                        .model
+                        .predict(&read, &read_subjects, SpecialistUse::Off)?,
+                )
+            };
+            reads.push((expert, slot, out));
+        }
+        for (b, example) in examples.iter().enumerate() {
+            let opened: Vec<_> = reads
+                .iter()
+                .filter_map(|(expert, slot, out)| Some((*expert, slot[b]?, out.as_ref()?)))
+                .collect();
+            if opened.is_empty() {
+                continue;
+            }
+            for c in 0..example.columns.len() {
+                let others: Vec<_> = opened
+                    .iter()
+                    .map(|(e, j, out)| {
+                        let own = out.cta[out.row_start[*j] + c].as_slice();
+                        (own, e.label_map(Task::Cta))
+                    })
+                    .collect();
+                average_logits(&mut outputs.cta[outputs.row_start[b] + c], &others);
+            }
+            for (i, (_, _, row)) in outputs.cpa[b].iter_mut().enumerate() {
+                // An expert without relations scores no pairs.
+                let others: Vec<_> = opened
+                    .iter()
+                    .filter_map(|(e, j, out)| {
+                        let (_, _, own) = out.cpa.get(*j)?.get(i)?;
+                        Some((own.as_slice(), e.label_map(Task::Cpa)))
+                    })
+                    .collect();
+                average_logits(row, &others);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Model {
+    /// The primary's least confident answer on table `b` in `expert`'s namespaces: the lowest,
+    /// over its columns (CTA) and pairs (CPA), of the best label's probability (1 when it has
+    /// none there).
+    fn confidence(&self, expert: &Expert, outputs: &Outputs, b: usize, example: &Example) -> f32 {
+        let best = |task: Task, logits: &[f32]| {
+            let list = self.space.list(task);
+            expert
+                .namespaces(task)
+                .iter()
+                .map(|&n| {
+                    let probs = namespace_probs(&list[n], logits, None);
+                    probs.into_iter().fold(0.0f32, f32::max)
+                })
+                .fold(1.0f32, f32::min)
+        };
+        let start = outputs.row_start[b];
+        let columns = outputs.cta[start..start + example.columns.len()]
+            .iter()
+            .map(|row| best(Task::Cta, row));
+        let pairs = outputs.cpa[b]
+            .iter()
+            .map(|(_, _, row)| best(Task::Cpa, row));
+        columns.chain(pairs).fold(1.0, f32::min)
     }
 }
 
@@ -355,9 +469,9 @@ impl Outputs {
             subject_column: subject,
             router: self.gates[b]
                 .iter()
-                .zip(&model.specialist_names)
+                .zip(model.gate_names())
                 .map(|(&(gate, active), s)| GateAnnotation {
-                    specialist: s.clone(),
+                    specialist: s.to_string(),
                     gate,
                     active,
                 })

@@ -33,6 +33,7 @@ mod annotator;
 mod decode;
 mod encode;
 mod error;
+pub mod experts;
 pub mod label_names;
 mod labels;
 mod model;
@@ -49,6 +50,7 @@ pub use colswarm_tables::DatasetFormat;
 pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
+pub use experts::{EXPERTS_FILE, Expert, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
     Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, load_model_extras, save_model_extras,

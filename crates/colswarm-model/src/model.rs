@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::encode::{Columns, Example, encode, featurizer, to_batch};
 use crate::error::ModelError;
+use crate::experts::{Expert, ExpertList};
 use crate::labels::{LABELS_FILE, LabelSpace, Task};
 
 /// File name of the serialization settings inside a model directory.
@@ -149,6 +150,8 @@ pub struct Model {
     pub space: LabelSpace,
     /// Its serialization settings.
     pub serialize: SerializeSettings,
+    /// Its domain experts ([`crate::experts`]), in the order their logits are averaged.
+    pub experts: Vec<Expert>,
 }
 
 /// Writes the label space and serialization settings beside a saved swarm.
@@ -208,7 +211,7 @@ impl Model {
         let (swarm, manifest) = Swarm::load(dir, device)?;
         let (space, serialize) = load_model_extras(dir, &manifest)?;
         let swarm = Swarm::new(swarm.orchestrator.valid(), swarm.specialists)?;
-        Ok(Model {
+        let mut model = Model {
             swarm,
             specialist_names: manifest
                 .specialists
@@ -217,7 +220,24 @@ impl Model {
                 .collect(),
             space,
             serialize,
-        })
+            experts: Vec::new(),
+        };
+        for expert in ExpertList::load(dir)?.experts {
+            let expert_dir = dir.join(&expert.dir);
+            let loaded = Model::load(&expert_dir, device)?;
+            let expert = Expert::new(&expert.name, loaded, expert.open_below, &model, &expert_dir)?;
+            model.experts.push(expert);
+        }
+        Ok(model)
+    }
+
+    /// The names of everything that can be opened beside the primary: its specialists in
+    /// router order, then its experts.
+    pub fn gate_names(&self) -> impl Iterator<Item = &str> {
+        self.specialist_names
+            .iter()
+            .map(String::as_str)
+            .chain(self.experts.iter().map(|e| e.name.as_str()))
     }
 
     /// Tables as this model reads them: its serialization and, when it reads them, its column

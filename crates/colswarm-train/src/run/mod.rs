@@ -232,6 +232,7 @@ pub fn dev_reports(
             .collect(),
         space: space.clone(),
         serialize: *serialize,
+        experts: Vec::new(),
     };
     dev.iter()
         .map(|(spec, data)| {

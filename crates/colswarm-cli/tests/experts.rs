@@ -1,0 +1,237 @@
+//! `colswarm add-expert` puts a model trained alone beside the shipped model's primary;
+//! `eval` and `annotate` then average its logits in where it opens. On a dozen T2D tables and
+//! tiny experts trained on them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{colswarm, root, stdout, t2d_subset};
+
+/// Trains a tiny model on `data` that reads tables as the shipped primary does (its
+/// serialization, n-grams and word vectors) but with `rows` rows per table read; returns its
+/// directory.
+fn train_expert(data: &Path, out: &Path, rows: &str) -> PathBuf {
+    let train = format!("t2d=t2d:{}", data.display());
+    let args = vec![
+        "train",
+        "--quiet",
+        "--d-model",
+        "32",
+        "--layers",
+        "1",
+        "--head-size",
+        "16",
+        "--head-hidden",
+        "16",
+        "--epochs",
+        "1",
+        "--ngram-buckets",
+        "16384",
+        "--word-vectors",
+        "models/colswarm-small/word_vectors.safetensors",
+        "--table-topic",
+        "--max-table-tokens",
+        "128",
+        "--max-rows",
+        rows,
+        "--query-cells",
+        "0",
+        "--query-header-bytes",
+        "0",
+        "--seed",
+        "3",
+        "--train",
+        &train,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    stdout(&colswarm(&args));
+    out.join("best")
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Every scored target's probabilities, from an `eval --predictions` file.
+fn probabilities(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["probabilities"].clone())
+        .collect()
+}
+
+#[test]
+fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
+    let data = t2d_subset(12);
+    let work = tempfile::tempdir().unwrap();
+    let expert = train_expert(data.path(), &work.path().join("expert"), "8");
+    let shipped = root().join("models/colswarm-small");
+    let model = work.path().join("with-expert");
+    let said = stdout(&colswarm(&[
+        "add-expert",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--expert",
+        &format!("t2d-alone={}", expert.display()),
+        "--out",
+        model.to_str().unwrap(),
+    ]));
+    assert!(said.contains("expert t2d-alone: knows"), "{said}");
+    assert!(
+        !shipped.join("experts.json").exists(),
+        "--out leaves --model as it was"
+    );
+    assert_eq!(
+        json(&model.join("experts.json")),
+        serde_json::json!({"experts": [{"name": "t2d-alone", "dir": "experts/t2d-alone"}]})
+    );
+    // The expert's word vectors are the model's own file: not copied, but pointed at.
+    let copied = model.join("experts/t2d-alone");
+    assert!(!copied.join("word_vectors.safetensors").exists());
+    assert_eq!(
+        json(&copied.join("swarm.json"))["column_words"]["vectors"]["path"],
+        "../../word_vectors.safetensors"
+    );
+
+    let input = data.path().to_str().unwrap();
+    let eval =
+        |dir: &Path, name: &str, flag: &str| -> (serde_json::Value, Vec<serde_json::Value>) {
+            let report = work.path().join(format!("{name}.json"));
+            let predictions = work.path().join(format!("{name}.jsonl"));
+            let mut args = vec![
+                "eval",
+                "--model",
+                dir.to_str().unwrap(),
+                "--format",
+                "t2d",
+                "--input",
+                input,
+                "--task",
+                "cta",
+                "--json",
+                "--predictions",
+                predictions.to_str().unwrap(),
+            ];
+            if !flag.is_empty() {
+                args.push(flag);
+            }
+            std::fs::write(&report, stdout(&colswarm(&args))).unwrap();
+            (json(&report), probabilities(&predictions))
+        };
+    let (_, alone) = eval(&model, "alone", "--no-specialists");
+    let (_, shipped_alone) = eval(&shipped, "shipped-alone", "--no-specialists");
+    // (Probability lists are compared with assert!: a failure would print thousands of them.)
+    assert!(
+        alone == shipped_alone,
+        "without specialists no expert opens"
+    );
+    let (report, with) = eval(&model, "with", "");
+    assert!(
+        with != alone,
+        "an expert that opens moves the t2d probabilities"
+    );
+    let (_, every) = eval(&model, "every", "--all-specialists");
+    let (_, routed) = eval(&shipped, "shipped-routed", "");
+    let names: Vec<&str> = report["routing"]["specialists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["wikitables", "gittables", "t2d", "t2d-alone"]);
+    assert_eq!(
+        report["routing"]["specialists"][3]["overall"]["rate"], 1.0,
+        "without --open-below the expert opens on every table"
+    );
+
+    // Opening below a probability no answer reaches: the same as every table; below 0: none,
+    // the shipped model as it was.
+    for (open_below, same_as) in [("1", &with), ("0", &routed)] {
+        let gated = work.path().join(format!("gated-{open_below}"));
+        stdout(&colswarm(&[
+            "add-expert",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--expert",
+            &format!("t2d-alone={}", expert.display()),
+            "--open-below",
+            open_below,
+            "--out",
+            gated.to_str().unwrap(),
+        ]));
+        let (_, got) = eval(&gated, &format!("gated-{open_below}"), "");
+        assert!(&got == same_as, "--open-below {open_below}");
+        // --all-specialists opens every expert whatever the primary's confidence.
+        let (_, all) = eval(&gated, &format!("all-{open_below}"), "--all-specialists");
+        assert!(all == every, "--open-below {open_below} --all-specialists");
+    }
+
+    // annotate reports the expert beside the specialists.
+    let table = root().join("datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv");
+    let annotation: serde_json::Value = serde_json::from_str(
+        stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            model.to_str().unwrap(),
+            table.to_str().unwrap(),
+        ]))
+        .trim(),
+    )
+    .unwrap();
+    let router = &annotation["router"];
+    assert_eq!(router[3]["specialist"], "t2d-alone", "{router}");
+    assert_eq!(router[3]["active"], true);
+}
+
+#[test]
+fn experts_that_cannot_stand_beside_the_primary_are_refused_and_nothing_is_written() {
+    let data = t2d_subset(6);
+    let work = tempfile::tempdir().unwrap();
+    let expert = train_expert(data.path(), &work.path().join("expert"), "8");
+    let shipped = root().join("models/colswarm-small");
+    let out = work.path().join("model");
+    let refused = |spec: String, extra: &[&str]| -> String {
+        let mut args = vec![
+            "add-expert",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--expert",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = colswarm(&args);
+        assert!(!run.status.success(), "{spec} {extra:?} was accepted");
+        assert!(!out.exists(), "{spec} {extra:?} wrote {}", out.display());
+        String::from_utf8_lossy(&run.stderr).into_owned()
+    };
+    let expert_arg = |name: &str| format!("{name}={}", expert.display());
+
+    let err = refused(expert_arg("t2d"), &[]);
+    assert!(
+        err.contains("specialist") && err.contains("\"t2d\""),
+        "{err}"
+    );
+    let err = refused(expert_arg("a/b"), &[]);
+    assert!(err.contains("letters, digits"), "{err}");
+    let err = refused(expert_arg("x"), &["--open-below", "1.5"]);
+    assert!(err.contains("not a probability"), "{err}");
+    let err = refused(format!("x={}", work.path().join("nowhere").display()), &[]);
+    assert!(err.contains("nowhere"), "{err}");
+
+    // An expert reading four rows where the primary reads eight would be handed tables it was
+    // not trained to read.
+    let other = train_expert(data.path(), &work.path().join("other"), "4");
+    let err = refused(format!("x={}", other.display()), &[]);
+    assert!(
+        err.contains("serializes tables") && err.contains("max_rows: 4"),
+        "{err}"
+    );
+    // The shipped model has specialists: it cannot be an expert.
+    let err = refused(format!("x={}", shipped.display()), &[]);
+    assert!(err.contains("no specialists"), "{err}");
+}

@@ -1,0 +1,110 @@
+#!/bin/bash
+# What domain experts add to the recipe's models (docs/TRAINING.md, "Domain experts"): for each
+# fold model of scripts/wikitables-cross-validation.sh (WCV) and scripts/t2d-cross-validation.sh
+# (TCV), the same recipe is trained on that fold's training tables of one benchmark alone (no
+# specialists; seed $EXPERT_SEED, default 11), joined to the fold model with `add-expert`, and
+# scored where the fold model was:
+#   - WikiTables: each held-out dev fold (the no-closure models, as shipped), a WikiTables expert;
+#   - GitTables cv_3: every WikiTables fold model, with a GitTables expert trained on cv_0–2;
+#   - T2D: each held-out fold, CPA and CTA, a T2D expert trained on the other four folds.
+# Each set is scored with every expert open (`--all-specialists`) and with the experts opening
+# where the primary is unsure (`--open-below` each of $OPEN_BELOW), against the fold models
+# alone (`--no-specialists`: the swarm's specialists change no answer); `colswarm compare` on the
+# pooled predictions. Two runs at a time, one thread each: about 25 minutes on the 2-core machine
+# of docs/TRAINING.md. Writes $OUT (default runs/expert-cv).
+# Usage: WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/expert-cv}
+WCV=${WCV:-runs/wikitables-cv}
+TCV=${TCV:-runs/t2d-cv}
+BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
+EXPERT_SEED=${EXPERT_SEED:-11}
+OPEN_BELOW=${OPEN_BELOW:-"0.5 0.7 0.8 0.9 0.95 0.99"}
+D=datasets
+G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
+V=models/colswarm-small/word_vectors.safetensors
+P=$OUT/predictions
+mkdir -p "$P"
+for k in 0 1 2 3 4; do
+  for dir in "$WCV/fold$k-avg-flat" "$TCV/fold$k-avg"; do
+    [ -d "$dir" ] || { echo "missing $dir: run the cross-validation scripts first" >&2; exit 1; }
+  done
+done
+
+# The recipe of docs/TRAINING.md without specialists: an expert reads tables as the primary does.
+expert() {  # OUT_DIR TRAIN_SPEC...
+  local out=$1
+  shift
+  [ -d "$out-avg" ] && return
+  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
+    --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
+    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
+    --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 \
+    --seed "$EXPERT_SEED" --quiet "$@" --out "$out" > "$out.json"
+  # shellcheck disable=SC2046
+  $BIN average $(ls -d "$out"/checkpoints/step-*/model | tail -6) --out "$out-avg" > /dev/null
+}
+
+# Scores MODEL with EXPERT_DIR beside it as NAME, every way: NAME-alone, NAME-all, NAME-below-P.
+score() {  # TAG MODEL NAME EXPERT_DIR EVAL_ARGS...
+  local tag=$1 model=$2 name=$3 expert_dir=$4
+  shift 4
+  $BIN eval --model "$model" "$@" --no-specialists --json \
+    --predictions "$P/$tag-alone.jsonl" > "$OUT/$tag-alone.json"
+  rm -rf "$OUT/models/$tag"
+  $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag" > /dev/null
+  $BIN eval --model "$OUT/models/$tag" "$@" --all-specialists --json \
+    --predictions "$P/$tag-all.jsonl" > "$OUT/$tag-all.json"
+  for p in $OPEN_BELOW; do
+    python3 -c "
+import json, sys
+path = sys.argv[1] + '/experts.json'
+experts = json.load(open(path))
+for e in experts['experts']:
+    e['open_below'] = float(sys.argv[2])
+json.dump(experts, open(path, 'w'))" "$OUT/models/$tag" "$p"
+    $BIN eval --model "$OUT/models/$tag" "$@" --json \
+      --predictions "$P/$tag-below-$p.jsonl" > "$OUT/$tag-below-$p.json"
+  done
+}
+
+fold() {
+  local k=$1 others
+  others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
+  expert "$OUT/wikitables-fold$k" --train "wikitables=turl-csv:$WCV/data/fold$k/train.csv"
+  expert "$OUT/t2d-fold$k" --train "t2d=t2d:$D/t2d-webtables#folds=$others"
+  score "wikitables-fold$k" "$WCV/fold$k-avg-flat" wikitables-expert "$OUT/wikitables-fold$k-avg" \
+    --format turl-csv --input "$WCV/data/fold$k/dev.csv"
+  score "gittables-fold$k" "$WCV/fold$k-avg-flat" gittables-expert "$OUT/gittables-avg" \
+    --format sato-cv --input "${G}3.csv"
+  for task in cpa cta; do
+    score "t2d-$task-fold$k" "$TCV/fold$k-avg" t2d-expert "$OUT/t2d-fold$k-avg" \
+      --format t2d --input $D/t2d-webtables --split "folds=$k" --task $task
+  done
+}
+
+expert "$OUT/gittables" --train "gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv"
+for pair in "0 1" "2 3" "4"; do
+  pids=()
+  for k in $pair; do fold "$k" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+done
+
+for set in wikitables gittables t2d-cpa t2d-cta; do
+  for way in alone all $(for p in $OPEN_BELOW; do echo "below-$p"; done); do
+    cat "$P/$set"-fold?-"$way".jsonl > "$P/$set-$way.jsonl"
+  done
+  echo "== $set: every expert open against the fold models alone"
+  $BIN compare "$P/$set-all.jsonl" "$P/$set-alone.jsonl" --json > "$OUT/compare-$set-all-vs-alone.json"
+  $BIN compare "$P/$set-all.jsonl" "$P/$set-alone.jsonl"
+  for p in $OPEN_BELOW; do
+    opened=$(python3 -c "
+import json, sys
+rates = [r['routing']['specialists'][-1]['overall']['rate'] for r in map(json.load, map(open, sys.argv[1:]))]
+print(f'{sum(rates) / len(rates):.2f}')" "$OUT/$set"-fold?-below-$p.json)
+    echo "-- open below $p (the expert opens on $opened of the tables, mean over folds)"
+    $BIN compare "$P/$set-below-$p.jsonl" "$P/$set-all.jsonl" --json > "$OUT/compare-$set-below-$p-vs-all.json"
+    $BIN compare "$P/$set-below-$p.jsonl" "$P/$set-all.jsonl"
+  done
+done
