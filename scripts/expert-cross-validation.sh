@@ -48,8 +48,10 @@ expert() {  # OUT_DIR TRAIN_SPEC...
 
 # Scores MODEL with EXPERT_DIR beside it as NAME, every way: NAME-alone, NAME-all, NAME-below-P.
 score() {  # TAG MODEL NAME EXPERT_DIR EVAL_ARGS...
-  local tag=$1 model=$2 name=$3 expert_dir=$4
+  local tag=$1 model=$2 name=$3 expert_dir=$4 last
   shift 4
+  last=$(echo "$OPEN_BELOW" | awk '{print $NF}')
+  [ -s "$OUT/$tag-below-$last.json" ] && return   # scored by an earlier run
   $BIN eval --model "$model" "$@" --no-specialists --json \
     --predictions "$P/$tag-alone.jsonl" > "$OUT/$tag-alone.json"
   rm -rf "$OUT/models/$tag"
@@ -91,20 +93,33 @@ for pair in "0 1" "2 3" "4"; do
   for pid in "${pids[@]}"; do wait "$pid"; done
 done
 
+# Prints A − B for the pooled folds, or fold by fold for GitTables, whose five fold models are
+# all scored on the same cv_3 tables.
+compare() {  # SET A B
+  local set=$1 a=$2 b=$3
+  if [ "$set" = gittables ]; then
+    for k in 0 1 2 3 4; do
+      echo -n "fold $k: "
+      $BIN compare "$P/$set-fold$k-$a.jsonl" "$P/$set-fold$k-$b.jsonl" | head -1
+    done
+  else
+    cat "$P/$set"-fold?-"$a".jsonl > "$P/$set-$a.jsonl"
+    cat "$P/$set"-fold?-"$b".jsonl > "$P/$set-$b.jsonl"
+    $BIN compare "$P/$set-$a.jsonl" "$P/$set-$b.jsonl" --json > "$OUT/compare-$set-$a-vs-$b.json"
+    $BIN compare "$P/$set-$a.jsonl" "$P/$set-$b.jsonl" | head -1
+  fi
+}
+
 for set in wikitables gittables t2d-cpa t2d-cta; do
-  for way in alone all $(for p in $OPEN_BELOW; do echo "below-$p"; done); do
-    cat "$P/$set"-fold?-"$way".jsonl > "$P/$set-$way.jsonl"
-  done
   echo "== $set: every expert open against the fold models alone"
-  $BIN compare "$P/$set-all.jsonl" "$P/$set-alone.jsonl" --json > "$OUT/compare-$set-all-vs-alone.json"
-  $BIN compare "$P/$set-all.jsonl" "$P/$set-alone.jsonl"
+  compare $set all alone
   for p in $OPEN_BELOW; do
     opened=$(python3 -c "
 import json, sys
 rates = [r['routing']['specialists'][-1]['overall']['rate'] for r in map(json.load, map(open, sys.argv[1:]))]
 print(f'{sum(rates) / len(rates):.2f}')" "$OUT/$set"-fold?-below-$p.json)
-    echo "-- open below $p (the expert opens on $opened of the tables, mean over folds)"
-    $BIN compare "$P/$set-below-$p.jsonl" "$P/$set-all.jsonl" --json > "$OUT/compare-$set-below-$p-vs-all.json"
-    $BIN compare "$P/$set-below-$p.jsonl" "$P/$set-all.jsonl"
+    echo "-- opening below $p (on $opened of the tables, the mean over folds): against the fold models alone, then against every expert open"
+    compare $set below-$p alone
+    compare $set below-$p all
   done
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the card of a knowledge specialist from its `colswarm pretrain` run.
 
-    python3 scripts/knowledge/card.py RUN_DIR NAME [--corpus .knowledge/corpus] > specialists/NAME.md
+    python3 scripts/knowledge/card.py RUN_DIR NAME [--corpus .knowledge/corpus] > models/specialists/NAME.md
 
 Everything on the card is read from the run directory (run.json, report.json, log.jsonl,
 specialist.safetensors) and the corpus manifests: sources with versions and licenses, the
@@ -75,7 +75,7 @@ def main() -> None:
             + (", with the labelled sets' own tables (cells and headers, never a label)"
                if indomain else "")
             + ". A swarm loads it as a frozen specialist "
-            f"(`--specialist {args.name}=specialists/{args.name}.safetensors`); what it knows "
+            f"(`--specialist {args.name}=models/specialists/{args.name}.safetensors`); what it knows "
             "about a column is in its column reading, the mean of its hidden states over the "
             "column's tokens.", ""]
     out += ["| | |", "|---|---|",

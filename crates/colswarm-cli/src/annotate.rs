@@ -252,6 +252,20 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
                 c.num_params()
             );
         }
+        for e in &model.experts {
+            let p = &e.model.swarm.orchestrator.primary;
+            let opens = e.open_below.map_or("on every table".to_string(), |p| {
+                format!("where the primary's confidence in its labels is below {p}")
+            });
+            out!(
+                "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations, opens {opens}",
+                e.name,
+                p.d_model(),
+                p.blocks.len(),
+                e.shared_labels(colswarm_model::Task::Cta),
+                e.shared_labels(colswarm_model::Task::Cpa),
+            );
+        }
         for ns in &model.space.cta {
             out!(
                 "CTA namespace {} ({}, {:?}, {:?}): {} labels",

@@ -142,8 +142,15 @@ fn eval_json_reports_how_the_router_routes_per_specialist_and_kind() {
         .collect();
     assert_eq!(
         names,
-        ["wikitables", "gittables", "t2d"],
-        "the router's order"
+        [
+            "wikitables",
+            "gittables",
+            "t2d",
+            "wikitables-expert",
+            "gittables-expert",
+            "t2d-expert"
+        ],
+        "the router's order, then the domain experts'"
     );
     let mut opened = 0;
     for s in specialists {
@@ -436,7 +443,8 @@ fn the_shipped_model_annotates_the_readme_table() {
     let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let columns = annotation["columns"].as_array().unwrap();
     assert!(!columns.is_empty());
-    assert_eq!(annotation["router"].as_array().unwrap().len(), 3);
+    // Three specialists, then three domain experts.
+    assert_eq!(annotation["router"].as_array().unwrap().len(), 6);
     for column in columns {
         assert!(!column["types"].as_array().unwrap().is_empty());
     }

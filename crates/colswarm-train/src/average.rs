@@ -3,18 +3,19 @@
 //!
 //! With a constant learning rate the weights keep circling a minimum and the dev score swings
 //! from one epoch to the next; their mean sits nearer the middle. Only models of one run make
-//! sense to average (same architecture, labels and frozen specialists), and that is checked.
+//! sense to average (same architecture, labels and frozen specialists), and that is checked;
+//! domain experts, where the models have them, must be the same and are copied unchanged.
 
 use std::path::{Path, PathBuf};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorData};
 use colswarm_swarm::Swarm;
-use colswarm_swarm::manifest::SwarmManifest;
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest};
 
 use crate::error::TrainError;
 use crate::run::{ModelParts, RunDir, read_state};
-use colswarm_model::{SerializeSettings, load_model_extras};
+use colswarm_model::{ExpertList, ExpertRef, SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
 type HostParam = (Vec<usize>, Vec<f32>);
@@ -166,6 +167,9 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
                 if checksums(&manifest) != checksums(first) {
                     return Err(differs("other specialists"));
                 }
+                if expert_manifests(dir)? != expert_manifests(&inputs[0])? {
+                    return Err(differs("other domain experts"));
+                }
             }
         }
         swarms.push(swarm);
@@ -198,6 +202,14 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
         serialize: &serialize,
     };
     parts.save(&swarm, &temp)?;
+    // Domain experts are not averaged: every input has the same ones, which are copied.
+    let experts = ExpertList::load(&inputs[0])?;
+    if !experts.experts.is_empty() {
+        experts.save(&temp)?;
+        for expert in &experts.experts {
+            copy_dir(&inputs[0].join(&expert.dir), &temp.join(&expert.dir))?;
+        }
+    }
     if out.exists() {
         return Err(TrainError::Run {
             path: out.to_path_buf(),
@@ -205,6 +217,35 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
         });
     }
     std::fs::rename(&temp, out).map_err(|e| TrainError::io(out, e))?;
+    Ok(())
+}
+
+/// The list of a model directory's domain experts with each one's manifest (which holds the
+/// checksum of every file it reads): equal for two directories with the same experts.
+fn expert_manifests(dir: &Path) -> Result<Vec<(ExpertRef, Vec<u8>)>, TrainError> {
+    ExpertList::load(dir)?
+        .experts
+        .into_iter()
+        .map(|expert| {
+            let path = dir.join(&expert.dir).join(MANIFEST_FILE);
+            let manifest = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
+            Ok((expert, manifest))
+        })
+        .collect()
+}
+
+/// Copies a directory's files and subdirectories into a new directory.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), TrainError> {
+    std::fs::create_dir_all(to).map_err(|e| TrainError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| TrainError::io(from, e))? {
+        let entry = entry.map_err(|e| TrainError::io(from, e))?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| TrainError::io(&target, e))?;
+        }
+    }
     Ok(())
 }
 
