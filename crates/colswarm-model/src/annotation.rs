@@ -279,37 +279,45 @@ impl Model {
             row_start,
             gates,
         };
-        if specialists != SpecialistUse::Off && !self.experts.is_empty() {
-            let every = specialists == SpecialistUse::All;
-            self.average_experts(examples, subjects, every, &mut outputs)?;
+        if !self.experts.is_empty() {
+            self.average_experts(examples, subjects, specialists, &mut outputs)?;
         }
         Ok(outputs)
     }
 
     /// Each expert reads the tables where the primary is unsure in its namespaces (all of them
-    /// with `every`, or when it has no [`Expert::open_below`]) and its logits are averaged into
-    /// `outputs` label by label ([`crate::experts`]). Each table reports, per expert, a gate of
-    /// one minus the primary's confidence that decided (1 for an expert that always opens) and
-    /// whether the expert opened.
+    /// with [`SpecialistUse::All`] or when it has no [`Expert::open_below`], none with
+    /// [`SpecialistUse::Off`]) and its logits are averaged into `outputs` label by label
+    /// ([`crate::experts`]). Each table reports, per expert, a gate of one minus the primary's
+    /// confidence in the expert's namespaces (1 for an expert that always opens) and whether
+    /// the expert opened.
     fn average_experts(
         &self,
         examples: &[&Example],
         subjects: &[usize],
-        every: bool,
+        specialists: SpecialistUse,
         outputs: &mut Outputs,
     ) -> Result<(), ModelError> {
         // Per expert: its output on the tables it opened, and each table's place in it.
         let mut reads = Vec::with_capacity(self.experts.len());
         for expert in &self.experts {
             let gates: Vec<(f32, bool)> = (0..examples.len())
-                .map(|b| match expert.open_below {
+                .map(|b| {
                     // Reported as the primary's doubt, so that a higher gate opens, as the
                     // router's do.
-                    Some(p) => {
-                        let confidence = self.confidence(expert, outputs, b, examples[b]);
-                        (1.0 - confidence, every || confidence < p)
-                    }
-                    None => (1.0, true),
+                    let (gate, unsure) = match expert.open_below {
+                        Some(p) => {
+                            let confidence = self.confidence(expert, outputs, b, examples[b]);
+                            (1.0 - confidence, confidence < p)
+                        }
+                        None => (1.0, true),
+                    };
+                    let opened = match specialists {
+                        SpecialistUse::Router => unsure,
+                        SpecialistUse::All => true,
+                        SpecialistUse::Off => false,
+                    };
+                    (gate, opened)
                 })
                 .collect();
             for (table, gate) in outputs.gates.iter_mut().zip(&gates) {

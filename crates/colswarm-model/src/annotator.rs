@@ -298,13 +298,21 @@ mod tests {
             let annotation = annotator.annotate(&table).unwrap();
             annotation.router.iter().map(|g| g.active).collect()
         };
-        assert_eq!(opened(SpecialistUse::All), [true; 3]);
-        assert_eq!(opened(SpecialistUse::Off), [false; 3]);
-        // The router's own choice reports its gates against the threshold.
+        // Three specialists, then three domain experts.
+        assert_eq!(opened(SpecialistUse::All), [true; 6]);
+        assert_eq!(opened(SpecialistUse::Off), [false; 6]);
+        // The router's own choice reports its gates against the threshold; an expert's gate
+        // is the primary's doubt, against its own threshold.
         let annotator = Annotator::builder(dir).build().unwrap();
         let routed = annotator.annotate(&table).unwrap();
-        for gate in &routed.router {
+        let (specialists, experts) = routed.router.split_at(3);
+        for gate in specialists {
             assert_eq!(gate.active, gate.gate > 0.5, "{gate:?}");
+        }
+        for (gate, expert) in experts.iter().zip(&annotator.model().experts) {
+            assert_eq!(gate.specialist, expert.name);
+            let open_below = expert.open_below.unwrap();
+            assert_eq!(gate.active, 1.0 - gate.gate < open_below, "{gate:?}");
         }
     }
 

@@ -25,6 +25,9 @@ fn shipped() -> PathBuf {
 /// came after v1 (its manifest without them; every other file and weight unchanged).
 fn without_word_vectors(to: &Path) -> PathBuf {
     copy_dir(&shipped(), to);
+    // Models of those layouts had no domain experts (and the shipped ones read word vectors).
+    std::fs::remove_file(to.join(colswarm_model::EXPERTS_FILE)).unwrap();
+    std::fs::remove_dir_all(to.join("experts")).unwrap();
     let mut manifest = read_json(&to.join(MANIFEST_FILE));
     manifest.as_object_mut().unwrap().remove("column_words");
     manifest["config"]
