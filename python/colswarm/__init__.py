@@ -236,7 +236,7 @@ class Annotator:
 
     @property
     def info(self) -> Dict[str, Any]:
-        """The model directory, its CTA/CPA namespaces and specialists, and the options."""
+        """The model directory, its CTA/CPA namespaces, specialists and domain experts, and the options."""
         return dict(self._info)
 
     def annotate(self, table: TableInput, name: Optional[str] = None) -> _pd.DataFrame:
@@ -277,7 +277,7 @@ class Annotator:
             f"colswarm.Annotator({i['model_dir']!r}, top_k={i['top_k']}, threads={i['threads']}, "
             f"namespace={i['namespaces'] or None!r}, specialists={i['specialists']!r}; "
             f"CTA namespaces {i['cta_namespaces']}, CPA namespaces {i['cpa_namespaces']}, "
-            f"specialists {i['specialist_names']})"
+            f"specialists {i['specialist_names']}, experts {i['expert_names']})"
         )
 
 

@@ -317,6 +317,8 @@ impl PyAnnotator {
         d.set_item("cta_namespaces", cta)?;
         d.set_item("cpa_namespaces", cpa)?;
         d.set_item("specialist_names", model.specialist_names.clone())?;
+        let experts: Vec<&str> = model.experts.iter().map(|e| e.name.as_str()).collect();
+        d.set_item("expert_names", experts)?;
         d.set_item("namespaces", options.cta_namespaces.clone())?;
         d.set_item("top_k", options.top_k)?;
         d.set_item("abstain", options.abstain)?;

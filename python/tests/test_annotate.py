@@ -45,7 +45,8 @@ def test_a_dataframe_gets_one_row_per_column_and_namespace(annotator):
     assert related["relation_confidence"].between(0, 1).all()
     assert frame[frame["column"] == subject]["relation"].isna().all()
     gates = frame["gates"].iloc[0]
-    assert set(gates) == set(annotator.info["specialist_names"])
+    routed = annotator.info["specialist_names"] + annotator.info["expert_names"]
+    assert set(gates) == set(routed)
     assert set(frame["active_specialists"].iloc[0]) <= set(gates)
 
 
@@ -96,7 +97,8 @@ def test_options_reach_the_model(some_t2d_tables):
     off = colswarm.Annotator(MODEL, specialists="off").annotate(path)
     assert all(a == [] for a in off["active_specialists"])
     everyone = colswarm.Annotator(MODEL, specialists="all").annotate(path)
-    assert all(len(a) == 3 for a in everyone["active_specialists"])
+    # Three specialists and three domain experts.
+    assert all(len(a) == 6 for a in everyone["active_specialists"])
     # abstain=False: every column gets its best label, as `annotate --no-abstain`.
     every = colswarm.Annotator(MODEL, abstain=False)
     assert every.info["abstain"] is False
