@@ -12,7 +12,12 @@
 # alone (`--no-specialists`: the swarm's specialists change no answer); `colswarm compare` on the
 # pooled predictions. Two runs at a time, one thread each: about 25 minutes on the 2-core machine
 # of docs/TRAINING.md. Writes $OUT (default runs/expert-cv).
-# Usage: WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
+# Usage, after both cross-validations of the shipped recipe:
+#   V=models/colswarm-small/word_vectors.safetensors
+#   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/wikitables-cross-validation.sh
+#   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/t2d-cross-validation.sh
+#   WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
+# Rerunning it keeps the experts already trained and the scores already written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/expert-cv}

@@ -236,7 +236,7 @@ class Annotator:
 
     @property
     def info(self) -> Dict[str, Any]:
-        """The model directory, its CTA/CPA namespaces, specialists and domain experts, and the options."""
+        """The model directory, its namespaces, specialists and domain experts, and the options."""
         return dict(self._info)
 
     def annotate(self, table: TableInput, name: Optional[str] = None) -> _pd.DataFrame:
