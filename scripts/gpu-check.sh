@@ -15,11 +15,13 @@
 # model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU, and `train` and
 # `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
 # 4-layer model. The parts travel separately (8-13 MB each). The checkout's tracked files are
-# about 62 MB, so a part and the whole checkout exceed the 64 MiB a lent machine takes; no part
-# reads the GitTables folds, so leave them out of what travels for the call and put them back
-# after it:
-#   git rm -r -q --cached datasets/gittables-semtab22 && echo /datasets/gittables-semtab22/ >> .git/info/exclude
-#   git reset -q HEAD datasets/gittables-semtab22 && sed -i '\#^/datasets/gittables-semtab22/$#d' .git/info/exclude
+# about 78 MB, more than the 64 MiB a lent machine takes; no part reads the GitTables folds, the
+# silver corpora's samples or the unused specialists, so leave them out of what travels for the
+# call and put them back after it:
+#   for p in datasets/gittables-semtab22 datasets/silver models/specialists; do
+#     git rm -r -q --cached $p && echo /$p/ >> .git/info/exclude; done
+#   for p in datasets/gittables-semtab22 datasets/silver models/specialists; do
+#     git reset -q HEAD $p && sed -i "\#^/$p/\$#d" .git/info/exclude; done
 #
 # With RWKV_LM=<a clone of BlinkDL/RWKV-LM> (only its RWKV-v7/train_temp/cuda/wkv7_*_fp32.*
 # files are read), `bench` also times the official CUDA kernel in the same session, through
