@@ -4,7 +4,9 @@ use burn::tensor::Tensor;
 use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
+use crate::decode::{
+    abstains, best_probability, decode, hierarchy_probs, namespace_probs, subject_column,
+};
 use crate::encode::Columns;
 use crate::encode::Example;
 use crate::error::ModelError;
@@ -240,7 +242,6 @@ impl Model {
             }
         }
         let out = self.forward_with_pairs(examples, pairs.clone(), specialists)?;
-
         let mut logits = out.cpa_logits.map(rows_of).unwrap_or_default().into_iter();
         let cpa = pairs
             .into_iter()
@@ -373,22 +374,17 @@ impl Model {
         }
         Ok(())
     }
-}
 
-impl Model {
     /// The primary's least confident answer on table `b` in `expert`'s namespaces: the lowest,
-    /// over its columns (CTA) and pairs (CPA), of the best label's probability (1 when it has
-    /// none there).
+    /// over its columns (CTA) and pairs (CPA), of the best label's probability before the
+    /// label-name prior (1 when it has none there).
     fn confidence(&self, expert: &Expert, outputs: &Outputs, b: usize, example: &Example) -> f32 {
         let best = |task: Task, logits: &[f32]| {
             let list = self.space.list(task);
             expert
                 .namespaces(task)
                 .iter()
-                .map(|&n| {
-                    let probs = namespace_probs(&list[n], logits, None);
-                    probs.into_iter().fold(0.0f32, f32::max)
-                })
+                .map(|&n| best_probability(&list[n], logits))
                 .fold(1.0f32, f32::min)
         };
         let start = outputs.row_start[b];

@@ -110,6 +110,17 @@ pub fn namespace_probs(
     exp.iter().map(|&e| e / sum).collect()
 }
 
+/// The probability of a namespace's best label, as [`namespace_probs`] without a header would
+/// give it, without computing the others'.
+pub(crate) fn best_probability(namespace: &Namespace, logits: &[f32]) -> f32 {
+    let own = &logits[namespace.range()];
+    let max = own.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if namespace.activation == Activation::Sigmoid {
+        return 1.0 / (1.0 + (-max).exp());
+    }
+    1.0 / own.iter().map(|&x| (x - max).exp()).sum::<f32>()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +149,18 @@ mod tests {
         assert!(abstains(&single, &[0.4, 0.35, 0.25]));
         assert!(!abstains(&single, &[0.5, 0.25, 0.25]));
         assert!(!abstains(&single, &[]));
+    }
+
+    #[test]
+    fn the_best_probability_is_the_largest_of_the_namespace_probabilities() {
+        let logits = [9.0, -1.5, 0.25, 2.0, -3.0];
+        for activation in [Activation::Softmax, Activation::Sigmoid] {
+            let mut ns = namespace(LabelKind::SingleLabel, activation, 3);
+            ns.offset = 1; // reads logits 1..4, not the larger first one
+            let all = namespace_probs(&ns, &logits, None);
+            let largest = all.iter().copied().fold(0.0f32, f32::max);
+            assert!((best_probability(&ns, &logits) - largest).abs() < 1e-6);
+        }
     }
 
     #[test]
