@@ -197,6 +197,43 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
     let last = router.last().unwrap();
     assert_eq!(last["specialist"], "t2d-alone", "{last}");
     assert_eq!(last["active"], true);
+
+    // Asked for WikiTables types alone (relations are still all asked for), the expert that
+    // knows only GitTables' labels is not read, the one that knows T2D's relations is, and the
+    // WikiTables types are those of the full annotation.
+    let only: serde_json::Value = serde_json::from_str(
+        stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            model.to_str().unwrap(),
+            "--namespace",
+            "wikitables",
+            table.to_str().unwrap(),
+        ]))
+        .trim(),
+    )
+    .unwrap();
+    let gate = |a: &serde_json::Value, name: &str| -> serde_json::Value {
+        let router = a["router"].as_array().unwrap();
+        router
+            .iter()
+            .find(|g| g["specialist"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(gate(&annotation, "gittables-expert")["active"], true);
+    assert_eq!(gate(&only, "gittables-expert")["active"], false);
+    assert_eq!(gate(&only, "t2d-alone")["active"], true);
+    let wikitables = |a: &serde_json::Value| -> Vec<serde_json::Value> {
+        a["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["types"].as_array().unwrap().clone())
+            .filter(|t| t["namespace"] == "wikitables")
+            .collect()
+    };
+    assert_eq!(wikitables(&only), wikitables(&annotation));
 }
 
 #[test]

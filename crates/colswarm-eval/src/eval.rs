@@ -16,7 +16,7 @@ use colswarm_model::Progress;
 use colswarm_model::label_names::LabelNames;
 use colswarm_model::{Columns, Example};
 use colswarm_model::{Model, SpecialistUse, decode, namespace_probs};
-use colswarm_model::{Namespace, Task};
+use colswarm_model::{Namespace, Task, Wanted};
 use colswarm_tables::DatasetFormat;
 
 /// What to score.
@@ -139,6 +139,23 @@ pub fn evaluate(
     // Abstention is scored from each target's probabilities, kept for it.
     let keep_probabilities = options.probabilities || namespace.abstain_below.is_some();
     let label_names = LabelNames::of(namespace);
+    // Only the scored namespace's experts need to read the tables.
+    let scored_namespace = model
+        .space
+        .list(options.task)
+        .iter()
+        .position(|n| n.name == namespace.name);
+    let only = Vec::from_iter(scored_namespace);
+    let wanted = match options.task {
+        Task::Cta => Wanted {
+            cta: &only,
+            cpa: &[],
+        },
+        Task::Cpa => Wanted {
+            cta: &[],
+            cpa: &only,
+        },
+    };
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
@@ -153,7 +170,7 @@ pub fn evaluate(
             })
             .collect();
         let start = Instant::now();
-        let outputs = model.predict(&refs, &subjects, options.specialists)?;
+        let outputs = model.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
         seconds += start.elapsed().as_secs_f64();
         // The primary alone still reports every gate, closed: no routing to report.
         if options.specialists != SpecialistUse::Off {

@@ -159,12 +159,20 @@ impl Model {
         };
         let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
         let cpa = with_names(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
+        let indices = |picked: &[(usize, Option<LabelNames>)]| -> Vec<usize> {
+            picked.iter().map(|(i, _)| *i).collect()
+        };
+        let (cta_wanted, cpa_wanted) = (indices(&cta), indices(&cpa));
+        let wanted = Wanted {
+            cta: &cta_wanted,
+            cpa: &cpa_wanted,
+        };
         let mut annotations = Vec::with_capacity(tables.len());
         for chunk in tables.chunks(options.batch_size.max(1)) {
             let examples = self.encode(chunk, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
-            let outputs = self.predict(&refs, &subjects, options.specialists)?;
+            let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
             for (b, table) in chunk.iter().enumerate() {
                 annotations.push(outputs.table(self, b, table, &cta, &cpa, options));
             }
@@ -220,6 +228,16 @@ pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     values.chunks(n).map(<[f32]>::to_vec).collect()
 }
 
+/// The namespaces a caller reads from a prediction, as indices into the label space's CTA and
+/// CPA lists: a domain expert that knows none of them is not read ([`Model::predict_for`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Wanted<'a> {
+    /// CTA namespaces.
+    pub cta: &'a [usize],
+    /// CPA namespaces.
+    pub cpa: &'a [usize],
+}
+
 impl Model {
     /// One forward pass at inference, everything read back at once: CTA logits for every
     /// column, CPA logits for (subject, every other column) inside the forward pass, and the
@@ -229,6 +247,19 @@ impl Model {
         examples: &[&Example],
         subjects: &[usize],
         specialists: SpecialistUse,
+    ) -> Result<Outputs, ModelError> {
+        self.predict_for(examples, subjects, specialists, None)
+    }
+
+    /// [`Model::predict`] for a caller that reads only the `wanted` namespaces (all with
+    /// `None`): the domain experts that know none of them stay closed, which changes no logit
+    /// of those namespaces and saves their reads.
+    pub fn predict_for(
+        &self,
+        examples: &[&Example],
+        subjects: &[usize],
+        specialists: SpecialistUse,
+        wanted: Option<Wanted<'_>>,
     ) -> Result<Outputs, ModelError> {
         let mut pairs = vec![Vec::new(); examples.len()];
         if self.space.len(Task::Cpa) > 0 {
@@ -281,27 +312,34 @@ impl Model {
             gates,
         };
         if !self.experts.is_empty() {
-            self.average_experts(examples, subjects, specialists, &mut outputs)?;
+            self.average_experts(examples, subjects, specialists, wanted, &mut outputs)?;
         }
         Ok(outputs)
     }
 
     /// Each expert reads the tables where the primary is unsure in its namespaces (all of them
     /// with [`SpecialistUse::All`] or when it has no [`Expert::open_below`], none with
-    /// [`SpecialistUse::Off`]) and its logits are averaged into `outputs` label by label
-    /// ([`crate::experts`]). Each table reports, per expert, a gate of one minus the primary's
-    /// confidence in the expert's namespaces (1 for an expert that always opens) and whether
-    /// the expert opened.
+    /// [`SpecialistUse::Off`], or when it knows none of the `wanted` namespaces) and its
+    /// logits are averaged into `outputs` label by label ([`crate::experts`]). Each table
+    /// reports, per expert, a gate of one minus the primary's confidence in the expert's
+    /// namespaces (1 for an expert that always opens) and whether the expert opened.
     fn average_experts(
         &self,
         examples: &[&Example],
         subjects: &[usize],
         specialists: SpecialistUse,
+        wanted: Option<Wanted<'_>>,
         outputs: &mut Outputs,
     ) -> Result<(), ModelError> {
         // Per expert: its output on the tables it opened, and each table's place in it.
         let mut reads = Vec::with_capacity(self.experts.len());
         for expert in &self.experts {
+            let asked = wanted.is_none_or(|w| {
+                let knows = |task, asked: &[usize]| {
+                    expert.namespaces(task).iter().any(|n| asked.contains(n))
+                };
+                knows(Task::Cta, w.cta) || knows(Task::Cpa, w.cpa)
+            });
             let gates: Vec<(f32, bool)> = (0..examples.len())
                 .map(|b| {
                     // Reported as the primary's doubt, so that a higher gate opens, as the
@@ -318,7 +356,7 @@ impl Model {
                         SpecialistUse::All => true,
                         SpecialistUse::Off => false,
                     };
-                    (gate, opened)
+                    (gate, asked && opened)
                 })
                 .collect();
             for (table, gate) in outputs.gates.iter_mut().zip(&gates) {

@@ -42,7 +42,7 @@ mod read;
 
 pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
-    TableAnnotation, TypeAnnotation, rows_of,
+    TableAnnotation, TypeAnnotation, Wanted, rows_of,
 };
 pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
