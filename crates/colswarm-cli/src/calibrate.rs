@@ -257,22 +257,6 @@ pub(crate) fn copy_model_dir(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         bail!("--out {} exists: name a new directory", to.display());
     }
-    fn copy(from: &Path, to: &Path) -> Result<()> {
-        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-        for entry in
-            std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?
-        {
-            let entry = entry?;
-            let target = to.join(entry.file_name());
-            if entry.file_type()?.is_dir() {
-                copy(&entry.path(), &target)?;
-            } else {
-                std::fs::copy(entry.path(), &target).with_context(|| {
-                    format!("copying {} to {}", entry.path().display(), target.display())
-                })?;
-            }
-        }
-        Ok(())
-    }
-    copy(from, to)
+    colswarm_model::copy_model_dir(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
 }

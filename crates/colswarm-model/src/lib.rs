@@ -53,7 +53,8 @@ pub use error::ModelError;
 pub use experts::{EXPERTS_FILE, Expert, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
-    Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, load_model_extras, save_model_extras,
+    Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir, load_model_extras,
+    save_model_extras,
 };
 pub use progress::{Progress, format_duration};
 pub use read::{

@@ -170,6 +170,22 @@ pub fn save_model_extras(
     Ok(())
 }
 
+/// Copies a model directory (its files and subdirectories: specialists, experts) into `to`,
+/// created if missing.
+pub fn copy_model_dir(from: &Path, to: &Path) -> Result<(), ModelError> {
+    std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {
+        let entry = entry.map_err(|e| ModelError::io(from, e))?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_model_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| ModelError::io(&target, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads the label space and serialization settings of a model directory, laid out as its
 /// manifest's version says (older layouts are upgraded in memory), and checks the label space
 /// against the manifest's label lists.

@@ -15,7 +15,7 @@ use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest};
 
 use crate::error::TrainError;
 use crate::run::{ModelParts, RunDir, read_state};
-use colswarm_model::{ExpertList, ExpertRef, SerializeSettings, load_model_extras};
+use colswarm_model::{ExpertList, ExpertRef, SerializeSettings, copy_model_dir, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
 type HostParam = (Vec<usize>, Vec<f32>);
@@ -132,6 +132,10 @@ pub fn average_modules<M: Module>(modules: Vec<M>) -> Result<M, String> {
 pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainError> {
     let device = burn::tensor::Device::flex();
     let mut swarms = Vec::with_capacity(inputs.len());
+    let first_experts = match inputs.first() {
+        Some(first) => expert_manifests(first)?,
+        None => Vec::new(),
+    };
     let mut reference: Option<(SwarmManifest, SerializeSettings)> = None;
     let mut space = None;
     for dir in inputs {
@@ -167,7 +171,7 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
                 if checksums(&manifest) != checksums(first) {
                     return Err(differs("other specialists"));
                 }
-                if expert_manifests(dir)? != expert_manifests(&inputs[0])? {
+                if expert_manifests(dir)? != first_experts {
                     return Err(differs("other domain experts"));
                 }
             }
@@ -207,7 +211,7 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     if !experts.experts.is_empty() {
         experts.save(&temp)?;
         for expert in &experts.experts {
-            copy_dir(&inputs[0].join(&expert.dir), &temp.join(&expert.dir))?;
+            copy_model_dir(&inputs[0].join(&expert.dir), &temp.join(&expert.dir))?;
         }
     }
     if out.exists() {
@@ -232,21 +236,6 @@ fn expert_manifests(dir: &Path) -> Result<Vec<(ExpertRef, Vec<u8>)>, TrainError>
             Ok((expert, manifest))
         })
         .collect()
-}
-
-/// Copies a directory's files and subdirectories into a new directory.
-fn copy_dir(from: &Path, to: &Path) -> Result<(), TrainError> {
-    std::fs::create_dir_all(to).map_err(|e| TrainError::io(to, e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| TrainError::io(from, e))? {
-        let entry = entry.map_err(|e| TrainError::io(from, e))?;
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target).map_err(|e| TrainError::io(&target, e))?;
-        }
-    }
-    Ok(())
 }
 
 /// Averages the last `epochs` epoch-end checkpoints of the run at `run` (checkpoints written
