@@ -6,12 +6,13 @@
 
 use std::borrow::Borrow;
 use std::path::Path;
+use std::sync::Arc;
 
 use burn::module::Module;
 use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
-use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch};
+use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch, WordVectors};
 use colswarm_tables::{SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -224,7 +225,17 @@ pub fn load_model_extras(
 impl Model {
     /// Loads a model directory (checksums verified) onto `device`.
     pub fn load(dir: &Path, device: &Device) -> Result<Self, ModelError> {
-        let (swarm, manifest) = Swarm::load(dir, device)?;
+        Self::load_sharing(dir, device, None)
+    }
+
+    /// [`Model::load`], reusing `known` word vectors where the directory's are the same file
+    /// (by checksum; [`Swarm::load_sharing`]).
+    fn load_sharing(
+        dir: &Path,
+        device: &Device,
+        known: Option<(&str, &Arc<WordVectors>)>,
+    ) -> Result<Self, ModelError> {
+        let (swarm, manifest) = Swarm::load_sharing(dir, device, known)?;
         let (space, serialize) = load_model_extras(dir, &manifest)?;
         let swarm = Swarm::new(swarm.orchestrator.valid(), swarm.specialists)?;
         let mut model = Model {
@@ -238,9 +249,16 @@ impl Model {
             serialize,
             experts: Vec::new(),
         };
+        // The experts usually read the primary's own word-vector file: loaded once.
+        let vectors = manifest
+            .column_words
+            .as_ref()
+            .zip(model.swarm.orchestrator.column_words())
+            .map(|(files, (_, vectors))| (files.vectors.sha256.clone(), Arc::clone(vectors)));
         for expert in ExpertList::load(dir)?.experts {
             let expert_dir = dir.join(&expert.dir);
-            let loaded = Model::load(&expert_dir, device)?;
+            let known = vectors.as_ref().map(|(sha256, v)| (sha256.as_str(), v));
+            let loaded = Model::load_sharing(&expert_dir, device, known)?;
             let expert = Expert::new(&expert.name, loaded, expert.open_below, &model, &expert_dir)?;
             model.experts.push(expert);
         }
@@ -302,6 +320,22 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shipped_experts_share_the_primary_s_word_vectors() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small");
+        let model = Model::load(Path::new(dir), &Device::default()).unwrap();
+        let vectors = |m: &Model| Arc::clone(m.swarm.orchestrator.column_words().unwrap().1);
+        let primary = vectors(&model);
+        assert!(!model.experts.is_empty());
+        for expert in &model.experts {
+            assert!(
+                Arc::ptr_eq(&primary, &vectors(&expert.model)),
+                "{} loaded its own copy",
+                expert.name
+            );
+        }
+    }
 
     #[test]
     fn the_default_reads_tables_as_the_shipped_model_does() {

@@ -244,6 +244,17 @@ impl Swarm {
     /// Loads a swarm from its manifest (a `swarm.json` file or the directory holding it),
     /// verifying every file's checksum.
     pub fn load(path: &Path, device: &Device) -> Result<(Self, SwarmManifest), SwarmError> {
+        Self::load_sharing(path, device, None)
+    }
+
+    /// [`Swarm::load`], reusing `known` word vectors (with the SHA-256 of their file) where the
+    /// manifest names a word-vector file of the same checksum, instead of reading and verifying
+    /// that file again: a model directory's domain experts share their primary's vectors.
+    pub fn load_sharing(
+        path: &Path,
+        device: &Device,
+        known: Option<(&str, &Arc<WordVectors>)>,
+    ) -> Result<(Self, SwarmManifest), SwarmError> {
         let manifest_path = if path.is_dir() {
             path.join(MANIFEST_FILE)
         } else {
@@ -339,8 +350,17 @@ impl Swarm {
                     "word-vector projection",
                     config.num_params(manifest.config.primary.d_model),
                 )?;
-                let vectors = WordVectors::load(&verify(&dir, &files.vectors, "word vectors")?)?;
-                Some((projection, config, Arc::new(vectors)))
+                let vectors = match known {
+                    Some((sha256, vectors)) if sha256 == files.vectors.sha256 => {
+                        Arc::clone(vectors)
+                    }
+                    _ => Arc::new(WordVectors::load(&verify(
+                        &dir,
+                        &files.vectors,
+                        "word vectors",
+                    )?)?),
+                };
+                Some((projection, config, vectors))
             }
             (None, None) => None,
             (None, Some(_)) => {
