@@ -2,7 +2,9 @@
 # What domain experts add to the recipe's models (docs/TRAINING.md, "Domain experts"): for each
 # fold model of scripts/wikitables-cross-validation.sh (WCV) and scripts/t2d-cross-validation.sh
 # (TCV), the same recipe is trained on that fold's training tables of one benchmark alone (no
-# specialists; seed $EXPERT_SEED, default 11), joined to the fold model with `add-expert`, and
+# specialists; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, default the recipe's: the
+# shipped experts use "--d-model 32 --layers 2 --head-size 32 --head-hidden 128"), joined to the
+# fold model with `add-expert`, and
 # scored where the fold model was:
 #   - WikiTables: each held-out dev fold (the no-closure models, as shipped), a WikiTables expert;
 #   - GitTables cv_3: every WikiTables fold model, with a GitTables expert trained on cv_0–2;
@@ -25,6 +27,8 @@ WCV=${WCV:-runs/wikitables-cv}
 TCV=${TCV:-runs/t2d-cv}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 EXPERT_SEED=${EXPERT_SEED:-11}
+# The experts' shape (the recipe's by default; another shape reads tables the same way).
+EXPERT_SHAPE=${EXPERT_SHAPE:-"--d-model 64 --layers 2 --head-size 32 --head-hidden 128"}
 OPEN_BELOW=${OPEN_BELOW:-"0.5 0.7 0.8 0.9 0.95 0.99"}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
@@ -42,7 +46,8 @@ expert() {  # OUT_DIR TRAIN_SPEC...
   local out=$1
   shift
   [ -d "$out-avg" ] && return
-  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
+  # shellcheck disable=SC2086
+  $BIN --threads 1 train $EXPERT_SHAPE --lr 5e-3 \
     --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
     --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
     --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 \
