@@ -20,8 +20,9 @@ pub(crate) struct AddExpertArgs {
     #[arg(long)]
     model: PathBuf,
     /// The expert, NAME=DIR: a model directory trained without specialists, reading tables as
-    /// the model does (the same serialization, n-grams and word vectors), e.g. the same recipe
-    /// trained on one benchmark alone. It is copied into the model's `experts/NAME/`.
+    /// the model does (the same serialization and word vectors; its n-grams may differ, e.g.
+    /// `--neighbour-ngrams`), e.g. the same recipe trained on one benchmark alone. It is copied
+    /// into the model's `experts/NAME/`.
     #[arg(long, value_name = "NAME=DIR")]
     expert: String,
     /// Write the model with its new expert to this new directory (a copy of --model) instead

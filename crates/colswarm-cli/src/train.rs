@@ -52,6 +52,12 @@ pub(crate) struct TrainArgs {
     /// it off. Each bucket costs d_model floats.
     #[arg(long, default_value_t = ModelSettings::default().ngram_buckets)]
     ngram_buckets: u32,
+    /// Put the table's other columns in each column's n-gram bag: their headers and first 8
+    /// cells, in blocks of their own (a `Name` column beside `Film` is an actor's). The shipped
+    /// WikiTables and GitTables experts read them; trained on all benchmarks at once, a model
+    /// keeps less of their gain and loses T2D CPA (docs/EXPERIMENTS.md).
+    #[arg(long)]
+    neighbour_ngrams: bool,
     /// Start from this model directory's weights (same label space and architecture; an
     /// n-gram embedding it lacks starts at zero) instead of random ones.
     #[arg(long)]
@@ -233,6 +239,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
                 .collect::<Result<_, _>>()?,
             fusion: args.fusion,
             ngram_buckets: args.ngram_buckets,
+            neighbour_ngrams: args.neighbour_ngrams,
             head_skip: args.head_skip,
             column_fusion: args.column_fusion,
             word_vectors: args.word_vectors.clone(),

@@ -355,6 +355,7 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         min_n,
         max_n: config.ngram.1.max(min_n),
         max_cells: config.max_cells,
+        neighbours: false,
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the model says about a table: types and relations per column, the router's gates.
 
 use burn::tensor::Tensor;
-use colswarm_tables::Table;
+use colswarm_tables::{NgramConfig, Table};
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{
@@ -333,6 +333,7 @@ impl Model {
     ) -> Result<(), ModelError> {
         // Per expert: its output on the tables it opened, and each table's place in it.
         let mut reads = Vec::with_capacity(self.experts.len());
+        let variants = self.expert_ngrams();
         for expert in &self.experts {
             let asked = wanted.is_none_or(|w| {
                 let knows = |task, asked: &[usize]| {
@@ -370,8 +371,13 @@ impl Model {
             let out = if opened.is_empty() {
                 None
             } else {
-                let read: Vec<&Example> = opened.iter().map(|&b| examples[b]).collect();
+                let mut read: Vec<&Example> = opened.iter().map(|&b| examples[b]).collect();
                 let read_subjects: Vec<usize> = opened.iter().map(|&b| subjects[b]).collect();
+                let with_own_ngrams;
+                if let Some(config) = expert.own_ngrams() {
+                    with_own_ngrams = with_expert_ngrams(&read, &variants, config, &expert.name)?;
+                    read = with_own_ngrams.iter().collect();
+                }
                 Some(
                     expert
                         .model
@@ -434,6 +440,37 @@ impl Model {
             .map(|(_, _, row)| best(Task::Cpa, row));
         columns.chain(pairs).fold(1.0, f32::min)
     }
+}
+
+/// Copies of `examples` whose n-grams are those of `config`, one of `variants`
+/// ([`crate::Example::expert_ngrams`]), for the expert `name` that reads them.
+fn with_expert_ngrams(
+    examples: &[&Example],
+    variants: &[NgramConfig],
+    config: &NgramConfig,
+    name: &str,
+) -> Result<Vec<Example>, ModelError> {
+    let variant = variants.iter().position(|v| v == config);
+    examples
+        .iter()
+        .map(|example| {
+            let ngrams = variant
+                .and_then(|v| example.expert_ngrams.get(v))
+                .ok_or_else(|| {
+                    ModelError::Encoding(format!(
+                        "table {:?} holds no n-grams for expert {name:?}, which reads them as \
+                         {config:?}: encode tables with the model that holds the expert \
+                         (Model::encode)",
+                        example.table_id
+                    ))
+                })?;
+            Ok(Example {
+                ngrams: ngrams.clone(),
+                expert_ngrams: Vec::new(),
+                ..(*example).clone()
+            })
+        })
+        .collect()
 }
 
 impl Outputs {

@@ -27,6 +27,9 @@ pub struct Example {
     pub spans: Vec<std::ops::Range<usize>>,
     /// Per query: the column's hashed n-gram features (empty when the model reads none).
     pub ngrams: Vec<SparseFeatures>,
+    /// Per [`Featurizer::expert_ngrams`] configuration, per query: the column's n-gram
+    /// features as the domain experts that read n-grams otherwise see them.
+    pub expert_ngrams: Vec<Vec<SparseFeatures>>,
     /// Per query: the column's word-vector features (empty when the model reads none).
     pub words: Vec<Vec<f32>>,
     /// Per query: CTA head outputs that are true (empty: not labelled, no CTA loss).
@@ -47,6 +50,9 @@ pub struct Example {
 pub struct Featurizer {
     /// Hashed character n-grams, if the model reads them.
     pub ngrams: Option<NgramConfig>,
+    /// The other n-gram configurations the model's domain experts read (an expert trained
+    /// with neighbour n-grams beside a primary without them), each computed once per table.
+    pub expert_ngrams: Vec<NgramConfig>,
     /// Word vectors, if the model reads them.
     pub words: Option<(ColumnWordsConfig, Arc<WordVectors>)>,
 }
@@ -100,6 +106,7 @@ impl Featurizer {
 pub fn featurizer(orchestrator: &Orchestrator) -> Featurizer {
     Featurizer {
         ngrams: orchestrator.column_ngrams().map(ngram_config),
+        expert_ngrams: Vec::new(),
         words: orchestrator
             .column_words()
             .map(|(config, vectors)| (*config, Arc::clone(vectors))),
@@ -113,6 +120,7 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         min_n: config.min_n,
         max_n: config.max_n,
         max_cells: config.max_cells,
+        neighbours: config.neighbours,
     }
 }
 
@@ -184,13 +192,15 @@ pub fn encode(
             .iter()
             .map(|&c| serialized.column_spans[c].clone())
             .collect(),
-        ngrams: features.ngrams.as_ref().map_or_else(Vec::new, |config| {
-            let featurizer = config.for_table(table);
-            columns
-                .iter()
-                .map(|&c| featurizer.column(c, None))
-                .collect()
-        }),
+        ngrams: features
+            .ngrams
+            .as_ref()
+            .map_or_else(Vec::new, |config| column_ngrams(config, table, &columns)),
+        expert_ngrams: features
+            .expert_ngrams
+            .iter()
+            .map(|config| column_ngrams(config, table, &columns))
+            .collect(),
         words: features.word_features(table, &columns),
         cta: columns.iter().map(|&c| cta_of(c)).collect(),
         cpa: cpa_targets
@@ -202,6 +212,15 @@ pub fn encode(
         cpa_namespace,
         cta_none: Vec::new(),
     }
+}
+
+/// The n-gram features of `table`'s columns `columns`.
+fn column_ngrams(config: &NgramConfig, table: &Table, columns: &[usize]) -> Vec<SparseFeatures> {
+    let featurizer = config.for_table(table);
+    columns
+        .iter()
+        .map(|&c| featurizer.column(c, None))
+        .collect()
 }
 
 impl Example {
@@ -320,6 +339,7 @@ mod tests {
             &Featurizer {
                 ngrams: Some(ngrams),
                 words: None,
+                ..Featurizer::default()
             },
             &space,
             Some(0),
@@ -347,6 +367,7 @@ mod tests {
         let features = Featurizer {
             ngrams: None,
             words: Some((ColumnWordsConfig::new(2), Arc::new(vectors))),
+            ..Featurizer::default()
         };
         let table = table();
         let e = encode(
@@ -372,6 +393,7 @@ mod tests {
         let topic = Featurizer {
             ngrams: None,
             words: Some((config.with_table_topic(true), vectors)),
+            ..Featurizer::default()
         };
         let t = encode(
             &table,

@@ -36,6 +36,9 @@ pub enum ModelError {
     /// A namespace was asked for that the model does not have.
     #[error("{0}")]
     UnknownNamespace(String),
+    /// Tables were encoded otherwise than the model reads them.
+    #[error("{0}")]
+    Encoding(String),
     /// An input names no table file.
     #[error("{path}: {reason}")]
     Input {

@@ -5,14 +5,17 @@
 //! on that benchmark alone, and two models trained apart err apart: averaging their logits is
 //! a mixture of experts at the heads. An expert is a model directory of its own (no
 //! specialists, no experts), kept in the primary's directory under `experts/` and listed in
-//! [`EXPERTS_FILE`]; it must read tables exactly as the primary does (the same serialization,
-//! n-grams and word vectors), so the primary's encoded tables are handed to it as they are.
+//! [`EXPERTS_FILE`]; it must read tables as the primary does (the same serialization and word
+//! vectors), so the primary's encoded tables are handed to it as they are. Its n-grams may be
+//! configured otherwise (an expert trained with neighbour n-grams): those are computed beside
+//! the primary's when the tables are encoded ([`crate::Featurizer::expert_ngrams`]).
 //! Attach one with `colswarm expert add` (docs/TRAINING.md).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_tables::NgramConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::encode::featurizer;
@@ -100,6 +103,8 @@ pub struct Expert {
     cta_namespaces: Vec<usize>,
     /// The same for CPA.
     cpa_namespaces: Vec<usize>,
+    /// Its n-gram configuration where it differs from the primary's (`None`: the primary's).
+    own_ngrams: Option<NgramConfig>,
 }
 
 impl Expert {
@@ -132,12 +137,13 @@ impl Expert {
             featurizer(&model.swarm.orchestrator),
             featurizer(&primary.swarm.orchestrator),
         );
-        if own.ngrams != primary_features.ngrams {
+        if own.ngrams.is_some() != primary_features.ngrams.is_some() {
             return Err(refuse(format!(
-                "it reads n-grams as {:?}, the primary as {:?}",
+                "it reads n-grams as {:?}, the primary as {:?}: both or neither must read them",
                 own.ngrams, primary_features.ngrams
             )));
         }
+        let own_ngrams = own.ngrams.filter(|_| own.ngrams != primary_features.ngrams);
         let same_words = match (&own.words, &primary_features.words) {
             (None, None) => true,
             (Some((a, va)), Some((b, vb))) => a == b && (Arc::ptr_eq(va, vb) || va == vb),
@@ -198,6 +204,7 @@ impl Expert {
             cpa,
             cta_namespaces,
             cpa_namespaces,
+            own_ngrams,
         })
     }
 
@@ -216,6 +223,12 @@ impl Expert {
             Task::Cta => &self.cta_namespaces,
             Task::Cpa => &self.cpa_namespaces,
         }
+    }
+
+    /// Its n-gram configuration where it differs from the primary's: its tables' n-grams are
+    /// then [`crate::Example::expert_ngrams`]'s, not the primary's.
+    pub fn own_ngrams(&self) -> Option<&NgramConfig> {
+        self.own_ngrams.as_ref()
     }
 
     /// `(expert label, primary label)` pairs of `task`.
@@ -301,6 +314,96 @@ mod tests {
         let err = ExpertList::load(dir.path()).unwrap_err().to_string();
         assert!(
             err.contains("experts.json") && err.contains("weight"),
+            "{err}"
+        );
+    }
+
+    /// The shipped T2D expert's weights, told to read neighbour n-grams: a model whose bags
+    /// differ from the primary's, without training one.
+    #[test]
+    fn an_expert_with_its_own_ngrams_reads_its_own_bags_beside_the_primary() {
+        use crate::encode::{Columns, Example};
+        use crate::model::{SpecialistUse, copy_model_dir};
+        use burn::tensor::Device;
+        use colswarm_tables::Table;
+
+        let shipped = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../models/colswarm-small"
+        ));
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("experts/t2d-neighbours");
+        copy_model_dir(&shipped.join("experts/t2d-expert"), &dir).unwrap();
+        // Its word vectors are the primary's file, two directories up.
+        std::fs::copy(
+            shipped.join("word_vectors.safetensors"),
+            work.path().join("word_vectors.safetensors"),
+        )
+        .unwrap();
+        let manifest = dir.join("swarm.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        json["config"]["column_ngrams"]["neighbours"] = true.into();
+        std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+
+        let device = Device::default();
+        let mut primary = Model::load(shipped, &device).unwrap();
+        primary.experts.clear();
+        let expert = Model::load(&dir, &device).unwrap();
+        let joined = Expert::new("t2d-neighbours", expert.clone(), None, &primary, &dir).unwrap();
+        assert!(joined.own_ngrams().is_some_and(|n| n.neighbours));
+        let bare = primary.clone();
+        primary.experts.push(joined);
+
+        let rows = [
+            ["Rushmore", "Wes Anderson", "1998"],
+            ["Heat", "Michael Mann", "1995"],
+            ["Alien", "Ridley Scott", "1979"],
+        ];
+        let table = Table::from_rows(
+            "films",
+            Some(vec!["title".into(), "director".into(), "year".into()]),
+            rows.iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect())
+                .collect(),
+        );
+        let encoded = primary.encode(std::slice::from_ref(&table), Columns::All);
+        let own = expert.encode(std::slice::from_ref(&table), Columns::All);
+        assert_eq!(encoded[0].expert_ngrams, vec![own[0].ngrams.clone()]);
+        assert_ne!(encoded[0].ngrams, own[0].ngrams);
+
+        let predict = |model: &Model, examples: &[Example], use_: SpecialistUse| {
+            let refs: Vec<&Example> = examples.iter().collect();
+            model.predict(&refs, &[0], use_)
+        };
+        let swarm = predict(&primary, &encoded, SpecialistUse::All).unwrap();
+        // The primary with its specialists open as in `swarm`, without the expert.
+        let alone = predict(&bare, &encoded, SpecialistUse::All).unwrap();
+        let expert_out = predict(&expert, &own, SpecialistUse::Off).unwrap();
+        let map = primary.experts[0].label_map(Task::Cta);
+        assert!(!map.is_empty());
+        for c in 0..3 {
+            let mut expected = alone.cta[c].clone();
+            for &(e, p) in map {
+                expected[p] = (alone.cta[c][p] + expert_out.cta[c][e]) / 2.0;
+            }
+            for (got, want) in swarm.cta[c].iter().zip(&expected) {
+                assert!(
+                    (got - want).abs() < 1e-5,
+                    "column {c}: {got} against {want}"
+                );
+            }
+        }
+        // The primary's bags would have given the expert other logits.
+        let plain = predict(&expert, &encoded, SpecialistUse::Off).unwrap();
+        assert_ne!(plain.cta, expert_out.cta);
+
+        // Tables encoded without the expert's bags are refused, naming the table.
+        let err = predict(&primary, &own, SpecialistUse::All)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("films") && err.contains("t2d-neighbours"),
             "{err}"
         );
     }

@@ -13,11 +13,11 @@ use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
 use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch, WordVectors};
-use colswarm_tables::{SerializeConfig, Table};
+use colswarm_tables::{NgramConfig, SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::encode::{Columns, Example, encode, featurizer, to_batch};
+use crate::encode::{Columns, Example, Featurizer, encode, featurizer, to_batch};
 use crate::error::ModelError;
 use crate::experts::{Expert, ExpertList};
 use crate::labels::{LABELS_FILE, LabelSpace, Task};
@@ -278,12 +278,27 @@ impl Model {
     /// n-grams and word vectors (targets are left unmapped: no namespace is chosen).
     pub fn encode<T: Borrow<Table>>(&self, tables: &[T], which: Columns) -> Vec<Example> {
         let serialize = self.serialize.config();
-        let features = featurizer(&self.swarm.orchestrator);
+        let features = Featurizer {
+            expert_ngrams: self.expert_ngrams(),
+            ..featurizer(&self.swarm.orchestrator)
+        };
         let space = &self.space;
         tables
             .iter()
             .map(|t| encode(t.borrow(), &serialize, &features, space, None, None, which))
             .collect()
+    }
+
+    /// The n-gram configurations its experts read beside the primary's, each once, in the
+    /// order of [`crate::Example::expert_ngrams`].
+    pub fn expert_ngrams(&self) -> Vec<NgramConfig> {
+        let mut configs: Vec<NgramConfig> = Vec::new();
+        for config in self.experts.iter().filter_map(Expert::own_ngrams) {
+            if !configs.contains(config) {
+                configs.push(*config);
+            }
+        }
+        configs
     }
 
     /// One forward pass at inference (no CPA pairs: see [`Model::predict`]).

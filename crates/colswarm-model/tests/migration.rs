@@ -191,7 +191,7 @@ fn v1_models_of_removed_options_are_refused_naming_the_file() {
     let copy = dir.path().join("model");
     v1_copy(&copy);
     let original = read_json(&copy.join(MANIFEST_FILE));
-    let cases: [(&str, Value, &str); 5] = [
+    let cases: [(&str, Value, &str); 4] = [
         ("column_pooling", Value::Null, "--no-span-pooling"),
         ("column_pooling", "SecondRead".into(), "--read-twice"),
         ("alignment", "Learned".into(), "--learned-alignment"),
@@ -199,11 +199,6 @@ fn v1_models_of_removed_options_are_refused_naming_the_file() {
             "wide_ngrams",
             serde_json::json!({"buckets": 8}),
             "--wide-buckets",
-        ),
-        (
-            "column_ngrams",
-            serde_json::json!({"buckets": 16384, "neighbours": true}),
-            "--neighbour-ngrams",
         ),
     ];
     for (field, value, flag) in cases {
@@ -216,6 +211,24 @@ fn v1_models_of_removed_options_are_refused_naming_the_file() {
             "{field}: {error}"
         );
     }
+}
+
+#[test]
+fn a_v1_model_with_neighbour_ngrams_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    let v2 = v1_copy(&copy);
+    let mut manifest = read_json(&copy.join(MANIFEST_FILE));
+    manifest["config"]["column_ngrams"]["neighbours"] = true.into();
+    write_json(&copy.join(MANIFEST_FILE), &manifest);
+    let model = load(&copy);
+    let ngrams = model.swarm.orchestrator.column_ngrams().unwrap();
+    assert!(ngrams.neighbours);
+    assert_ne!(
+        logits(&model),
+        logits(&load(&v2)),
+        "the bags hold the other columns"
+    );
 }
 
 #[test]

@@ -29,6 +29,10 @@ pub struct ColumnNgramsConfig {
     /// Non-null cells per column that give features.
     #[config(default = 20)]
     pub max_cells: usize,
+    /// Whether a column's bag also holds its table's other columns' headers and first cells
+    /// (`colswarm_tables::NgramConfig::neighbours`).
+    #[config(default = false)]
+    pub neighbours: bool,
 }
 
 /// One learned `d_model` row per hash bucket.

@@ -219,6 +219,21 @@ fn a_run_starts_from_a_saved_model_and_adds_an_ngram_embedding() {
 }
 
 #[test]
+fn neighbour_ngrams_are_saved_with_the_model_and_need_buckets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = quick(dir.path());
+    config.model.neighbour_ngrams = true;
+    let run = dir.path().join("neighbours");
+    train_quietly(&config, &run).unwrap();
+    let model = colswarm_model::Model::load(&run.join("best"), &Device::flex()).unwrap();
+    assert!(model.swarm.orchestrator.column_ngrams().unwrap().neighbours);
+
+    config.model.ngram_buckets = 0;
+    let err = train_quietly(&config, &dir.path().join("none")).unwrap_err();
+    assert!(err.to_string().contains("neighbour n-grams"), "{err}");
+}
+
+#[test]
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());

@@ -7,7 +7,7 @@
 //!   mean what those files always meant (no head skip, no column n-grams, heads 256 wide, …).
 //!   A v1 manifest is upgraded in memory when read; its files are never rewritten. Models that
 //!   need a code path since removed (span pooling off, a second read, learned alignments,
-//!   context or neighbour n-grams, wide n-gram logits) are refused with the reason.
+//!   context n-grams, wide n-gram logits) are refused with the reason.
 //!
 //! [`Swarm::save`]: crate::Swarm::save
 
@@ -112,6 +112,8 @@ struct NgramsV2 {
     min_n: usize,
     max_n: usize,
     max_cells: usize,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    neighbours: bool,
 }
 
 /// `colswarm-swarm-v1`, every field as lenient as the files written under it.
@@ -226,14 +228,12 @@ impl ManifestV1 {
             Some(n) if n.context.as_ref().is_some_and(|x| !x.is_null()) => {
                 return Err(unsupported("context n-grams (`--context-ngrams`)"));
             }
-            Some(n) if n.neighbours == Some(true) => {
-                return Err(unsupported("neighbour n-grams (`--neighbour-ngrams`)"));
-            }
             Some(n) => Some(NgramsV2 {
                 buckets: n.buckets,
                 min_n: n.min_n,
                 max_n: n.max_n,
                 max_cells: n.max_cells,
+                neighbours: n.neighbours == Some(true),
             }),
             None => None,
         };
@@ -281,6 +281,7 @@ impl From<ConfigV2> for OrchestratorConfig {
                     .with_min_n(n.min_n)
                     .with_max_n(n.max_n)
                     .with_max_cells(n.max_cells)
+                    .with_neighbours(n.neighbours)
             }))
             .with_head_skip(c.head_skip)
             .with_column_fusion(c.column_fusion)
@@ -308,6 +309,7 @@ impl From<&OrchestratorConfig> for ConfigV2 {
                 min_n: n.min_n,
                 max_n: n.max_n,
                 max_cells: n.max_cells,
+                neighbours: n.neighbours,
             }),
             head_skip: c.head_skip,
             column_fusion: c.column_fusion,

@@ -101,6 +101,10 @@ pub struct ModelSettings {
     /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
     /// n-grams.
     pub ngram_buckets: u32,
+    /// Put the table's other columns' headers and first cells in each column's n-gram bag
+    /// ([`ColumnNgramsConfig::neighbours`]).
+    #[serde(default)]
+    pub neighbour_ngrams: bool,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     pub head_skip: bool,
     /// Add each active specialist's aligned column readings to the column representations
@@ -140,6 +144,7 @@ impl Default for ModelSettings {
             specialists: Vec::new(),
             fusion: FusionMode::WeightedSum,
             ngram_buckets: 1 << 14,
+            neighbour_ngrams: false,
             head_skip: true,
             column_fusion: false,
             word_vectors: None,
@@ -255,10 +260,11 @@ pub fn orchestrator_config(
     )
     .with_fusion(model.fusion)
     .with_d_head_hidden(model.d_head_hidden)
-    .with_column_ngrams(
-        (model.ngram_buckets > 0)
-            .then(|| ColumnNgramsConfig::new().with_buckets(model.ngram_buckets)),
-    )
+    .with_column_ngrams((model.ngram_buckets > 0).then(|| {
+        ColumnNgramsConfig::new()
+            .with_buckets(model.ngram_buckets)
+            .with_neighbours(model.neighbour_ngrams)
+    }))
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
     .with_column_fusion(model.column_fusion)
     .with_column_words(

@@ -155,6 +155,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
     let features = Featurizer {
         ngrams: model.column_ngrams.as_ref().map(ngram_config),
         words: model.column_words.zip(words.clone()),
+        ..Featurizer::default()
     };
     let entity_namespaces = if config.loss.quantity_negatives {
         entity_namespaces(&space, &train)

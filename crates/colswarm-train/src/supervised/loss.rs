@@ -281,6 +281,7 @@ mod tests {
             queries: vec![vec![3], vec![4]],
             spans: vec![0..1, 1..2],
             ngrams: Vec::new(),
+            expert_ngrams: Vec::new(),
             words: Vec::new(),
             cta: vec![vec![0], Vec::new()],
             cta_namespace: Some(0),

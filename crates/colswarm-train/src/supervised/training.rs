@@ -65,6 +65,11 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
             config.model.ngram_buckets
         ));
     }
+    if config.model.neighbour_ngrams && config.model.ngram_buckets == 0 {
+        return fail(
+            "neighbour n-grams join the column n-gram bags: they need n-gram buckets".into(),
+        );
+    }
     let dropout = config.regularization.column_dropout;
     if !(0.0..1.0).contains(&dropout) {
         return fail(format!(
