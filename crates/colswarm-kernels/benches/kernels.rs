@@ -8,12 +8,15 @@
 //! `COLSWARM_BENCH_SLOW=1`. With `--features wgpu`, a `cube` group times the CubeCL kernels
 //! on wgpu's default adapter. The `rwkv_block_ops` group times the fused linear map, layer norm,
 //! sigmoid and tanh against burn's own ops at the sizes of one annotation batch (16 tables of
-//! 128 tokens at d_model 64: 2,048 rows). Results: BENCHMARKS.md, "Kernels".
+//! 128 tokens at d_model 64: 2,048 rows); the `embedding_bag` group the column n-gram
+//! embedding of such a batch with neighbour n-grams (80 bags of 2,000 n-grams over 16,384 × 64
+//! rows). Results: BENCHMARKS.md, "Kernels".
 
 use std::time::Duration;
 
 use burn::tensor::{Device, Distribution, Tensor};
 use colswarm_kernels::activation::{sigmoid_with, tanh_with};
+use colswarm_kernels::embedding_bag::embedding_bag_with;
 use colswarm_kernels::layer_norm::layer_norm_with;
 use colswarm_kernels::linear::linear_with;
 use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
@@ -283,11 +286,43 @@ fn cube(c: &mut Criterion) {
     group.finish();
 }
 
+fn embedding_bag(c: &mut Criterion) {
+    const BUCKETS: u32 = 16384;
+    let device = Device::flex();
+    let weight = Tensor::<2>::random(
+        [BUCKETS as usize, 64],
+        Distribution::Normal(0.0, 1.0),
+        &device,
+    );
+    // A fixed pseudo-random stream (SplitMix64) of buckets, each with weight 0.01.
+    let mut state = 0u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % u64::from(BUCKETS)) as u32
+    };
+    let bags: Vec<Vec<(u32, f32)>> = (0..80)
+        .map(|_| (0..2000).map(|_| (next(), 0.01)).collect())
+        .collect();
+    let refs: Vec<&[(u32, f32)]> = bags.iter().map(Vec::as_slice).collect();
+    let mut group = c.benchmark_group("embedding_bag_80x2000_d64");
+    group.sample_size(30);
+    for imp in [KernelImpl::Reference, KernelImpl::FusedSerial] {
+        group.bench_function(name(imp), |bench| {
+            bench.iter(|| embedding_bag_with(imp, weight.clone(), &refs).into_data())
+        });
+    }
+    group.finish();
+}
+
 #[cfg(not(feature = "wgpu"))]
 criterion_group!(
     benches,
     matmul,
     rwkv_block_ops,
+    embedding_bag,
     wkv7_forward,
     wkv7_forward_backward,
     fuse_states
@@ -297,6 +332,7 @@ criterion_group!(
     benches,
     matmul,
     rwkv_block_ops,
+    embedding_bag,
     wkv7_forward,
     wkv7_forward_backward,
     fuse_states,

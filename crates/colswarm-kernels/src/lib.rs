@@ -29,6 +29,7 @@ pub mod activation;
 mod cpu;
 #[cfg(feature = "cube")]
 mod cube;
+pub mod embedding_bag;
 pub mod fuse_states;
 mod implementation;
 pub mod layer_norm;
@@ -39,6 +40,7 @@ mod testing;
 pub mod wkv7;
 
 pub use activation::{ActivationBackend, sigmoid, tanh};
+pub use embedding_bag::{EmbeddingBagBackend, embedding_bag};
 pub use fuse_states::{FuseStatesBackend, fuse_states, fuse_states_reference, fuse_states_with};
 pub use implementation::KernelImpl;
 pub use layer_norm::{LayerNormBackend, layer_norm};

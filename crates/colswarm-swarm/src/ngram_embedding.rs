@@ -9,7 +9,8 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
+use colswarm_kernels::embedding_bag;
 
 use crate::error::SwarmError;
 
@@ -64,42 +65,22 @@ impl NgramEmbedding {
     ///
     /// - `bags`: `m` bags of `(bucket, weight)` → `[m, d_model]`
     pub fn forward(&self, bags: &[&[(u32, f32)]]) -> Result<Tensor<2>, SwarmError> {
-        let [buckets, d] = self.weight.dims();
-        let device = self.weight.device();
-        let total: usize = bags.iter().map(|b| b.len()).sum();
-        let (mut rows, mut ids, mut values) = (
-            Vec::with_capacity(total),
-            Vec::with_capacity(total),
-            Vec::with_capacity(total),
-        );
+        let buckets = self.buckets();
         for (row, bag) in bags.iter().enumerate() {
-            for &(bucket, value) in *bag {
-                if bucket as usize >= buckets {
-                    return Err(SwarmError::Input(format!(
-                        "column row {row}: n-gram bucket {bucket} past the model's {buckets} buckets"
-                    )));
-                }
-                rows.push(row as i64);
-                ids.push(i64::from(bucket));
-                values.push(value);
+            if let Some(&(bucket, _)) = bag.iter().find(|&&(b, _)| b as usize >= buckets) {
+                return Err(SwarmError::Input(format!(
+                    "column row {row}: n-gram bucket {bucket} past the model's {buckets} buckets"
+                )));
             }
         }
-        let sums = Tensor::<2>::zeros([bags.len(), d], &device);
-        if total == 0 {
-            return Ok(sums);
-        }
-        let ids = Tensor::<1, Int>::from_data(ids.as_slice(), &device);
-        let values = Tensor::<2>::from_data(TensorData::new(values, [total, 1]), &device);
-        let weighted = self.weight.val().select(0, ids) * values;
-        let rows = Tensor::<1, Int>::from_data(rows.as_slice(), &device);
-        Ok(sums.select_assign(0, rows, weighted, IndexingUpdateOp::Add))
+        Ok(embedding_bag(self.weight.val(), bags))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::Tolerance;
+    use burn::tensor::{TensorData, Tolerance};
 
     fn embedding(weights: Vec<f32>, buckets: usize, d: usize) -> NgramEmbedding {
         let device = Device::flex();

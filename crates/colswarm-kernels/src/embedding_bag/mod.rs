@@ -1,0 +1,99 @@
+//! The weighted sum of embedding rows per bag (fastText's `EmbeddingBag`), with a CPU kernel.
+//!
+//! The column n-gram embedding sums, for every column, the rows of its n-grams' hash buckets,
+//! each weighted by its share of the column's bag. burn's ops do it in three passes over a
+//! `[n-grams, d]` matrix (gather the rows, scale them, scatter-add them per bag); a bag that
+//! holds its table's other columns (neighbour n-grams) has a few thousand n-grams, and those
+//! passes took about a tenth of annotation's time. The fused kernel accumulates each bag's rows
+//! in place, reading the weight where it lies.
+//!
+//! Implementations: burn's ops (the reference, every backend, differentiable) and a fused Flex
+//! kernel for inference, reached through the [`EmbeddingBagBackend`] extension. Training keeps
+//! the reference: its backward is burn's.
+
+mod backend;
+#[cfg(test)]
+mod tests;
+
+pub use backend::EmbeddingBagBackend;
+
+use burn::backend::Dispatch;
+use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData};
+
+use crate::KernelImpl;
+
+/// Row `r` of the result: `Σ value · weight[bucket]` over the `(bucket, value)` pairs of
+/// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` on a plain Flex device, the
+/// reference elsewhere (autodiff included, so it stays differentiable).
+///
+/// # Shapes
+///
+/// - `weight`: `[buckets, d]`
+/// - `bags`: `m` bags of `(bucket, value)`, every bucket below `buckets`
+/// - returns `[m, d]`
+///
+/// # Panics
+///
+/// If a bucket is not below `buckets` (callers check bags that come from data).
+pub fn embedding_bag(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
+    let imp = KernelImpl::fastest_for_inference(&weight.device(), weight.dtype());
+    embedding_bag_with(imp, weight, bags)
+}
+
+/// [`embedding_bag`] with an explicit implementation.
+///
+/// # Shapes
+///
+/// As [`embedding_bag`].
+///
+/// # Panics
+///
+/// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32`
+/// tensor on a plain (not autodiff) Flex device.
+pub fn embedding_bag_with(imp: KernelImpl, weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
+    let buckets = weight.dims()[0];
+    if let Some(bucket) = bags
+        .iter()
+        .flat_map(|b| b.iter())
+        .map(|&(b, _)| b)
+        .find(|&b| b as usize >= buckets)
+    {
+        panic!("embedding bag: bucket {bucket} past the weight's {buckets} rows");
+    }
+    if imp == KernelImpl::Reference {
+        return reference(weight, bags);
+    }
+    imp.check_for_inference("embedding_bag", &weight.device(), weight.dtype());
+    Tensor::from_dispatch(<Dispatch as EmbeddingBagBackend>::fused_embedding_bag(
+        weight.into_dispatch(),
+        bags,
+    ))
+}
+
+/// burn's ops: gather the rows, scale them, add them up per bag.
+fn reference(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
+    let [_, d] = weight.dims();
+    let device = weight.device();
+    let total: usize = bags.iter().map(|b| b.len()).sum();
+    let sums = Tensor::<2>::zeros([bags.len(), d], &device);
+    if total == 0 {
+        return sums;
+    }
+    let (mut rows, mut ids, mut values) = (
+        Vec::with_capacity(total),
+        Vec::with_capacity(total),
+        Vec::with_capacity(total),
+    );
+    for (row, bag) in bags.iter().enumerate() {
+        for &(bucket, value) in *bag {
+            rows.push(row as i64);
+            ids.push(i64::from(bucket));
+            values.push(value);
+        }
+    }
+    let ids = Tensor::<1, Int>::from_data(ids.as_slice(), &device);
+    let values = Tensor::<2>::from_data(TensorData::new(values, [total, 1]), &device);
+    let weighted = weight.select(0, ids) * values;
+    let rows = Tensor::<1, Int>::from_data(rows.as_slice(), &device);
+    sums.select_assign(0, rows, weighted, IndexingUpdateOp::Add)
+}
