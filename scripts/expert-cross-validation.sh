@@ -2,9 +2,10 @@
 # What domain experts add to the recipe's models (docs/TRAINING.md, "Domain experts"): for each
 # fold model of scripts/wikitables-cross-validation.sh (WCV) and scripts/t2d-cross-validation.sh
 # (TCV), the same recipe is trained on that fold's training tables of one benchmark alone (no
-# specialists; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, default the recipe's: the
-# shipped experts use "--d-model 32 --layers 2 --head-size 32 --head-hidden 128"), joined to the
-# fold model with `add-expert`, and
+# specialists; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, default the recipe's, or per
+# benchmark $WIKITABLES_SHAPE, $GITTABLES_SHAPE and $T2D_SHAPE; any other `train` flags of the
+# expert, such as --neighbour-ngrams, go there too), joined to the fold model with `add-expert`,
+# and
 # scored where the fold model was:
 #   - WikiTables: each held-out dev fold (the no-closure models, as shipped), a WikiTables expert;
 #   - GitTables cv_3: every WikiTables fold model, with a GitTables expert trained on cv_0–2;
@@ -19,6 +20,11 @@
 #   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/wikitables-cross-validation.sh
 #   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/t2d-cross-validation.sh
 #   WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
+# Version 12's experts:
+#   N="--d-model 32 --layers 2 --head-size 32 --head-hidden 128"
+#   WIKITABLES_SHAPE="$N --neighbour-ngrams" T2D_SHAPE="$N" OPEN_BELOW="0.9 0.95" \
+#     GITTABLES_SHAPE="--d-model 64 --layers 1 --head-size 32 --head-hidden 128 --neighbour-ngrams" \
+#     OUT=runs/expert-cv-v12 scripts/expert-cross-validation.sh
 # Rerunning it keeps the experts already trained and the scores already written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +35,9 @@ BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 EXPERT_SEED=${EXPERT_SEED:-11}
 # The experts' shape (the recipe's by default; another shape reads tables the same way).
 EXPERT_SHAPE=${EXPERT_SHAPE:-"--d-model 64 --layers 2 --head-size 32 --head-hidden 128"}
+WIKITABLES_SHAPE=${WIKITABLES_SHAPE:-$EXPERT_SHAPE}
+GITTABLES_SHAPE=${GITTABLES_SHAPE:-$EXPERT_SHAPE}
+T2D_SHAPE=${T2D_SHAPE:-$EXPERT_SHAPE}
 OPEN_BELOW=${OPEN_BELOW:-"0.5 0.7 0.8 0.9 0.95 0.99"}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
@@ -42,12 +51,12 @@ for k in 0 1 2 3 4; do
 done
 
 # The recipe of docs/TRAINING.md without specialists: an expert reads tables as the primary does.
-expert() {  # OUT_DIR TRAIN_SPEC...
-  local out=$1
-  shift
+expert() {  # OUT_DIR SHAPE TRAIN_SPEC...
+  local out=$1 shape=$2
+  shift 2
   [ -d "$out-avg" ] && return
   # shellcheck disable=SC2086
-  $BIN --threads 1 train $EXPERT_SHAPE --lr 5e-3 \
+  $BIN --threads 1 train $shape --lr 5e-3 \
     --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
     --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
     --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 \
@@ -84,8 +93,8 @@ json.dump(experts, open(path, 'w'))" "$OUT/models/$tag" "$p"
 fold() {
   local k=$1 others
   others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
-  expert "$OUT/wikitables-fold$k" --train "wikitables=turl-csv:$WCV/data/fold$k/train.csv"
-  expert "$OUT/t2d-fold$k" --train "t2d=t2d:$D/t2d-webtables#folds=$others"
+  expert "$OUT/wikitables-fold$k" "$WIKITABLES_SHAPE" --train "wikitables=turl-csv:$WCV/data/fold$k/train.csv"
+  expert "$OUT/t2d-fold$k" "$T2D_SHAPE" --train "t2d=t2d:$D/t2d-webtables#folds=$others"
   score "wikitables-fold$k" "$WCV/fold$k-avg-flat" wikitables-expert "$OUT/wikitables-fold$k-avg" \
     --format turl-csv --input "$WCV/data/fold$k/dev.csv"
   score "gittables-fold$k" "$WCV/fold$k-avg-flat" gittables-expert "$OUT/gittables-avg" \
@@ -96,7 +105,7 @@ fold() {
   done
 }
 
-expert "$OUT/gittables" --train "gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv"
+expert "$OUT/gittables" "$GITTABLES_SHAPE" --train "gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv"
 for pair in "0 1" "2 3" "4"; do
   pids=()
   for k in $pair; do fold "$k" & pids+=($!); done

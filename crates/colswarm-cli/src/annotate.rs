@@ -294,8 +294,16 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         out!(
             "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",
             c.column_ngrams.map_or("none".into(), |n| format!(
-                "{} buckets of {}-{}-grams over the header and {} cells",
-                n.buckets, n.min_n, n.max_n, n.max_cells,
+                "{} buckets of {}-{}-grams over the header and {} cells{}",
+                n.buckets,
+                n.min_n,
+                n.max_n,
+                n.max_cells,
+                if n.neighbours {
+                    ", and the other columns' headers and first cells"
+                } else {
+                    ""
+                },
             )),
             model
                 .swarm
