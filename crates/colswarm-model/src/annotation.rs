@@ -169,7 +169,9 @@ impl Model {
         };
         let mut annotations = Vec::with_capacity(tables.len());
         for chunk in tables.chunks(options.batch_size.max(1)) {
-            let examples = self.encode(chunk, Columns::All);
+            // With the specialists off no expert reads the tables: their bags are not needed.
+            let experts = options.specialists != SpecialistUse::Off;
+            let examples = self.encode_for(chunk, Columns::All, experts);
             let refs: Vec<&Example> = examples.iter().collect();
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
             let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;

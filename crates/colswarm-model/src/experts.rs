@@ -398,6 +398,15 @@ mod tests {
         let plain = predict(&expert, &encoded, SpecialistUse::Off).unwrap();
         assert_ne!(plain.cta, expert_out.cta);
 
+        // With no expert to read them, the bags are left out and the primary's answers stay.
+        let lean = primary.encode_for(std::slice::from_ref(&table), Columns::All, false);
+        assert!(lean[0].expert_ngrams.is_empty());
+        let off = predict(&primary, &lean, SpecialistUse::Off).unwrap();
+        assert_eq!(
+            off.cta,
+            predict(&primary, &encoded, SpecialistUse::Off).unwrap().cta
+        );
+
         // Tables encoded without the expert's bags are refused, naming the table.
         let err = predict(&primary, &own, SpecialistUse::All)
             .unwrap_err()

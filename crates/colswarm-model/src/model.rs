@@ -275,11 +275,27 @@ impl Model {
     }
 
     /// Tables as this model reads them: its serialization and, when it reads them, its column
-    /// n-grams and word vectors (targets are left unmapped: no namespace is chosen).
+    /// n-grams (and its experts' own) and word vectors (targets are left unmapped: no namespace
+    /// is chosen).
     pub fn encode<T: Borrow<Table>>(&self, tables: &[T], which: Columns) -> Vec<Example> {
+        self.encode_for(tables, which, true)
+    }
+
+    /// [`Model::encode`], leaving out the experts' own n-gram bags unless `experts` (when
+    /// none of them will read the tables).
+    pub(crate) fn encode_for<T: Borrow<Table>>(
+        &self,
+        tables: &[T],
+        which: Columns,
+        experts: bool,
+    ) -> Vec<Example> {
         let serialize = self.serialize.config();
         let features = Featurizer {
-            expert_ngrams: self.expert_ngrams(),
+            expert_ngrams: if experts {
+                self.expert_ngrams()
+            } else {
+                Vec::new()
+            },
             ..featurizer(&self.swarm.orchestrator)
         };
         let space = &self.space;
