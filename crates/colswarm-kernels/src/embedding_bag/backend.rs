@@ -57,7 +57,7 @@ impl EmbeddingBagBackend for Flex {
                 let bucket = bucket as usize;
                 assert!(
                     bucket < buckets,
-                    "embedding bag: bucket {bucket} of {buckets}"
+                    "embedding bag: bucket {bucket} past the weight's {buckets} rows"
                 );
                 let row = &rows[bucket * d..(bucket + 1) * d];
                 for (s, &w) in sum.iter_mut().zip(row) {

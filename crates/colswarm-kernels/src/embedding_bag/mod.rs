@@ -51,15 +51,6 @@ pub fn embedding_bag(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
 /// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32`
 /// tensor on a plain (not autodiff) Flex device.
 pub fn embedding_bag_with(imp: KernelImpl, weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
-    let buckets = weight.dims()[0];
-    if let Some(bucket) = bags
-        .iter()
-        .flat_map(|b| b.iter())
-        .map(|&(b, _)| b)
-        .find(|&b| b as usize >= buckets)
-    {
-        panic!("embedding bag: bucket {bucket} past the weight's {buckets} rows");
-    }
     if imp == KernelImpl::Reference {
         return reference(weight, bags);
     }
@@ -70,9 +61,17 @@ pub fn embedding_bag_with(imp: KernelImpl, weight: Tensor<2>, bags: &[&[(u32, f3
     ))
 }
 
-/// burn's ops: gather the rows, scale them, add them up per bag.
+/// burn's ops: gather the rows, scale them, add them up per bag. (The fused kernel checks the
+/// buckets as it reads them.)
 fn reference(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
-    let [_, d] = weight.dims();
+    let [buckets, d] = weight.dims();
+    if let Some(&(bucket, _)) = bags
+        .iter()
+        .flat_map(|b| b.iter())
+        .find(|&&(b, _)| b as usize >= buckets)
+    {
+        panic!("embedding bag: bucket {bucket} past the weight's {buckets} rows");
+    }
     let device = weight.device();
     let total: usize = bags.iter().map(|b| b.len()).sum();
     let sums = Tensor::<2>::zeros([bags.len(), d], &device);

@@ -77,3 +77,10 @@ fn a_bucket_past_the_weight_panics_with_its_number() {
     let weight: Tensor<2> = tensor(vec![0.0; 8], [4, 2], &Device::flex());
     embedding_bag_with(KernelImpl::FusedSerial, weight, &[&[(4, 1.0)]]);
 }
+
+#[test]
+#[should_panic(expected = "bucket 9 past the weight's 4 rows")]
+fn the_reference_too_panics_with_the_bucket_past_the_weight() {
+    let weight: Tensor<2> = tensor(vec![0.0; 8], [4, 2], &Device::flex());
+    embedding_bag_with(KernelImpl::Reference, weight, &[&[(1, 1.0)], &[(9, 1.0)]]);
+}
