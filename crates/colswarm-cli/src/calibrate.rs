@@ -1,6 +1,7 @@
 //! `calibrate`: per CTA namespace, the probability below which the model gives no label,
 //! chosen on labelled dev tables and stored in the model directory's `labels.json`; and the
-//! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, as given.
+//! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, and the
+//! router's threshold for the state specialists ([`set_router_threshold`]), as given.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use colswarm_eval::{
     evaluate,
 };
 use colswarm_model::{LABELS_FILE, Namespace, SpecialistUse, Task};
+use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
 use crate::DeviceArg;
@@ -24,7 +26,7 @@ pub(crate) struct CalibrateArgs {
     model: PathBuf,
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
     /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "router_threshold"])]
     dev: Vec<String>,
     /// Store this threshold for a CTA namespace as given, NAMESPACE=THRESHOLD (repeatable):
     /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
@@ -37,6 +39,11 @@ pub(crate) struct CalibrateArgs {
     /// Choose the weight by cross-validation (docs/TRAINING.md); `=none` removes it.
     #[arg(long = "label-names", value_name = "[TASK:]NAMESPACE=WEIGHT")]
     label_names: Vec<String>,
+    /// Store the router's threshold τ: a state specialist opens on a table where its gate
+    /// exceeds τ; 1 closes them all (the shipped model's setting: they change no answer).
+    /// The domain experts open by their own rule (`add-expert --open-below`).
+    #[arg(long, value_name = "TAU")]
+    router_threshold: Option<f64>,
     /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
     /// with the best micro-F1, an abstention counting as a miss).
     #[arg(long)]
@@ -157,6 +164,10 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         None => args.model.clone(),
     };
     model.space.save(&dir.join(LABELS_FILE))?;
+    if let Some(threshold) = args.router_threshold {
+        set_router_threshold(&dir, threshold)
+            .with_context(|| format!("--router-threshold {threshold}"))?;
+    }
     if args.json {
         out!("{}", serde_json::to_string(&found)?);
         return Ok(());
@@ -203,6 +214,12 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
                 out!("{} ({task}): label-name prior weight {w}", n.name);
             }
         }
+    }
+    if let Some(threshold) = args.router_threshold {
+        out!(
+            "router: a state specialist opens where its gate exceeds {threshold} (stored in {})",
+            dir.join(MANIFEST_FILE).display()
+        );
     }
     out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
     Ok(())

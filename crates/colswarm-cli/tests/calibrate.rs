@@ -312,3 +312,67 @@ fn calibrate_label_names_refuses_a_bad_weight_or_namespace() {
         assert!(!out.exists());
     }
 }
+
+/// Which of the shipped swarm's three state specialists `annotate` opened, table by table.
+fn state_specialists_opened(model: &Path, tables: &[&str]) -> Vec<Vec<bool>> {
+    let mut args = vec!["annotate", "--model", model.to_str().unwrap()];
+    args.extend(tables);
+    stdout(&colswarm(&args))
+        .lines()
+        .map(|line| {
+            let table: serde_json::Value = serde_json::from_str(line).unwrap();
+            let router = table["router"].as_array().unwrap();
+            let state = ["wikitables", "gittables", "t2d"];
+            router
+                .iter()
+                .filter(|s| state.contains(&s["specialist"].as_str().unwrap()))
+                .map(|s| s["active"].as_bool().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("routed");
+    let tables = [
+        "datasets/t2d-webtables/tables/10057926_0_6000962521981596991.csv",
+        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+    ];
+    let set = |model: &Path, tau: &str, out: Option<&Path>| {
+        let mut args = vec![
+            "calibrate",
+            "--model",
+            model.to_str().unwrap(),
+            "--router-threshold",
+            tau,
+        ];
+        if let Some(out) = out {
+            args.extend(["--out", out.to_str().unwrap()]);
+        }
+        colswarm(&args)
+    };
+    let printed = stdout(&set(&shipped, "0", Some(&out)));
+    assert!(printed.contains("gate exceeds 0"), "{printed}");
+    assert_eq!(
+        state_specialists_opened(&out, &tables),
+        vec![vec![true; 3]; 2]
+    );
+    stdout(&set(&out, "1", None));
+    assert_eq!(
+        state_specialists_opened(&out, &tables),
+        vec![vec![false; 3]; 2]
+    );
+    // The labels and the abstention thresholds are left as they were.
+    assert_eq!(labels_json(&out), labels_json(&shipped));
+
+    let refused = set(&out, "1.5", None);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("--router-threshold 1.5") && err.contains("[0, 1]"),
+        "{err}"
+    );
+}

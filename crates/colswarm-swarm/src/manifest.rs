@@ -255,24 +255,11 @@ impl Swarm {
         device: &Device,
         known: Option<(&str, &Arc<WordVectors>)>,
     ) -> Result<(Self, SwarmManifest), SwarmError> {
-        let manifest_path = if path.is_dir() {
-            path.join(MANIFEST_FILE)
-        } else {
-            path.to_path_buf()
-        };
+        let (manifest_path, manifest) = read_manifest(path)?;
         let dir = manifest_path
             .parent()
             .unwrap_or(Path::new("."))
             .to_path_buf();
-        let bytes = std::fs::read(&manifest_path).map_err(|source| SwarmError::Io {
-            path: manifest_path.clone(),
-            source,
-        })?;
-        let manifest: SwarmManifest =
-            serde_json::from_slice(&bytes).map_err(|e| SwarmError::Manifest {
-                path: manifest_path.clone(),
-                reason: e.to_string(),
-            })?;
         // The config comes from the file: one that cannot be built is an error, not a panic.
         manifest
             .config
@@ -411,6 +398,57 @@ impl Swarm {
         }
         Ok((Swarm::new(orchestrator, specialists)?, manifest))
     }
+}
+
+/// The manifest at `path` (a `swarm.json` file or the directory holding it), with its path.
+fn read_manifest(path: &Path) -> Result<(PathBuf, SwarmManifest), SwarmError> {
+    let manifest_path = if path.is_dir() {
+        path.join(MANIFEST_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&manifest_path).map_err(|source| SwarmError::Io {
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let manifest = serde_json::from_slice(&bytes).map_err(|e| SwarmError::Manifest {
+        path: manifest_path.clone(),
+        reason: e.to_string(),
+    })?;
+    Ok((manifest_path, manifest))
+}
+
+/// Stores a new inference threshold τ for the router of the swarm saved at `path` (a
+/// `swarm.json` file or the directory holding it): specialist `i` opens on a table where its
+/// gate `g_i > τ`, so `τ = 1` closes every specialist. Only the manifest is rewritten
+/// (atomically); no weight and no checksum changes.
+///
+/// Refuses a τ outside `[0, 1]`, and a manifest in the older layout
+/// ([`ManifestVersion::V1`]): rewritten, it would make the directory's other files be read in
+/// the current layout.
+pub fn set_router_threshold(path: &Path, threshold: f64) -> Result<SwarmManifest, SwarmError> {
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(SwarmError::Input(format!(
+            "router threshold {threshold}: a gate is a probability, so the threshold must lie in [0, 1]"
+        )));
+    }
+    let (manifest_path, mut manifest) = read_manifest(path)?;
+    if manifest.version != ManifestVersion::V2 {
+        return Err(SwarmError::Manifest {
+            path: manifest_path,
+            reason: format!(
+                "a {} manifest cannot be changed in place; save the model again to upgrade it",
+                manifest.version.format()
+            ),
+        });
+    }
+    manifest.config.threshold = threshold;
+    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
+        path: manifest_path.clone(),
+        reason: e.to_string(),
+    })?;
+    write_atomically(&manifest_path, &json)?;
+    Ok(manifest)
 }
 
 /// The number of parameters of each trainable component an [`OrchestratorConfig`] builds for

@@ -5,6 +5,7 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::checkpoint::named_tensors;
 use colswarm_rwkv::{RwkvConfig, save_checkpoint};
+use colswarm_swarm::manifest::set_router_threshold;
 use colswarm_swarm::{
     ColumnNgramsConfig, FrozenSpecialist, FusionMode, LabelKind, OrchestratorConfig, Routing,
     Swarm, SwarmError, TableBatch, column_readings,
@@ -307,6 +308,69 @@ fn manifest_round_trips_and_refuses_a_changed_specialist() {
         message.contains("specialist \"wide\"") && message.contains("spec.safetensors"),
         "{message}"
     );
+}
+
+#[test]
+fn a_stored_router_threshold_decides_which_specialists_open() {
+    let device = Device::flex();
+    let dir = std::env::temp_dir().join(format!("colswarm-swarm-threshold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![
+            specialist("a", rwkv(16, 2, 8), 10),
+            specialist("b", rwkv(16, 2, 8), 11),
+        ],
+    );
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    s.save(&dir, &config(FusionMode::WeightedSum), &labels, &[])
+        .unwrap();
+    let opened = |dir: &std::path::Path| {
+        let (loaded, manifest) = Swarm::load(dir, &device).unwrap();
+        let out = loaded
+            .forward(&batch(), Routing::<NoRng>::Threshold)
+            .unwrap();
+        (
+            manifest.config.threshold,
+            out.router.active,
+            values(out.cta_logits),
+        )
+    };
+    let before = std::fs::read_dir(&dir).unwrap().count();
+
+    // τ = 0: every gate, a sigmoid, lies above it.
+    set_router_threshold(&dir, 0.0).unwrap();
+    let (threshold, active, _) = opened(&dir);
+    assert_eq!(threshold, 0.0);
+    assert_eq!(active, vec![vec![true, true]; 2]);
+
+    // τ = 1 closes every specialist: the primary alone, bit for bit.
+    let manifest = set_router_threshold(&dir.join("swarm.json"), 1.0).unwrap();
+    assert_eq!(manifest.config.threshold, 1.0);
+    let (threshold, active, logits) = opened(&dir);
+    assert_eq!(threshold, 1.0);
+    assert_eq!(active, vec![vec![false, false]; 2]);
+    let alone = s
+        .forward(&batch(), fixed(vec![vec![false, false]; 2]))
+        .unwrap();
+    assert_eq!(logits, values(alone.cta_logits));
+    // Only the manifest changed: no file was added, and every checksum still holds (it loaded).
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
+
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let err = set_router_threshold(&dir, bad).unwrap_err();
+        assert!(matches!(err, SwarmError::Input(_)), "{bad}: {err}");
+    }
+    assert_eq!(
+        opened(&dir).0,
+        1.0,
+        "a refused threshold leaves the manifest as it was"
+    );
+    let missing = dir.join("no-such-model");
+    let err = set_router_threshold(&missing, 0.5).unwrap_err();
+    assert!(err.to_string().contains("no-such-model"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
