@@ -2,7 +2,7 @@
 //! as a domain expert whose logits are averaged into the primary's
 //! ([`colswarm_model::experts`]).
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -135,7 +135,13 @@ fn share_word_vectors(model_dir: &Path, expert_dir: &Path) -> Result<()> {
     } else {
         format!("../../{model_path}")
     };
-    if !Path::new(&expert_path).is_absolute() {
+    // Only a copy inside the expert's own directory is dropped: an expert taken from another
+    // model's `experts/` already points outside it (`../../word_vectors.safetensors`), and
+    // that path, joined to the staging directory, names the model's own file.
+    let inside = Path::new(&expert_path)
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    if inside {
         let copy = expert_dir.join(&expert_path);
         std::fs::remove_file(&copy).with_context(|| format!("removing {}", copy.display()))?;
     }

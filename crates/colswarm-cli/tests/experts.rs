@@ -99,6 +99,25 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
         json(&copied.join("swarm.json"))["column_words"]["vectors"]["path"],
         "../../word_vectors.safetensors"
     );
+    // An expert taken from another model's `experts/` already points at that model's vectors:
+    // joining it to a third model leaves that model's own vectors in place.
+    let again = work.path().join("again");
+    stdout(&colswarm(&[
+        "add-expert",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--expert",
+        &format!("t2d-again={}", copied.display()),
+        "--out",
+        again.to_str().unwrap(),
+    ]));
+    assert!(again.join("word_vectors.safetensors").exists());
+    stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        again.to_str().unwrap(),
+        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+    ]));
 
     let input = data.path().to_str().unwrap();
     let eval =
