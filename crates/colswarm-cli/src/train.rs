@@ -48,10 +48,13 @@ pub(crate) struct TrainArgs {
     #[arg(long, default_value_t = ModelSettings::default().d_head_hidden)]
     head_hidden: usize,
     /// Hash buckets of the column n-gram embedding (hashed character n-grams of each column's
-    /// header and first 20 cells, embedded and added to the column's representation); 0 turns
+    /// header and first cells (`--ngram-cells`), embedded and added to the column's representation); 0 turns
     /// it off. Each bucket costs d_model floats.
     #[arg(long, default_value_t = ModelSettings::default().ngram_buckets)]
     ngram_buckets: u32,
+    /// Cells of a column whose n-grams enter its bag: the first non-null ones in row order.
+    #[arg(long, default_value_t = ModelSettings::default().ngram_cells)]
+    ngram_cells: usize,
     /// Put the table's other columns in each column's n-gram bag: their headers and first 8
     /// cells, in blocks of their own (a `Name` column beside `Film` is an actor's). The shipped
     /// WikiTables and GitTables experts read them; trained on all benchmarks at once, a model
@@ -239,6 +242,7 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
                 .collect::<Result<_, _>>()?,
             fusion: args.fusion,
             ngram_buckets: args.ngram_buckets,
+            ngram_cells: args.ngram_cells,
             neighbour_ngrams: args.neighbour_ngrams,
             head_skip: args.head_skip,
             column_fusion: args.column_fusion,

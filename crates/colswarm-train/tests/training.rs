@@ -234,6 +234,27 @@ fn neighbour_ngrams_are_saved_with_the_model_and_need_buckets() {
 }
 
 #[test]
+fn ngram_cells_are_saved_with_the_model_and_must_be_positive() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = quick(dir.path());
+    config.model.ngram_cells = 3;
+    let run = dir.path().join("three");
+    train_quietly(&config, &run).unwrap();
+    let model = colswarm_model::Model::load(&run.join("best"), &Device::flex()).unwrap();
+    assert_eq!(
+        model.swarm.orchestrator.column_ngrams().unwrap().max_cells,
+        3
+    );
+    // The featurizer the model is read with takes its n-grams from the first 3 cells.
+    let featurizer = colswarm_model::featurizer(&model.swarm.orchestrator);
+    assert_eq!(featurizer.ngrams.unwrap().max_cells, 3);
+
+    config.model.ngram_cells = 0;
+    let err = train_quietly(&config, &dir.path().join("none")).unwrap_err();
+    assert!(err.to_string().contains("--ngram-cells 0"), "{err}");
+}
+
+#[test]
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());

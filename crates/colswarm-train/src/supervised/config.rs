@@ -101,6 +101,10 @@ pub struct ModelSettings {
     /// Hash buckets of the column n-gram embedding ([`ColumnNgramsConfig`]); 0 reads no
     /// n-grams.
     pub ngram_buckets: u32,
+    /// Non-null cells of a column whose n-grams enter its bag, the first ones in row order
+    /// ([`ColumnNgramsConfig::max_cells`]).
+    #[serde(default = "default_ngram_cells")]
+    pub ngram_cells: usize,
     /// Put the table's other columns' headers and first cells in each column's n-gram bag
     /// ([`ColumnNgramsConfig::neighbours`]).
     #[serde(default)]
@@ -133,6 +137,11 @@ pub struct ModelSettings {
     pub init_from: Option<PathBuf>,
 }
 
+/// Runs saved before the setting existed read the first 20 cells.
+fn default_ngram_cells() -> usize {
+    ColumnNgramsConfig::new().max_cells
+}
+
 /// The shipped model's recipe (docs/TRAINING.md), as are the other settings' defaults.
 impl Default for ModelSettings {
     fn default() -> Self {
@@ -144,6 +153,7 @@ impl Default for ModelSettings {
             specialists: Vec::new(),
             fusion: FusionMode::WeightedSum,
             ngram_buckets: 1 << 14,
+            ngram_cells: default_ngram_cells(),
             neighbour_ngrams: false,
             head_skip: true,
             column_fusion: false,
@@ -263,6 +273,7 @@ pub fn orchestrator_config(
     .with_column_ngrams((model.ngram_buckets > 0).then(|| {
         ColumnNgramsConfig::new()
             .with_buckets(model.ngram_buckets)
+            .with_max_cells(model.ngram_cells)
             .with_neighbours(model.neighbour_ngrams)
     }))
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))

@@ -65,6 +65,9 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
             config.model.ngram_buckets
         ));
     }
+    if config.model.ngram_cells == 0 {
+        return fail("--ngram-cells 0: a column's n-gram bag needs at least one cell".into());
+    }
     if config.model.neighbour_ngrams && config.model.ngram_buckets == 0 {
         return fail(
             "neighbour n-grams join the column n-gram bags: they need n-gram buckets".into(),
