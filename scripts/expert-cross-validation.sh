@@ -20,11 +20,11 @@
 #   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/wikitables-cross-validation.sh
 #   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/t2d-cross-validation.sh
 #   WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
-# Version 12's experts:
+# Version 13's experts (version 12's read 20 cells in the GitTables expert):
 #   N="--d-model 32 --layers 2 --head-size 32 --head-hidden 128"
 #   WIKITABLES_SHAPE="$N --neighbour-ngrams" T2D_SHAPE="$N" OPEN_BELOW="0.9 0.95" \
-#     GITTABLES_SHAPE="--d-model 64 --layers 1 --head-size 32 --head-hidden 128 --neighbour-ngrams" \
-#     OUT=runs/expert-cv-v12 scripts/expert-cross-validation.sh
+#     GITTABLES_SHAPE="--d-model 64 --layers 1 --head-size 32 --head-hidden 128 --neighbour-ngrams --ngram-cells 100" \
+#     OUT=runs/expert-cv-v13 scripts/expert-cross-validation.sh
 # Rerunning it keeps the experts already trained and the scores already written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
