@@ -301,13 +301,15 @@ mod tests {
         // Three specialists, then three domain experts.
         assert_eq!(opened(SpecialistUse::All), [true; 6]);
         assert_eq!(opened(SpecialistUse::Off), [false; 6]);
-        // The router's own choice reports its gates against the threshold; an expert's gate
-        // is the primary's doubt, against its own threshold.
+        // The router's own choice reports its gates against the threshold the model stores
+        // (1 in the shipped model: its state specialists stay closed); an expert's gate is
+        // the primary's doubt, against its own threshold.
         let annotator = Annotator::builder(dir).build().unwrap();
         let routed = annotator.annotate(&table).unwrap();
+        let threshold = annotator.model().swarm.orchestrator.router.threshold();
         let (specialists, experts) = routed.router.split_at(3);
         for gate in specialists {
-            assert_eq!(gate.active, gate.gate > 0.5, "{gate:?}");
+            assert_eq!(gate.active, f64::from(gate.gate) > threshold, "{gate:?}");
         }
         for (gate, expert) in experts.iter().zip(&annotator.model().experts) {
             assert_eq!(gate.specialist, expert.name);

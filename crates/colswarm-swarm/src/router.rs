@@ -94,6 +94,12 @@ impl SpecialistRouter {
         self.gate.weight.shape().dims::<2>()[1]
     }
 
+    /// The inference threshold τ: [`SpecialistRouter::decide`] opens specialist `i` where
+    /// `g_i > τ`.
+    pub fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
     /// Gate probabilities.
     ///
     /// # Shapes
