@@ -11,6 +11,7 @@ use colswarm_model::{
     Annotator, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
     read_table_with, table_files,
 };
+use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_tables::Table;
 
@@ -257,8 +258,16 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
             let opens = e.open_below.map_or("on every table".to_string(), |p| {
                 format!("where the primary's confidence in its labels is below {p}")
             });
+            // Only where they differ from the primary's (line `column:` below).
+            let own = e.model.swarm.orchestrator.column_ngrams().copied();
+            let ngrams = match own {
+                Some(n) if own != manifest.config.column_ngrams => {
+                    format!(", its own n-grams: {}", ngrams_text(n))
+                }
+                _ => String::new(),
+            };
             out!(
-                "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations, opens {opens}",
+                "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations{ngrams}, opens {opens}",
                 e.name,
                 p.d_model(),
                 p.blocks.len(),
@@ -293,18 +302,7 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         let c = &manifest.config;
         out!(
             "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",
-            c.column_ngrams.map_or("none".into(), |n| format!(
-                "{} buckets of {}-{}-grams over the header and {} cells{}",
-                n.buckets,
-                n.min_n,
-                n.max_n,
-                n.max_cells,
-                if n.neighbours {
-                    ", and the other columns' headers and first cells"
-                } else {
-                    ""
-                },
-            )),
+            c.column_ngrams.map_or("none".into(), ngrams_text),
             model
                 .swarm
                 .orchestrator
@@ -394,4 +392,20 @@ pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What a column n-gram configuration reads, for `inspect`.
+fn ngrams_text(n: ColumnNgramsConfig) -> String {
+    format!(
+        "{} buckets of {}-{}-grams over the header and {} cells{}",
+        n.buckets,
+        n.min_n,
+        n.max_n,
+        n.max_cells,
+        if n.neighbours {
+            ", and the other columns' headers and first cells"
+        } else {
+            ""
+        },
+    )
 }

@@ -372,6 +372,24 @@ fn csv_output_has_one_row_per_column_and_namespace() {
 }
 
 #[test]
+fn inspect_names_the_experts_own_ngrams_and_the_router_threshold() {
+    let out = stdout(&colswarm(&["inspect", "models/colswarm-small"]));
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("expert {name}:")))
+            .unwrap_or_else(|| panic!("no line for {name}: {out}"))
+    };
+    let gittables = line("gittables-expert");
+    assert!(
+        gittables.contains("its own n-grams") && gittables.contains("100 cells"),
+        "{gittables}"
+    );
+    // An expert reading n-grams as the primary does says nothing of them.
+    assert!(!line("t2d-expert").contains("n-grams"), "{out}");
+    assert!(out.contains("threshold 1,"), "{out}");
+}
+
+#[test]
 fn inspect_verifies_and_bad_input_is_named() {
     let model = tiny_model().to_str().unwrap().to_string();
     let out = stdout(&colswarm(&["inspect", &model]));
