@@ -163,7 +163,12 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         }
         None => args.model.clone(),
     };
-    model.space.save(&dir.join(LABELS_FILE))?;
+    // `--router-threshold` alone changes the manifest only.
+    let labels_changed =
+        !(args.dev.is_empty() && args.set.is_empty() && args.label_names.is_empty());
+    if labels_changed {
+        model.space.save(&dir.join(LABELS_FILE))?;
+    }
     if let Some(threshold) = args.router_threshold {
         set_router_threshold(&dir, threshold)
             .with_context(|| format!("--router-threshold {threshold}"))?;
@@ -221,7 +226,9 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             dir.join(MANIFEST_FILE).display()
         );
     }
-    out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
+    if labels_changed {
+        out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
+    }
     Ok(())
 }
 

@@ -356,6 +356,10 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
     };
     let printed = stdout(&set(&shipped, "0", Some(&out)));
     assert!(printed.contains("gate exceeds 0"), "{printed}");
+    assert!(
+        !printed.contains("labels.json"),
+        "only the manifest changes: {printed}"
+    );
     assert_eq!(
         state_specialists_opened(&out, &tables),
         vec![vec![true; 3]; 2]
