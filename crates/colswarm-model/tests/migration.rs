@@ -11,7 +11,7 @@ use colswarm_model::{
 };
 use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::{
-    MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion,
+    MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion, set_router_threshold,
 };
 use colswarm_tables::Table;
 use serde_json::Value;
@@ -119,6 +119,32 @@ fn a_v1_model_loads_from_its_files_unchanged() {
     {
         assert_eq!(std::fs::read(copy.join(file)).unwrap(), bytes, "{file}");
     }
+}
+
+#[test]
+fn a_v1_manifest_refuses_a_new_router_threshold_and_stays_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("model");
+    v1_copy(&copy);
+    let before = std::fs::read(copy.join(MANIFEST_FILE)).unwrap();
+    let err = set_router_threshold(&copy, 1.0).unwrap_err().to_string();
+    assert!(err.contains(MANIFEST_FILE), "{err}");
+    assert!(err.contains(MANIFEST_FORMAT_V1), "{err}");
+    assert_eq!(std::fs::read(copy.join(MANIFEST_FILE)).unwrap(), before);
+    // Saved again, the model is in the current layout and takes the threshold.
+    let (swarm, manifest) = Swarm::load(&copy, &Device::flex()).unwrap();
+    let upgraded = dir.path().join("upgraded");
+    let c = &manifest;
+    swarm
+        .save(&upgraded, &c.config, &c.cta_labels, &c.cpa_labels)
+        .unwrap();
+    assert_eq!(
+        set_router_threshold(&upgraded, 1.0)
+            .unwrap()
+            .config
+            .threshold,
+        1.0
+    );
 }
 
 #[test]
