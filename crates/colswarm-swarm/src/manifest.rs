@@ -451,6 +451,57 @@ pub fn set_router_threshold(path: &Path, threshold: f64) -> Result<SwarmManifest
     Ok(manifest)
 }
 
+/// Copies every specialist checkpoint that the swarm saved in `dir` names outside `dir` into
+/// `dir/specialists/` and points the manifest at the copy (the same checksum, verified), so
+/// that the directory stands alone: a model averaged from a run's checkpoints no longer needs
+/// them. Returns the manifest, rewritten atomically where a path changed.
+pub fn localize_specialists(dir: &Path) -> Result<SwarmManifest, SwarmError> {
+    let (manifest_path, mut manifest) = read_manifest(dir)?;
+    let inside = |path: &str| {
+        let path = Path::new(path);
+        path.is_relative()
+            && path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    let mut changed = false;
+    for specialist in &mut manifest.specialists {
+        if inside(&specialist.checkpoint.path) {
+            continue;
+        }
+        let source = dir.join(&specialist.checkpoint.path);
+        let local = format!("specialists/{}.safetensors", specialist.name);
+        let target = dir.join(&local);
+        std::fs::create_dir_all(dir.join("specialists")).map_err(|source| SwarmError::Io {
+            path: dir.join("specialists"),
+            source,
+        })?;
+        std::fs::copy(&source, &target).map_err(|e| SwarmError::Io {
+            path: source.clone(),
+            source: e,
+        })?;
+        let computed = sha256_file(&target)?;
+        if computed != specialist.checkpoint.sha256 {
+            return Err(SwarmError::ChecksumMismatch {
+                path: source,
+                what: format!("specialist {:?}", specialist.name),
+                recorded: specialist.checkpoint.sha256.clone(),
+                computed,
+            });
+        }
+        specialist.checkpoint.path = local;
+        changed = true;
+    }
+    if changed {
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
+            path: manifest_path.clone(),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&manifest_path, &json)?;
+    }
+    Ok(manifest)
+}
+
 /// The number of parameters of each trainable component an [`OrchestratorConfig`] builds for
 /// specialists of the given state shapes, computed without building anything (saturating at
 /// `usize::MAX`).

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorData};
 use colswarm_swarm::Swarm;
-use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest};
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, localize_specialists};
 
 use crate::error::TrainError;
 use crate::run::{ModelParts, RunDir, read_state};
@@ -206,6 +206,9 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
         serialize: &serialize,
     };
     parts.save(&swarm, &temp)?;
+    // The inputs' specialists live in the inputs (a run's checkpoints): copy them in, so that
+    // the average outlives the checkpoints it was made from.
+    localize_specialists(&temp)?;
     // Domain experts are not averaged: every input has the same ones, which are copied.
     let experts = ExpertList::load(&inputs[0])?;
     if !experts.experts.is_empty() {

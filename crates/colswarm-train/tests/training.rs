@@ -442,9 +442,24 @@ fn a_runs_checkpoints_average_into_a_model() {
     for ((m, x), y) in averaged.iter().zip(&wa).zip(&wb) {
         assert!((m - (x + y) / 2.0).abs() <= 1e-6, "{m} vs {x}, {y}");
     }
-    // The frozen specialist is the run's, untouched; the averaged directory loads and annotates.
+    // The frozen specialist is the run's, untouched, and copied in: the averaged directory
+    // loads without the checkpoints it was made from.
+    let averaged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("swarm.json")).unwrap()).unwrap();
+    let recorded = &manifest["specialists"][0]["checkpoint"]["sha256"];
+    assert_eq!(
+        averaged["specialists"][0]["checkpoint"]["sha256"],
+        *recorded
+    );
+    assert_eq!(
+        averaged["specialists"][0]["checkpoint"]["path"],
+        "specialists/a.safetensors"
+    );
+    let kept = dir.path().join("kept");
+    std::fs::rename(run.join("checkpoints"), &kept).unwrap();
     let model = colswarm_model::Model::load(&out, &Device::flex()).unwrap();
     assert_eq!(model.specialist_names, vec!["a".to_string()]);
+    std::fs::rename(&kept, run.join("checkpoints")).unwrap();
 
     // Never overwritten; a model of another run configuration is refused, naming it.
     let again = colswarm_train::average_model_dirs(&[a.clone(), b.clone()], &out);
