@@ -287,6 +287,43 @@ class Builders(unittest.TestCase):
 
 
 
+class SilverT2dTest(unittest.TestCase):
+    def test_labels_become_the_t2d_uris_of_their_names(self):
+        from silver_t2d import rename, t2d_properties
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            dbo = "http://dbpedia.org/ontology/"
+            attributes = root / "gold/t2d-webtables/attributes"
+            write(attributes / "a.csv",
+                  f'"{dbo}zipCode","Zip","False","1"\n'
+                  '"http://www.w3.org/2000/01/rdf-schema#label","Name","True","0"\n')
+            write(attributes / "b.csv", f'"{dbo}Person/weight","w","False","2"\n'
+                                        f'"{dbo}weight","w","False","3"\n'
+                                        f'"{dbo}Car/height","h","False","4"\n'
+                                        f'"{dbo}Person/height","h","False","5"\n')
+            props = t2d_properties(root / "gold")
+            self.assertEqual(props, {"zip code": dbo + "zipCode", "weight": dbo + "weight"})
+            src = root / "silver.csv"
+            write(src, "table_id,col_idx,class,class_id,data\n"
+                       "t1,0,weight,4,70;80\nt1,1,zipCode,9,10115\nt1,2,height,3,1.8\n"
+                       "t2,0,NaN,-1,x\nt2,1,ZIP_code,9,75001\n")
+            out = root / "out.csv"
+            counts = rename(src, out, props)
+            rows = list(csv.reader(io.StringIO(out.read_text())))
+            self.assertEqual(rows[1:], [
+                ["t1", "0", dbo + "weight", "0", "70;80"],
+                ["t1", "1", dbo + "zipCode", "1", "10115"],
+                ["t1", "2", "NaN", "-1", "1.8"],  # two class-prefixed `height`s: no URI
+                ["t2", "0", "NaN", "-1", "x"],
+                ["t2", "1", dbo + "zipCode", "1", "75001"]])
+            self.assertEqual(counts["labelled_columns"], 3)
+            self.assertEqual(counts["labels_without_a_t2d_property"], ["height"])
+            write(src, "a,b\n1,2\n")
+            with self.assertRaises(SourceError) as e:
+                rename(src, out, props)
+            self.assertIn(str(src), str(e.exception))
+
+
 class SilverSubsetsTest(unittest.TestCase):
     def test_subsets_are_nested_and_reach_their_size_in_labelled_columns(self):
         from silver_subsets import subsets
