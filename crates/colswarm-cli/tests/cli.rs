@@ -148,7 +148,8 @@ fn eval_json_reports_how_the_router_routes_per_specialist_and_kind() {
             "t2d",
             "wikitables-expert",
             "gittables-expert",
-            "t2d-expert"
+            "t2d-expert",
+            "t2d-silver"
         ],
         "the router's order, then the domain experts'"
     );
@@ -461,8 +462,8 @@ fn the_shipped_model_annotates_the_readme_table() {
     let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let columns = annotation["columns"].as_array().unwrap();
     assert!(!columns.is_empty());
-    // Three specialists, then three domain experts.
-    assert_eq!(annotation["router"].as_array().unwrap().len(), 6);
+    // Three specialists, then four domain experts.
+    assert_eq!(annotation["router"].as_array().unwrap().len(), 7);
     for column in columns {
         assert!(!column["types"].as_array().unwrap().is_empty());
     }

@@ -169,6 +169,7 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
             "wikitables-expert",
             "gittables-expert",
             "t2d-expert",
+            "t2d-silver",
             "t2d-alone"
         ]
     );

@@ -298,9 +298,9 @@ mod tests {
             let annotation = annotator.annotate(&table).unwrap();
             annotation.router.iter().map(|g| g.active).collect()
         };
-        // Three specialists, then three domain experts.
-        assert_eq!(opened(SpecialistUse::All), [true; 6]);
-        assert_eq!(opened(SpecialistUse::Off), [false; 6]);
+        // Three specialists, then four domain experts.
+        assert_eq!(opened(SpecialistUse::All), [true; 7]);
+        assert_eq!(opened(SpecialistUse::Off), [false; 7]);
         // The router's own choice reports its gates against the threshold the model stores
         // (1 in the shipped model: its state specialists stay closed); an expert's gate is
         // the primary's doubt, against its own threshold.
