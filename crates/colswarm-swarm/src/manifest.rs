@@ -433,22 +433,35 @@ pub fn set_router_threshold(path: &Path, threshold: f64) -> Result<SwarmManifest
         )));
     }
     let (manifest_path, mut manifest) = read_manifest(path)?;
-    if manifest.version != ManifestVersion::V2 {
-        return Err(SwarmError::Manifest {
-            path: manifest_path,
-            reason: format!(
-                "a {} manifest cannot be changed in place; save the model again to upgrade it",
-                manifest.version.format()
-            ),
-        });
-    }
     manifest.config.threshold = threshold;
-    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
-        path: manifest_path.clone(),
+    rewrite_manifest(&manifest_path, &manifest)?;
+    Ok(manifest)
+}
+
+/// Writes a manifest read by [`read_manifest`] back in place, atomically; refuses one read in
+/// an older layout, whose directory's other files would then be read in the current one.
+fn rewrite_manifest(manifest_path: &Path, manifest: &SwarmManifest) -> Result<(), SwarmError> {
+    ensure_rewritable(manifest_path, manifest)?;
+    let json = serde_json::to_vec_pretty(manifest).map_err(|e| SwarmError::Manifest {
+        path: manifest_path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    write_atomically(&manifest_path, &json)?;
-    Ok(manifest)
+    write_atomically(manifest_path, &json)?;
+    Ok(())
+}
+
+/// Refuses a manifest read in an older layout ([`rewrite_manifest`]).
+fn ensure_rewritable(manifest_path: &Path, manifest: &SwarmManifest) -> Result<(), SwarmError> {
+    if manifest.version == ManifestVersion::V2 {
+        return Ok(());
+    }
+    Err(SwarmError::Manifest {
+        path: manifest_path.to_path_buf(),
+        reason: format!(
+            "a {} manifest cannot be changed in place; save the model again to upgrade it",
+            manifest.version.format()
+        ),
+    })
 }
 
 /// Copies every specialist checkpoint that the swarm saved in `dir` names outside `dir` into
@@ -464,7 +477,14 @@ pub fn localize_specialists(dir: &Path) -> Result<SwarmManifest, SwarmError> {
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)))
     };
-    let mut changed = false;
+    if manifest
+        .specialists
+        .iter()
+        .all(|s| inside(&s.checkpoint.path))
+    {
+        return Ok(manifest);
+    }
+    ensure_rewritable(&manifest_path, &manifest)?;
     for specialist in &mut manifest.specialists {
         if inside(&specialist.checkpoint.path) {
             continue;
@@ -490,15 +510,8 @@ pub fn localize_specialists(dir: &Path) -> Result<SwarmManifest, SwarmError> {
             });
         }
         specialist.checkpoint.path = local;
-        changed = true;
     }
-    if changed {
-        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
-            path: manifest_path.clone(),
-            reason: e.to_string(),
-        })?;
-        write_atomically(&manifest_path, &json)?;
-    }
+    rewrite_manifest(&manifest_path, &manifest)?;
     Ok(manifest)
 }
 
