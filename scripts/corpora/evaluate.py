@@ -50,18 +50,30 @@ def gittables_labels(label_set: str, data: Path = DATA) -> dict[str, int]:
     return out
 
 
-def t2d_columns(data: Path = DATA) -> list[tuple[str, int, str, str]]:
-    """(table, column, header, gold local name) of every annotated T2D column."""
+def local_name(uri: str) -> str:
+    """'http://dbpedia.org/ontology/Work/runtime' -> 'runtime'."""
+    return uri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
+
+
+def t2d_attributes(data: Path = DATA) -> list[tuple[str, int, str, str]]:
+    """(table, column, header, gold URI) of every annotated T2D column, key columns included."""
+    folder = data / "t2d-webtables" / "attributes"
+    if not folder.is_dir():
+        raise SourceError(f"{folder}: no such folder (T2D's attribute files)")
     rows = []
-    for p in sorted((data / "t2d-webtables" / "attributes").glob("*.csv")):
+    for p in sorted(folder.glob("*.csv")):
         with open(p, encoding="utf-8", newline="") as f:
             for rec in csv.reader(f):
                 if len(rec) != 4:
                     raise SourceError(f"{p}: expected 4 fields, got {len(rec)}")
                 uri, header, _key, col = rec
-                local = uri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
-                rows.append((p.stem, int(col), header, local))
+                rows.append((p.stem, int(col), header, uri))
     return rows
+
+
+def t2d_columns(data: Path = DATA) -> list[tuple[str, int, str, str]]:
+    """(table, column, header, gold local name) of every annotated T2D column."""
+    return [(t, c, h, local_name(uri)) for t, c, h, uri in t2d_attributes(data)]
 
 
 def wikitables(split: str, data: Path = DATA) -> list[tuple[str, int, str, tuple[str, ...]]]:

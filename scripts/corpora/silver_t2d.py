@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from common import ROOT, SourceError, run
+from evaluate import local_name, t2d_attributes
 from matcher import normalise
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -29,17 +30,10 @@ UNLABELLED = ("", "NaN")
 def t2d_properties(gold: Path) -> dict[str, str]:
     """Normalised local name -> the property URI T2D uses, for the names only one property has
     (or only one without a class prefix: `weight` over `Person/weight`)."""
-    folder = gold / "t2d-webtables" / "attributes"
-    if not folder.is_dir():
-        raise SourceError(f"{folder}: no such folder (T2D's attribute files)")
     by_name: dict[str, set[str]] = {}
-    for path in sorted(folder.glob("*.csv")):
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            for row in csv.reader(f):
-                if len(row) < 4 or row[0] == RDFS_LABEL:
-                    continue
-                local = row[0].rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
-                by_name.setdefault(normalise(local), set()).add(row[0])
+    for _table, _column, _header, uri in t2d_attributes(gold):
+        if uri != RDFS_LABEL:
+            by_name.setdefault(normalise(local_name(uri)), set()).add(uri)
     out = {}
     for name, uris in sorted(by_name.items()):
         plain = [u for u in sorted(uris) if u.count("/") == 4]  # http://dbpedia.org/ontology/x
