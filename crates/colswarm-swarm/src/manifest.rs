@@ -485,6 +485,11 @@ pub fn localize_specialists(dir: &Path) -> Result<SwarmManifest, SwarmError> {
         return Ok(manifest);
     }
     ensure_rewritable(&manifest_path, &manifest)?;
+    let folder = dir.join("specialists");
+    std::fs::create_dir_all(&folder).map_err(|source| SwarmError::Io {
+        path: folder.clone(),
+        source,
+    })?;
     for specialist in &mut manifest.specialists {
         if inside(&specialist.checkpoint.path) {
             continue;
@@ -492,10 +497,6 @@ pub fn localize_specialists(dir: &Path) -> Result<SwarmManifest, SwarmError> {
         let source = dir.join(&specialist.checkpoint.path);
         let local = format!("specialists/{}.safetensors", specialist.name);
         let target = dir.join(&local);
-        std::fs::create_dir_all(dir.join("specialists")).map_err(|source| SwarmError::Io {
-            path: dir.join("specialists"),
-            source,
-        })?;
         std::fs::copy(&source, &target).map_err(|e| SwarmError::Io {
             path: source.clone(),
             source: e,
