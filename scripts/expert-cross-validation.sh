@@ -25,6 +25,8 @@
 #   WIKITABLES_SHAPE="$N --neighbour-ngrams" T2D_SHAPE="$N" OPEN_BELOW="0.9 0.95" \
 #     GITTABLES_SHAPE="--d-model 64 --layers 1 --head-size 32 --head-hidden 128 --neighbour-ngrams --ngram-cells 100" \
 #     OUT=runs/expert-cv-v13 scripts/expert-cross-validation.sh
+# Versions 14 and 15: the same with T2D_EXTRA=t2d-silver=models/colswarm-small/experts/t2d-silver
+# and OPEN_BELOW=0.95; then `scripts/routing-report.py $OUT` prints how the cascade routes.
 # Rerunning it keeps the experts already trained and the scores already written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,9 @@ EXPERT_SHAPE=${EXPERT_SHAPE:-"--d-model 64 --layers 2 --head-size 32 --head-hidd
 WIKITABLES_SHAPE=${WIKITABLES_SHAPE:-$EXPERT_SHAPE}
 GITTABLES_SHAPE=${GITTABLES_SHAPE:-$EXPERT_SHAPE}
 T2D_SHAPE=${T2D_SHAPE:-$EXPERT_SHAPE}
+# NAME=DIR of a trained expert joined beside each fold's T2D expert in the T2D scores, e.g.
+# version 14's silver expert (trained on no T2D table): T2D_EXTRA=t2d-silver=models/colswarm-small/experts/t2d-silver
+T2D_EXTRA=${T2D_EXTRA:-}
 OPEN_BELOW=${OPEN_BELOW:-"0.5 0.7 0.8 0.9 0.95 0.99"}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
@@ -73,8 +78,14 @@ score() {  # TAG MODEL NAME EXPERT_DIR EVAL_ARGS...
   [ -s "$OUT/$tag-below-$last.json" ] && return   # scored by an earlier run
   $BIN eval --model "$model" "$@" --no-specialists --json \
     --predictions "$P/$tag-alone.jsonl" > "$OUT/$tag-alone.json"
-  rm -rf "$OUT/models/$tag"
-  $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag" > /dev/null
+  rm -rf "$OUT/models/$tag" "$OUT/models/$tag-one"
+  if [ -n "$T2D_EXTRA" ] && [[ $tag == t2d-* ]]; then
+    $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag-one" > /dev/null
+    $BIN add-expert --model "$OUT/models/$tag-one" --expert "$T2D_EXTRA" --out "$OUT/models/$tag" > /dev/null
+    rm -rf "$OUT/models/$tag-one"
+  else
+    $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag" > /dev/null
+  fi
   $BIN eval --model "$OUT/models/$tag" "$@" --all-specialists --json \
     --predictions "$P/$tag-all.jsonl" > "$OUT/$tag-all.json"
   for p in $OPEN_BELOW; do
