@@ -469,6 +469,45 @@ fn the_shipped_model_annotates_the_readme_table() {
     }
 }
 
+/// GitTables' labels are header names, and the shipped model stores a label-name prior for them:
+/// a header that spells a label decides it (without the prior, `population` was typed `id`).
+#[test]
+fn the_shipped_model_types_a_header_that_spells_a_gittables_label_as_that_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("cities.csv");
+    std::fs::write(
+        &table,
+        "city,country,population\nParis,France,2148000\nLyon,France,513000\nBerlin,Germany,3645000\n",
+    )
+    .unwrap();
+    let out = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        "models/colswarm-small",
+        "--namespace",
+        "gittables",
+        table.to_str().unwrap(),
+    ]));
+    let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let labels: Vec<(String, String)> = annotation["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|column| {
+            let types = column["types"].as_array().unwrap();
+            assert_eq!(types.len(), 1, "{column}");
+            let label = types[0]["labels"][0]["label"].as_str().unwrap_or("none");
+            (
+                column["header"].as_str().unwrap().to_owned(),
+                label.to_owned(),
+            )
+        })
+        .collect();
+    for (header, label) in &labels {
+        assert_eq!(header, label, "{labels:?}");
+    }
+}
+
 #[test]
 fn averaging_the_shipped_model_with_itself_changes_no_annotation() {
     let dir = tempfile::tempdir().unwrap();
