@@ -13,8 +13,8 @@
 # Each set is scored with every expert open (`--all-specialists`) and with the experts opening
 # where the primary is unsure (`--open-below` each of $OPEN_BELOW), against the fold models
 # alone (`--no-specialists`: the swarm's specialists change no answer); `colswarm compare` on the
-# pooled predictions. Two runs at a time, one thread each: about 25 minutes on the 2-core machine
-# of docs/TRAINING.md. Writes $OUT (default runs/expert-cv).
+# pooled predictions. Two runs at a time, one thread each: 5.5 minutes with version 13's shapes
+# and one OPEN_BELOW on the 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/expert-cv).
 # Usage, after both cross-validations of the shipped recipe:
 #   V=models/colswarm-small/word_vectors.safetensors
 #   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/wikitables-cross-validation.sh
