@@ -12,7 +12,9 @@
 //! leaves either the old checkpoint or the new one, never half of one; `state.json` records the
 //! SHA-256 of the optimizer file and the model directory's manifest records its files', and both
 //! are verified when a run resumes. Which older checkpoints survive a new one is the run's
-//! [`Retention`].
+//! [`Retention`]. A model file that a checkpoint holds unchanged from the one before (the fixed
+//! word-vector table, 5 MB, above all) becomes a hard link to that one's, so a run stores it
+//! once; every file is written whole first and only then replaced by the link.
 
 use std::path::{Path, PathBuf};
 
@@ -210,6 +212,9 @@ impl RunDir {
             reason: e.to_string(),
         })?;
         write_atomically(&temp.join("state.json"), &json)?;
+        if let Some(previous) = self.checkpoints()?.last() {
+            share_unchanged_files(&temp.join("model"), &previous.join("model"));
+        }
         let dir = self
             .root
             .join("checkpoints")
@@ -282,6 +287,34 @@ impl RunDir {
     /// Replaces `best/` with the model directory at `source` (a finished temporary directory).
     pub fn replace_best(&self, source: &Path) -> Result<(), TrainError> {
         replace_dir(source, &self.best_dir(), &self.root.join(".old-best"))
+    }
+}
+
+/// Replaces each file directly in `model` that `previous` holds byte for byte under the same
+/// name by a hard link to `previous`'s. Best effort: a file that cannot be compared or linked
+/// (another file system) stays the copy it is. Checkpoints are never written in place, so a
+/// shared file never changes under another checkpoint.
+fn share_unchanged_files(model: &Path, previous: &Path) {
+    let Ok(entries) = std::fs::read_dir(model) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let old = previous.join(entry.file_name());
+        let same_size = match (std::fs::metadata(&path), std::fs::metadata(&old)) {
+            (Ok(a), Ok(b)) => a.is_file() && b.is_file() && a.len() == b.len(),
+            _ => false,
+        };
+        let identical = same_size
+            && matches!((std::fs::read(&path), std::fs::read(&old)), (Ok(a), Ok(b)) if a == b);
+        if !identical {
+            continue;
+        }
+        let link = model.join(format!(".{}.link", entry.file_name().to_string_lossy()));
+        let _ = std::fs::remove_file(&link);
+        if std::fs::hard_link(&old, &link).is_ok() && std::fs::rename(&link, &path).is_err() {
+            let _ = std::fs::remove_file(&link);
+        }
     }
 }
 
@@ -384,6 +417,44 @@ mod tests {
         run.commit_checkpoint(&temp, counters, Retention::EpochEnds(2))
             .unwrap();
         assert_eq!(steps(&run), [30, 34, 40]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_model_file_unchanged_since_the_last_checkpoint_is_stored_once() {
+        use std::os::unix::fs::MetadataExt;
+        let root = tempfile::tempdir().unwrap();
+        let run = RunDir::open(root.path()).unwrap();
+        let commit = |step: usize, weights: &[u8]| {
+            let temp = temp_checkpoint(&run, &[step as u8]);
+            let model = temp.join("model");
+            std::fs::create_dir_all(&model).unwrap();
+            std::fs::write(model.join("word_vectors.safetensors"), b"fixed table").unwrap();
+            std::fs::write(model.join("primary.safetensors"), weights).unwrap();
+            run.commit_checkpoint(&temp, state(step), Retention::Newest(2))
+                .unwrap()
+                .dir
+                .join("model")
+        };
+        let inode = |p: PathBuf| std::fs::metadata(p).unwrap().ino();
+        let first = commit(1, b"weights 1");
+        let second = commit(2, b"weights 2");
+        let words = "word_vectors.safetensors";
+        assert_eq!(inode(first.join(words)), inode(second.join(words)));
+        let primary = "primary.safetensors";
+        assert_ne!(inode(first.join(primary)), inode(second.join(primary)));
+        // The first checkpoint dropped, the third still shares the table with the second.
+        let third = commit(3, b"weights 3");
+        assert!(!first.exists());
+        assert_eq!(inode(second.join(words)), inode(third.join(words)));
+        assert_eq!(std::fs::read(third.join(words)).unwrap(), b"fixed table");
+        assert_eq!(std::fs::read(third.join(primary)).unwrap(), b"weights 3");
+        let leftovers: Vec<_> = std::fs::read_dir(&third)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     #[test]
