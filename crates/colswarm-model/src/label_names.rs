@@ -13,7 +13,7 @@
 //! `release`, `date`). A label's name is the part after its last `/` or `#`, so
 //! `http://dbpedia.org/ontology/PopulatedPlace/area` is named `area`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// The words of a header or label name: maximal runs of letters, lower-cased, split where a
 /// lower-case letter meets an upper-case one.
@@ -60,19 +60,32 @@ pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     }
 }
 
-/// The name words of a namespace's labels, split once so that a column costs a lookup per
-/// label, not a tokenization.
+/// The name words of a namespace's labels, split once and indexed by word, so that a column
+/// costs a lookup per header word, not a tokenization or a comparison per label.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabelNames {
-    words: Vec<BTreeSet<String>>,
+    /// Per label, the number of words in its name.
+    sizes: Vec<usize>,
+    /// Per word, the labels whose names hold it, ascending.
+    labels_of: HashMap<String, Vec<usize>>,
 }
 
 impl LabelNames {
     /// The name words of each of `labels`, in order.
     pub fn new(labels: &[String]) -> Self {
-        LabelNames {
-            words: labels.iter().map(|l| label_words(l)).collect(),
-        }
+        let mut labels_of: HashMap<String, Vec<usize>> = HashMap::new();
+        let sizes = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let words = label_words(label);
+                for word in &words {
+                    labels_of.entry(word.clone()).or_default().push(i);
+                }
+                words.len()
+            })
+            .collect();
+        LabelNames { sizes, labels_of }
     }
 
     /// The label names of `namespace` where it has a label-name prior to apply; `None` without
@@ -93,8 +106,18 @@ impl LabelNames {
         if header.is_empty() || weight == 0.0 {
             return;
         }
-        for (logit, label) in logits.iter_mut().zip(&self.words) {
-            *logit += weight * jaccard(&header, label);
+        // Words shared with each label that shares any: the others' Jaccard is 0.
+        let mut shared: HashMap<usize, usize> = HashMap::new();
+        for word in &header {
+            for &label in self.labels_of.get(word).map_or(&[][..], Vec::as_slice) {
+                *shared.entry(label).or_default() += 1;
+            }
+        }
+        for (label, shared) in shared {
+            if let Some(logit) = logits.get_mut(label) {
+                let all = header.len() + self.sizes[label] - shared;
+                *logit += weight * (shared as f32 / all as f32);
+            }
         }
     }
 }
@@ -133,6 +156,39 @@ mod tests {
         assert_eq!(jaccard(&a, &set(&["date", "of", "birth"])), 0.25);
         assert_eq!(jaccard(&a, &set(&[])), 0.0);
         assert_eq!(jaccard(&set(&[]), &set(&[])), 0.0);
+    }
+
+    #[test]
+    fn the_indexed_prior_adds_each_labels_jaccard() {
+        let labels: Vec<String> = [
+            "http://dbpedia.org/ontology/populationTotal",
+            "http://dbpedia.org/ontology/PopulatedPlace/populationDensity",
+            "http://dbpedia.org/ontology/releaseDate",
+            "http://www.w3.org/2000/01/rdf-schema#label",
+            "people.person",
+            "date",
+        ]
+        .map(String::from)
+        .to_vec();
+        let names = LabelNames::new(&labels);
+        for header in [
+            "Population (total)",
+            "population density per km²",
+            "Date of release",
+            "Label",
+            "Person, people",
+            "",
+            "no match",
+        ] {
+            let mut logits = vec![0.5; labels.len()];
+            names.add_prior(&mut logits, header, 3.0);
+            let words = name_words(header);
+            let expected: Vec<f32> = labels
+                .iter()
+                .map(|l| 0.5 + 3.0 * jaccard(&words, &label_words(l)))
+                .collect();
+            assert_eq!(logits, expected, "{header}");
+        }
     }
 
     #[test]
