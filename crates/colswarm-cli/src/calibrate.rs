@@ -26,7 +26,7 @@ pub(crate) struct CalibrateArgs {
     model: PathBuf,
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
     /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "router_threshold"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "router_threshold"])]
     dev: Vec<String>,
     /// Store this threshold for a CTA namespace as given, NAMESPACE=THRESHOLD (repeatable):
     /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
@@ -39,6 +39,11 @@ pub(crate) struct CalibrateArgs {
     /// Choose the weight by cross-validation (docs/TRAINING.md); `=none` removes it.
     #[arg(long = "label-names", value_name = "[TASK:]NAMESPACE=WEIGHT")]
     label_names: Vec<String>,
+    /// Leave each table's subject column out of a CTA namespace's label-name prior,
+    /// NAMESPACE=yes|no (repeatable): for a label set that gives subject columns a label of
+    /// their own, as T2D's `rdf-schema#label`, which their headers never spell.
+    #[arg(long = "label-names-skip-subject", value_name = "NAMESPACE=yes|no")]
+    label_names_skip_subject: Vec<String>,
     /// Store the router's threshold τ: a state specialist opens on a table where its gate
     /// exceeds τ; 1 closes them all (the shipped model's setting: they change no answer).
     /// The domain experts open by their own rule (`add-expert --open-below`).
@@ -156,6 +161,27 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             bail!("--label-names {given}: the model has no namespace `{name}` (it has: {known})");
         }
     }
+    for given in &args.label_names_skip_subject {
+        let (name, skip) = match given.split_once('=') {
+            Some((name, "yes")) => (name, true),
+            Some((name, "no")) => (name, false),
+            _ => {
+                bail!("--label-names-skip-subject {given}: expected NAMESPACE=yes or NAMESPACE=no")
+            }
+        };
+        let known = namespaces(&model.space.cta);
+        let n = model
+            .space
+            .cta
+            .iter_mut()
+            .find(|n| n.name == name)
+            .with_context(|| {
+                format!(
+                    "--label-names-skip-subject {given}: the model has no CTA namespace `{name}` (it has: {known})"
+                )
+            })?;
+        n.label_name_skip_subject = skip;
+    }
     let dir = match &args.out {
         Some(out) => {
             copy_model_dir(&args.model, out)?;
@@ -164,8 +190,10 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         None => args.model.clone(),
     };
     // `--router-threshold` alone changes the manifest only.
-    let labels_changed =
-        !(args.dev.is_empty() && args.set.is_empty() && args.label_names.is_empty());
+    let labels_changed = !(args.dev.is_empty()
+        && args.set.is_empty()
+        && args.label_names.is_empty()
+        && args.label_names_skip_subject.is_empty());
     if labels_changed {
         model.space.save(&dir.join(LABELS_FILE))?;
     }
@@ -216,7 +244,12 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     for (task, list) in [("CTA", &model.space.cta), ("CPA", &model.space.cpa)] {
         for n in list.iter() {
             if let Some(w) = n.label_name_weight {
-                out!("{} ({task}): label-name prior weight {w}", n.name);
+                let scope = if n.label_name_skip_subject {
+                    ", not on the subject column"
+                } else {
+                    ""
+                };
+                out!("{} ({task}): label-name prior weight {w}{scope}", n.name);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{colswarm, root, stdout, t2d_subset};
 
@@ -283,6 +283,101 @@ fn calibrate_label_names_stores_a_weight_that_annotate_applies_to_both_heads() {
         label_name_weights(&labels_json(&cpa_only), "t2d"),
         [None, Some(2.5)]
     );
+}
+
+#[test]
+fn calibrate_label_names_can_leave_the_subject_column_out() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let calibrate = |out: &str, args: &[&str]| -> PathBuf {
+        let out = work.path().join(out);
+        let mut all = vec!["calibrate", "--model", shipped.to_str().unwrap()];
+        all.extend(args);
+        all.extend(["--out", out.to_str().unwrap()]);
+        stdout(&colswarm(&all));
+        out
+    };
+    let none = calibrate("none", &["--label-names", "cta:t2d=none"]);
+    let everywhere = calibrate(
+        "everywhere",
+        &[
+            "--label-names",
+            "cta:t2d=40",
+            "--label-names-skip-subject",
+            "t2d=no",
+        ],
+    );
+    let skipping = calibrate(
+        "skipping",
+        &[
+            "--label-names",
+            "cta:t2d=40",
+            "--label-names-skip-subject",
+            "t2d=yes",
+        ],
+    );
+    let skips = |model: &Path| {
+        let labels = labels_json(model);
+        let mut list = labels["cta"].as_array().unwrap().iter();
+        let t2d = list.find(|n| n["name"] == "t2d").unwrap().clone();
+        t2d.get("label_name_skip_subject").cloned()
+    };
+    assert_eq!(skips(&everywhere), None);
+    assert_eq!(skips(&skipping), Some(serde_json::Value::Bool(true)));
+    // README's table: its subject column is `city` (1), and `country` (2) is not.
+    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let labels = |model: &Path| -> Vec<String> {
+        let text = stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            model.to_str().unwrap(),
+            "--namespace",
+            "t2d",
+            "--no-abstain",
+            table,
+        ]));
+        let annotation: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(annotation["subject_column"], 1);
+        let columns = annotation["columns"].as_array().unwrap().iter();
+        columns
+            .map(|c| {
+                c["types"][0]["labels"][0]["label"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let (none, everywhere, skipping) = (labels(&none), labels(&everywhere), labels(&skipping));
+    assert_eq!(
+        everywhere[1], "http://dbpedia.org/ontology/city",
+        "{everywhere:?}"
+    );
+    assert_eq!(
+        skipping[1], none[1],
+        "the subject column is read without the prior"
+    );
+    assert_eq!(skipping[2], everywhere[2], "the other columns keep it");
+    assert_eq!(skipping[2], "http://dbpedia.org/ontology/country");
+    for (given, expected) in [
+        ("t2d=maybe", "expected NAMESPACE=yes or NAMESPACE=no"),
+        ("nope=yes", "no CTA namespace `nope`"),
+    ] {
+        let out = work.path().join("refused");
+        let result = colswarm(&[
+            "calibrate",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--label-names-skip-subject",
+            given,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(!result.status.success());
+        let err = String::from_utf8_lossy(&result.stderr);
+        assert!(err.contains(expected), "{given}: {err}");
+        assert!(!out.exists());
+    }
 }
 
 #[test]

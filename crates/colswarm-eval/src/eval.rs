@@ -184,6 +184,7 @@ pub fn evaluate(
             // target the model did not score).
             let predict = |logits: Option<&[f32]>, column: usize| {
                 let header = table.columns.get(column).and_then(|c| c.header.as_deref());
+                let header = namespace.prior_header(header, column, subjects[b]);
                 let header = header.zip(label_names.as_ref());
                 let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
                 let predicted = if probs.is_empty() {

@@ -67,6 +67,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         ancestors: Vec::new(),
         abstain_below: None,
         label_name_weight: None,
+        label_name_skip_subject: false,
     }
 }
 

@@ -495,6 +495,7 @@ impl Outputs {
                     .iter()
                     .map(|(i, names)| {
                         let ns = &model.space.cta[*i];
+                        let header = ns.prior_header(header, c, subject);
                         let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
                         let abstained = options.abstain && abstains(ns, &probs);
                         let predicted = if abstained {

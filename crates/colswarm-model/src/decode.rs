@@ -138,6 +138,7 @@ mod tests {
             ancestors: Vec::new(),
             abstain_below: None,
             label_name_weight: None,
+            label_name_skip_subject: false,
         }
     }
 

@@ -77,12 +77,32 @@ pub struct Namespace {
     /// --label-names`; `None`: the heads' logits alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_name_weight: Option<f32>,
+    /// CTA: the label-name prior leaves the table's subject column out. T2D types every
+    /// subject column `rdf-schema#label`, a name no header spells, while its header (`City`)
+    /// names another label. Set by `colswarm calibrate --label-names-skip-subject`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub label_name_skip_subject: bool,
 }
 
 impl Namespace {
     /// `chosen` (positions in the namespace) with every super-type of each added, sorted.
     pub fn close_under_ancestors(&self, chosen: Vec<usize>) -> Vec<usize> {
         close_under(&self.ancestors, chosen)
+    }
+
+    /// The header the label-name prior reads for column `column` of a table whose subject
+    /// column is `subject`: none for the subject column where the namespace skips it.
+    pub fn prior_header<'a>(
+        &self,
+        header: Option<&'a str>,
+        column: usize,
+        subject: usize,
+    ) -> Option<&'a str> {
+        if self.label_name_skip_subject && column == subject {
+            None
+        } else {
+            header
+        }
     }
 
     /// Head outputs of this namespace.
@@ -160,6 +180,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     ancestors: n.ancestors,
                     abstain_below: None,
                     label_name_weight: None,
+                    label_name_skip_subject: false,
                 })
                 .collect()
         };
@@ -226,6 +247,7 @@ impl LabelSpace {
             ancestors: Vec::new(),
             abstain_below: None,
             label_name_weight: None,
+            label_name_skip_subject: false,
         });
     }
 
@@ -397,6 +419,29 @@ mod tests {
         assert_eq!(space.len(Task::Cpa), 0);
         assert_eq!(space.positions("b"), (Some(1), None));
         assert_eq!(space.positions("nope"), (None, None));
+    }
+
+    #[test]
+    fn a_namespace_that_skips_the_subject_gives_its_prior_no_header_there_alone() {
+        let mut space = LabelSpace::default();
+        let kind = LabelKind::SingleLabel;
+        space.push(Task::Cta, "t2d", DatasetFormat::T2d, kind, vec!["x".into()]);
+        let mut n = space.cta[0].clone();
+        assert_eq!(n.prior_header(Some("City"), 1, 1), Some("City"));
+        let plain = serde_json::to_value(&n).unwrap();
+        assert!(plain.get("label_name_skip_subject").is_none(), "{plain}");
+        n.label_name_skip_subject = true;
+        assert_eq!(n.prior_header(Some("City"), 1, 1), None);
+        assert_eq!(n.prior_header(Some("Country"), 2, 1), Some("Country"));
+        let json = serde_json::to_value(&n).unwrap();
+        assert_eq!(json["label_name_skip_subject"], true);
+        let back: Namespace = serde_json::from_value(json).unwrap();
+        assert_eq!(back, n);
+        let read: Namespace = serde_json::from_value(plain).unwrap();
+        assert!(
+            !read.label_name_skip_subject,
+            "a file without the field skips nothing"
+        );
     }
 
     #[test]

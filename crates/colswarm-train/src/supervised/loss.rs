@@ -213,6 +213,7 @@ mod tests {
             ancestors: Vec::new(),
             abstain_below: None,
             label_name_weight: None,
+            label_name_skip_subject: false,
         };
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];
