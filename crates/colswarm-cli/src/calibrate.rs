@@ -130,16 +130,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     }
     for given in &args.set {
         let (name, value) = parse_set(given)?;
-        let known = namespaces(&model.space.cta);
-        let n = model
-            .space
-            .cta
-            .iter_mut()
-            .find(|n| n.name == name)
-            .with_context(|| {
-                format!("--set {given}: the model has no CTA namespace `{name}` (it has: {known})")
-            })?;
-        n.abstain_below = value;
+        cta_namespace(&mut model.space.cta, "--set", given, &name)?.abstain_below = value;
     }
     for given in &args.label_names {
         let (task, name, weight) = parse_weight(given)?;
@@ -169,18 +160,8 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
                 bail!("--label-names-skip-subject {given}: expected NAMESPACE=yes or NAMESPACE=no")
             }
         };
-        let known = namespaces(&model.space.cta);
-        let n = model
-            .space
-            .cta
-            .iter_mut()
-            .find(|n| n.name == name)
-            .with_context(|| {
-                format!(
-                    "--label-names-skip-subject {given}: the model has no CTA namespace `{name}` (it has: {known})"
-                )
-            })?;
-        n.label_name_skip_subject = skip;
+        let flag = "--label-names-skip-subject";
+        cta_namespace(&mut model.space.cta, flag, given, name)?.label_name_skip_subject = skip;
     }
     let dir = match &args.out {
         Some(out) => {
@@ -263,6 +244,19 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         out!("thresholds stored in {}", dir.join(LABELS_FILE).display());
     }
     Ok(())
+}
+
+/// The CTA namespace `name` that `flag given` names, or an error listing those there are.
+fn cta_namespace<'a>(
+    cta: &'a mut [Namespace],
+    flag: &str,
+    given: &str,
+    name: &str,
+) -> Result<&'a mut Namespace> {
+    let known = namespaces(cta.iter());
+    cta.iter_mut().find(|n| n.name == name).with_context(|| {
+        format!("{flag} {given}: the model has no CTA namespace `{name}` (it has: {known})")
+    })
 }
 
 fn namespaces<'a>(list: impl IntoIterator<Item = &'a Namespace>) -> String {

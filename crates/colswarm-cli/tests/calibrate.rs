@@ -211,6 +211,21 @@ fn label_name_weights(labels: &serde_json::Value, name: &str) -> Vec<Option<f64>
         .collect()
 }
 
+/// `annotate --namespace t2d --no-abstain` of README's table (a T2D table of cities) by `model`.
+fn annotate_readme_table_in_t2d(model: &Path) -> serde_json::Value {
+    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let text = stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        model.to_str().unwrap(),
+        "--namespace",
+        "t2d",
+        "--no-abstain",
+        table,
+    ]));
+    serde_json::from_str(text.trim()).unwrap()
+}
+
 #[test]
 fn calibrate_label_names_stores_a_weight_that_annotate_applies_to_both_heads() {
     let shipped = root().join("models/colswarm-small");
@@ -239,18 +254,8 @@ fn calibrate_label_names_stores_a_weight_that_annotate_applies_to_both_heads() {
     );
     // The table's `country` column: with a weight this large its header decides, on the CTA
     // and the CPA head alike.
-    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
     let country = |model: &Path| -> (String, String) {
-        let text = stdout(&colswarm(&[
-            "annotate",
-            "--model",
-            model.to_str().unwrap(),
-            "--namespace",
-            "t2d",
-            "--no-abstain",
-            table,
-        ]));
-        let annotation: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let annotation = annotate_readme_table_in_t2d(model);
         let column = annotation["columns"]
             .as_array()
             .unwrap()
@@ -325,18 +330,8 @@ fn calibrate_label_names_can_leave_the_subject_column_out() {
     assert_eq!(skips(&everywhere), None);
     assert_eq!(skips(&skipping), Some(serde_json::Value::Bool(true)));
     // README's table: its subject column is `city` (1), and `country` (2) is not.
-    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
     let labels = |model: &Path| -> Vec<String> {
-        let text = stdout(&colswarm(&[
-            "annotate",
-            "--model",
-            model.to_str().unwrap(),
-            "--namespace",
-            "t2d",
-            "--no-abstain",
-            table,
-        ]));
-        let annotation: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let annotation = annotate_readme_table_in_t2d(model);
         assert_eq!(annotation["subject_column"], 1);
         let columns = annotation["columns"].as_array().unwrap().iter();
         columns
@@ -363,28 +358,33 @@ fn calibrate_label_names_can_leave_the_subject_column_out() {
         ("t2d=maybe", "expected NAMESPACE=yes or NAMESPACE=no"),
         ("nope=yes", "no CTA namespace `nope`"),
     ] {
-        let out = work.path().join("refused");
-        let result = colswarm(&[
-            "calibrate",
-            "--model",
-            shipped.to_str().unwrap(),
-            "--label-names-skip-subject",
-            given,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(!result.status.success());
-        let err = String::from_utf8_lossy(&result.stderr);
-        assert!(err.contains(expected), "{given}: {err}");
-        assert!(!out.exists());
+        assert_refused("--label-names-skip-subject", given, expected);
     }
+}
+
+/// `calibrate FLAG GIVEN` on the shipped model fails with `expected` in its error and writes
+/// no output directory.
+fn assert_refused(flag: &str, given: &str, expected: &str) {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("x");
+    let result = colswarm(&[
+        "calibrate",
+        "--model",
+        shipped.to_str().unwrap(),
+        flag,
+        given,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!result.status.success());
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(err.contains(expected), "{flag} {given}: {err}");
+    assert!(!out.exists());
 }
 
 #[test]
 fn calibrate_label_names_refuses_a_bad_weight_or_namespace() {
-    let shipped = root().join("models/colswarm-small");
-    let work = tempfile::tempdir().unwrap();
-    let out = work.path().join("x");
     for (given, expected) in [
         ("t2d=-1", "--label-names t2d=-1"),
         ("t2d=inf", "--label-names t2d=inf"),
@@ -392,19 +392,7 @@ fn calibrate_label_names_refuses_a_bad_weight_or_namespace() {
         ("cpx:t2d=2", "unknown task `cpx`"),
         ("nope=2", "no namespace `nope`"),
     ] {
-        let result = colswarm(&[
-            "calibrate",
-            "--model",
-            shipped.to_str().unwrap(),
-            "--label-names",
-            given,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(!result.status.success());
-        let err = String::from_utf8_lossy(&result.stderr);
-        assert!(err.contains(expected), "{given}: {err}");
-        assert!(!out.exists());
+        assert_refused("--label-names", given, expected);
     }
 }
 
