@@ -305,15 +305,32 @@ fn share_unchanged_files(model: &Path, previous: &Path) {
             (Ok(a), Ok(b)) => a.is_file() && b.is_file() && a.len() == b.len(),
             _ => false,
         };
-        let identical = same_size
-            && matches!((std::fs::read(&path), std::fs::read(&old)), (Ok(a), Ok(b)) if a == b);
-        if !identical {
+        if !(same_size && same_bytes(&path, &old).unwrap_or(false)) {
             continue;
         }
         let link = model.join(format!(".{}.link", entry.file_name().to_string_lossy()));
         let _ = std::fs::remove_file(&link);
         if std::fs::hard_link(&old, &link).is_ok() && std::fs::rename(&link, &path).is_err() {
             let _ = std::fs::remove_file(&link);
+        }
+    }
+}
+
+/// Whether two files of the same length hold the same bytes, read side by side and stopped at
+/// the first difference: a trained file differs within its first block (safetensors put the
+/// tensors' checksum in the header), so only unchanged files are read whole.
+fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let (mut a, mut b) = (std::fs::File::open(a)?, std::fs::File::open(b)?);
+    let (mut block_a, mut block_b) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = a.read(&mut block_a)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        b.read_exact(&mut block_b[..n])?;
+        if block_a[..n] != block_b[..n] {
+            return Ok(false);
         }
     }
 }
