@@ -5,8 +5,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use colswarm_tables::{
-    CsvOptions, Delimiter, RaggedRows, ReadOptions, Table, read_csv_from_reader,
-    read_csv_with_report, read_sotab_table,
+    CsvOptions, Delimiter, RaggedRows, ReadOptions, Table, extension_uncompressed,
+    read_csv_from_reader, read_csv_with_report, read_sotab_table,
 };
 
 use crate::error::ModelError;
@@ -35,7 +35,7 @@ impl Default for ReadTableOptions {
 }
 
 fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
-    let tsv = path.extension().is_some_and(|e| e == "tsv");
+    let tsv = extension_uncompressed(path).is_some_and(|e| e == "tsv");
     CsvOptions {
         sample_rows: Some(options.sample_rows),
         read: ReadOptions {
@@ -57,8 +57,8 @@ fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
 }
 
 /// Reads one table file with the default [`ReadTableOptions`]: GitTables parquet (`.parquet`,
-/// with the `parquet` feature), SOTAB JSON (`.json`, `.json.gz`), else delimited text (the delimiter detected; `.tsv` is
-/// tab-separated).
+/// with the `parquet` feature), SOTAB JSON (`.json`, `.json.gz`), else delimited text, gzipped
+/// or not (the delimiter detected; `.tsv` and `.tsv.gz` are tab-separated).
 ///
 /// ```no_run
 /// let table = colswarm_model::read_table("cities.csv")?;

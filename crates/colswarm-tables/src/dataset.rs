@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use crate::compressed::extension_uncompressed;
 use crate::error::{Result, TableError};
 use crate::fnv::fnv1a;
 use crate::label_set::LabelSet;
@@ -238,7 +239,7 @@ pub fn load_tables(format: DatasetFormat, paths: &[PathBuf], split: Split) -> Re
     })
 }
 
-/// A file, or the files with this extension in a directory (sorted).
+/// A file, or the files with this extension (gzipped or not) in a directory (sorted).
 fn files_in(path: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
@@ -246,13 +247,13 @@ fn files_in(path: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| TableError::io(path, e))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .filter(|p| extension_uncompressed(p).is_some_and(|e| e == extension))
         .collect();
     files.sort();
     if files.is_empty() {
         return Err(TableError::Dataset {
             path: path.to_path_buf(),
-            reason: format!("no .{extension} file in this directory"),
+            reason: format!("no .{extension} or .{extension}.gz file in this directory"),
         });
     }
     Ok(files)
@@ -272,7 +273,7 @@ fn sotab_ground_truth(dir: &Path) -> Result<(Option<PathBuf>, Option<PathBuf>)> 
             candidates.extend(
                 entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|e| e == "csv")),
+                    .filter(|p| extension_uncompressed(p).is_some_and(|e| e == "csv")),
             );
         }
     }

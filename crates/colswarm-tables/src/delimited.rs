@@ -1,13 +1,13 @@
 //! Plain CSV / TSV tables: quoted fields, delimiter detection, header or not, BOM, CRLF.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::cell::Cell;
+use crate::compressed::{file_stem_uncompressed, open_input};
 use crate::error::{Result, TableError};
 use crate::options::{ReadOptions, ReadReport};
 use crate::records::{RecordReader, detect_delimiter};
@@ -88,18 +88,15 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Table> {
     read_csv_with_report(path, options).map(|(table, _)| table)
 }
 
-/// Like [`read_csv`], also returning what lossy mode or padding changed.
+/// Like [`read_csv`], also returning what lossy mode or padding changed. A `.gz` file is read
+/// through a gzip decoder, and its id leaves both suffixes out (`cities.csv.gz` → `cities`).
 pub fn read_csv_with_report(
     path: impl AsRef<Path>,
     options: &CsvOptions,
 ) -> Result<(Table, ReadReport)> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|e| TableError::io(path, e))?;
-    let id = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    read_csv_from_reader(file, path, &id, options)
+    let input = open_input(path)?;
+    read_csv_from_reader(input, path, &file_stem_uncompressed(path), options)
 }
 
 /// Reads a delimited table from any reader; `path` names the source in errors and `id`
@@ -110,7 +107,14 @@ pub fn read_csv_from_reader(
     id: &str,
     options: &CsvOptions,
 ) -> Result<(Table, ReadReport)> {
-    let mut input = BufReader::with_capacity(SNIFF_BYTES, reader);
+    let mut reader = reader;
+    // The sample is read in full (a decoder may hand out less than a buffer per read), then
+    // put back in front of the rest.
+    let mut sample = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut sample)
+        .map_err(|e| TableError::read(path, e))?;
     let delimiter = match options.delimiter {
         Delimiter::Byte(b'"') => {
             return Err(TableError::InvalidOption(
@@ -118,11 +122,9 @@ pub fn read_csv_from_reader(
             ));
         }
         Delimiter::Byte(byte) => byte,
-        Delimiter::Detect => {
-            let sample = input.fill_buf().map_err(|e| TableError::io(path, e))?;
-            detect_delimiter(sample)
-        }
+        Delimiter::Detect => detect_delimiter(&sample),
     };
+    let input = BufReader::with_capacity(SNIFF_BYTES, std::io::Cursor::new(sample).chain(reader));
     let mut records = RecordReader::new(input, path, delimiter, options.read);
     let mut record = Vec::new();
     let mut padded_rows = 0;

@@ -298,6 +298,23 @@ impl TableError {
             source,
         }
     }
+
+    /// Wraps an error met while reading `path`'s bytes: a gzip file's decoding errors (bad data,
+    /// an early end) become [`TableError::Gzip`], anything else [`TableError::Io`].
+    pub fn read(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        let decoding = matches!(
+            source.kind(),
+            std::io::ErrorKind::InvalidData
+                | std::io::ErrorKind::InvalidInput
+                | std::io::ErrorKind::UnexpectedEof
+        );
+        if decoding && crate::compressed::is_gzip(&path) {
+            TableError::Gzip { path, source }
+        } else {
+            TableError::Io { path, source }
+        }
+    }
 }
 
 #[cfg(test)]

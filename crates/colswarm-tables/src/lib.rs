@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod cell;
+mod compressed;
 mod dataset;
 mod delimited;
 mod error;
@@ -67,6 +68,9 @@ mod turl;
 mod words;
 
 pub use cell::{Cell, CellKind, classify};
+pub use compressed::{
+    DataFolder, extension_uncompressed, file_stem_uncompressed, is_gzip, is_tar_gz, open_input,
+};
 pub use dataset::{DatasetFormat, LoadedData, Split, load_tables};
 pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,

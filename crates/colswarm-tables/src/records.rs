@@ -75,7 +75,7 @@ impl<R: BufRead> RecordReader<R> {
                 let buffer = self
                     .input
                     .fill_buf()
-                    .map_err(|e| TableError::io(&self.path, e))?;
+                    .map_err(|e| TableError::read(&self.path, e))?;
                 if buffer.is_empty() {
                     self.eof = true;
                 }
@@ -341,13 +341,13 @@ fn mode(counts: &[usize]) -> Option<usize> {
 }
 
 /// Opens a delimited file as a record reader.
+/// A `.gz` file is read through a gzip decoder.
 pub(crate) fn open_records(
     path: &Path,
     delimiter: u8,
     options: ReadOptions,
-) -> Result<RecordReader<std::io::BufReader<std::fs::File>>> {
-    let file = std::fs::File::open(path).map_err(|e| TableError::io(path, e))?;
-    let input = std::io::BufReader::with_capacity(CHUNK_BYTES, file);
+) -> Result<RecordReader<Box<dyn BufRead + Send>>> {
+    let input = crate::compressed::open_input(path)?;
     Ok(RecordReader::new(input, path, delimiter, options))
 }
 

@@ -1,5 +1,5 @@
 //! The Sato/Doduo "cv" layout (`sato_cv_*.csv`, and the GitTables SemTab 2022 folds
-//! `db_semi1_cv_*.csv` / `sp_semi1_cv_*.csv`): one CSV row per column,
+//! `db_semi1_cv_*.csv` / `sp_semi1_cv_*.csv`, gzipped or not): one CSV row per column,
 //! `table_id,col_idx,class,class_id,data`, where `data` holds the column's values joined by one
 //! separator (`;` for GitTables, a space for Sato). Headers are absent by design.
 

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::compressed::extension_uncompressed;
 use crate::delimited::{CsvOptions, Delimiter, RaggedRows, read_csv_with_report};
 use crate::error::{Result, TableError};
 use crate::label_set::LabelSet;
@@ -57,7 +58,7 @@ pub fn load_semtab(layout: &SemTabLayout, options: &ReadOptions) -> Result<SemTa
         .map_err(|e| TableError::io(dir, e))?
         .map(|entry| entry.map(|e| e.path()).map_err(|e| TableError::io(dir, e)))
         .collect::<Result<_>>()?;
-    paths.retain(|p| p.extension().is_some_and(|e| e == "csv"));
+    paths.retain(|p| extension_uncompressed(p).is_some_and(|e| e == "csv"));
     paths.sort();
     let csv_options = CsvOptions {
         delimiter: Delimiter::Byte(b','),

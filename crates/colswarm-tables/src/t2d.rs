@@ -13,15 +13,16 @@
 //! a table with a key column becomes a CPA target (subject → column, property).
 
 use std::collections::HashMap;
-use std::fs;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
-use crate::delimited::{CsvOptions, Delimiter, RaggedRows, read_csv_with_report};
-use crate::error::{Result, TableError};
+use crate::compressed::{DataFolder, file_stem_uncompressed};
+use crate::delimited::{CsvOptions, Delimiter, RaggedRows, read_csv_from_reader};
+use crate::error::Result;
 use crate::label_set::LabelSet;
 use crate::options::{ReadOptions, ReadReport};
-use crate::records::{field, open_records, parse_index};
+use crate::records::{RecordReader, field, parse_index};
 use crate::table::{Column, CpaTarget, Table};
 
 /// The `rdfs:label` property T2D gives key columns.
@@ -61,21 +62,13 @@ struct Attribute {
     line: u64,
 }
 
-/// Loads T2D from its root folder (holding `tables/`, `attributes/`, `classes_complete.csv`).
+/// Loads T2D from its root folder (holding `tables/`, `attributes/`, `classes_complete.csv`),
+/// or from a `.tar.gz` / `.tgz` archive of that folder; errors then name the file inside the
+/// archive (`t2d.tar.gz/attributes/<id>.csv`).
 pub fn load_t2d(root: impl AsRef<Path>, options: &ReadOptions) -> Result<T2dDataset> {
-    let root = root.as_ref();
-    let classes = read_classes(&root.join("classes_complete.csv"), options)?;
-    let attributes_dir = root.join("attributes");
-    let mut attribute_files: Vec<PathBuf> = fs::read_dir(&attributes_dir)
-        .map_err(|e| TableError::io(&attributes_dir, e))?
-        .map(|entry| {
-            entry
-                .map(|e| e.path())
-                .map_err(|e| TableError::io(&attributes_dir, e))
-        })
-        .collect::<Result<_>>()?;
-    attribute_files.retain(|p| p.extension().is_some_and(|e| e == "csv"));
-    attribute_files.sort();
+    let folder = DataFolder::open(root.as_ref())?;
+    let classes = read_classes(&folder, "classes_complete.csv", options)?;
+    let attribute_files = folder.list("attributes", "csv")?;
 
     let csv_options = CsvOptions {
         delimiter: Delimiter::Byte(b','),
@@ -87,14 +80,27 @@ pub fn load_t2d(root: impl AsRef<Path>, options: &ReadOptions) -> Result<T2dData
     let mut dataset = T2dDataset::default();
     let mut property_names = Vec::new();
     let mut class_names = Vec::new();
-    for attribute_path in attribute_files {
-        let Some(file_name) = attribute_path.file_name() else {
-            continue;
-        };
-        let table_path = root.join("tables").join(file_name);
-        let (mut table, report) = read_csv_with_report(&table_path, &csv_options)?;
+    for file_name in attribute_files {
+        let table_file = format!("tables/{file_name}");
+        let attribute_file = format!("attributes/{file_name}");
+        let attribute_path = folder.display_path(&attribute_file);
+        let id = file_stem_uncompressed(Path::new(&file_name));
+        let (mut table, report) = read_csv_from_reader(
+            folder.open_file(&table_file)?,
+            &folder.display_path(&table_file),
+            &id,
+            &csv_options,
+        )?;
         dataset.report.merge(report);
-        let attributes = read_attributes(&attribute_path, options)?;
+        let attributes = read_attributes(
+            RecordReader::new(
+                folder.open_file(&attribute_file)?,
+                &attribute_path,
+                b',',
+                *options,
+            ),
+            &attribute_path,
+        )?;
         if is_vertical(&table, &attributes) {
             table = transpose(table);
         }
@@ -117,8 +123,14 @@ pub fn load_t2d(root: impl AsRef<Path>, options: &ReadOptions) -> Result<T2dData
 }
 
 /// Table id → class URI.
-fn read_classes(path: &Path, options: &ReadOptions) -> Result<HashMap<String, String>> {
-    let mut records = open_records(path, b',', *options)?;
+fn read_classes(
+    folder: &DataFolder,
+    inner: &str,
+    options: &ReadOptions,
+) -> Result<HashMap<String, String>> {
+    let path = folder.display_path(inner);
+    let path = path.as_path();
+    let mut records = RecordReader::new(folder.open_file(inner)?, path, b',', *options);
     let mut record = Vec::new();
     let mut classes = HashMap::new();
     while let Some(line) = records.next_record(&mut record)? {
@@ -129,8 +141,10 @@ fn read_classes(path: &Path, options: &ReadOptions) -> Result<HashMap<String, St
     Ok(classes)
 }
 
-fn read_attributes(path: &Path, options: &ReadOptions) -> Result<Vec<Attribute>> {
-    let mut records = open_records(path, b',', *options)?;
+fn read_attributes<R: BufRead>(
+    mut records: RecordReader<R>,
+    path: &Path,
+) -> Result<Vec<Attribute>> {
     let mut record = Vec::new();
     let mut attributes = Vec::new();
     while let Some(line) = records.next_record(&mut record)? {

@@ -1,5 +1,5 @@
 //! TURL WikiTables, in two forms:
-//! - the CSV form of the WikiTables-TURL subset (`train_wikitables_subset_20.csv`, ...), whose
+//! - the CSV form of the WikiTables-TURL subset (`train_wikitables_subset_20.csv.gz`, ...), whose
 //!   fields hold Python literals: `table_name,table,labels,domain,domains,page_title,
 //!   section_title,headers`;
 //! - TURL's own JSON (`{train,dev,test}.table_col_type.json` and
@@ -10,12 +10,13 @@
 //! `[[row, col], [entity_id, "text"]]`. Cells are placed at their row; rows a column has no
 //! linked cell for are null. The subject column of the relation data is column 0.
 
-use std::fs;
+use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::cell::Cell;
+use crate::compressed::open_input;
 use crate::error::{Result, TableError};
 use crate::label_set::{LabelHierarchy, LabelSet};
 use crate::options::ReadOptions;
@@ -112,7 +113,10 @@ pub fn read_turl_json(
     options: &ReadOptions,
 ) -> Result<Vec<Table>> {
     let path = path.as_ref();
-    let text = fs::read(path).map_err(|e| TableError::io(path, e))?;
+    let mut text = Vec::new();
+    open_input(path)?
+        .read_to_end(&mut text)
+        .map_err(|e| TableError::read(path, e))?;
     let document: Value = serde_json::from_slice(&text).map_err(|source| TableError::Json {
         path: path.into(),
         line: source.line() as u64,

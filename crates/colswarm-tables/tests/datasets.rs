@@ -74,8 +74,8 @@ fn wikitables_turl_subset() {
     // PROVENANCE: train 809 tables / 942 columns, dev 416 / 1,019; 66 types in each split;
     // 241 / 535 columns with more than one type.
     for (file, tables_expected, columns_expected, multi_expected) in [
-        ("train_wikitables_subset_20.csv", 809, 942, 241),
-        ("dev_wikitables_subset_2.csv", 416, 1019, 535),
+        ("train_wikitables_subset_20.csv.gz", 809, 942, 241),
+        ("dev_wikitables_subset_2.csv.gz", 416, 1019, 535),
     ] {
         let tables = read_wikitables_csv(dir.join(file), &options).unwrap();
         assert_eq!(tables.len(), tables_expected, "{file}");
@@ -133,7 +133,7 @@ fn gittables_semtab22_folds() {
     ];
     for (folder, prefix, expected, n_classes) in sets {
         let paths: Vec<PathBuf> = (0..4)
-            .map(|k| root.join(folder).join(format!("{prefix}{k}.csv")))
+            .map(|k| root.join(folder).join(format!("{prefix}{k}.csv.gz")))
             .collect();
         let dataset = read_sato_cv_folds(&paths, &SatoCvOptions::gittables()).unwrap();
         for (fold, (tables, (n_tables, n_cols, n_lab))) in
@@ -165,8 +165,8 @@ fn sotab_v2_fixtures() {
     // PROVENANCE: CTA test 1,851 labelled columns / 609 tables / 82 labels; validation
     // 1,769 / 456 / 82; CPA training (small) 27,603 pairs / 7,430 tables / 108 labels.
     for (file, n_records, n_tables, n_labels) in [
-        ("CTA/sotab_v2_cta_test_set.csv", 1851, 609, 82),
-        ("CTA/sotab_v2_cta_validation_set.csv", 1769, 456, 82),
+        ("CTA/sotab_v2_cta_test_set.csv.gz", 1851, 609, 82),
+        ("CTA/sotab_v2_cta_validation_set.csv.gz", 1769, 456, 82),
     ] {
         let records = read_sotab_cta_gt(root.join(file), &options).unwrap();
         assert_eq!(records.len(), n_records, "{file}");
@@ -180,7 +180,7 @@ fn sotab_v2_fixtures() {
         );
     }
     let cpa = read_sotab_cpa_gt(
-        root.join("CPA/sotab_v2_cpa_training_set_small.csv"),
+        root.join("CPA/sotab_v2_cpa_training_set_small.csv.gz"),
         &options,
     )
     .unwrap();
@@ -218,7 +218,7 @@ fn sotab_v2_fixtures() {
 
     let cta_split = load_sotab_split(
         root.join("CTA/Test"),
-        Some(&root.join("CTA/sotab_v2_cta_test_set.csv")),
+        Some(&root.join("CTA/sotab_v2_cta_test_set.csv.gz")),
         None,
         &options,
     )
@@ -235,7 +235,7 @@ fn sotab_v2_fixtures() {
     let cpa_split = load_sotab_split(
         root.join("CPA/Train"),
         None,
-        Some(&root.join("CPA/sotab_v2_cpa_training_set_small.csv")),
+        Some(&root.join("CPA/sotab_v2_cpa_training_set_small.csv.gz")),
         &options,
     )
     .unwrap();
@@ -250,7 +250,11 @@ fn sotab_v2_fixtures() {
 
 #[test]
 fn t2d_webtables() {
-    let dataset = load_t2d(datasets().join("t2d-webtables"), &ReadOptions::default()).unwrap();
+    let dataset = load_t2d(
+        datasets().join("t2d-webtables/t2d.tar.gz"),
+        &ReadOptions::default(),
+    )
+    .unwrap();
     // PROVENANCE: 682 tables; 1,883 column annotations; 656 key columns; 1,227 non-label
     // property annotations; 271 distinct property URIs.
     assert_eq!(dataset.tables.len(), 682);
