@@ -2,7 +2,7 @@
 //! relation to the subject column.
 //!
 //! ```text
-//! cargo run --example annotate_table -- datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv
+//! cargo run --example annotate_table -- datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv
 //! ```
 
 use colswarm::{Annotator, read_table};

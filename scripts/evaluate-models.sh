@@ -16,9 +16,9 @@ G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 mkdir -p "$OUT/predictions"
 # name | format | dev input | dev split | training spec (for the baselines)
 SETS=(
-  "wikitables|turl-csv|$D/wikitables-turl-subset/dev_wikitables_subset_2.csv|all|wikitables=turl-csv:$D/wikitables-turl-subset/train_wikitables_subset_20.csv"
-  "gittables|sato-cv|${G}3.csv|all|gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv"
-  "t2d|t2d|$D/t2d-webtables|dev|t2d=t2d:$D/t2d-webtables#train"
+  "wikitables|turl-csv|$D/wikitables-turl-subset/dev_wikitables_subset_2.csv.gz|all|wikitables=turl-csv:$D/wikitables-turl-subset/train_wikitables_subset_20.csv.gz"
+  "gittables|sato-cv|${G}3.csv.gz|all|gittables=sato-cv:${G}0.csv.gz,${G}1.csv.gz,${G}2.csv.gz"
+  "t2d|t2d|$D/t2d-webtables/t2d.tar.gz|dev|t2d=t2d:$D/t2d-webtables/t2d.tar.gz#train"
 )
 for set in "${SETS[@]}"; do
   IFS='|' read -r name format input split train <<< "$set"

@@ -105,18 +105,18 @@ fold() {
   local k=$1 others
   others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
   expert "$OUT/wikitables-fold$k" "$WIKITABLES_SHAPE" --train "wikitables=turl-csv:$WCV/data/fold$k/train.csv"
-  expert "$OUT/t2d-fold$k" "$T2D_SHAPE" --train "t2d=t2d:$D/t2d-webtables#folds=$others"
+  expert "$OUT/t2d-fold$k" "$T2D_SHAPE" --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#folds=$others"
   score "wikitables-fold$k" "$WCV/fold$k-avg-flat" wikitables-expert "$OUT/wikitables-fold$k-avg" \
     --format turl-csv --input "$WCV/data/fold$k/dev.csv"
   score "gittables-fold$k" "$WCV/fold$k-avg-flat" gittables-expert "$OUT/gittables-avg" \
-    --format sato-cv --input "${G}3.csv"
+    --format sato-cv --input "${G}3.csv.gz"
   for task in cpa cta; do
     score "t2d-$task-fold$k" "$TCV/fold$k-avg" t2d-expert "$OUT/t2d-fold$k-avg" \
-      --format t2d --input $D/t2d-webtables --split "folds=$k" --task $task
+      --format t2d --input $D/t2d-webtables/t2d.tar.gz --split "folds=$k" --task $task
   done
 }
 
-expert "$OUT/gittables" "$GITTABLES_SHAPE" --train "gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv"
+expert "$OUT/gittables" "$GITTABLES_SHAPE" --train "gittables=sato-cv:${G}0.csv.gz,${G}1.csv.gz,${G}2.csv.gz"
 for pair in "0 1" "2 3" "4"; do
   pids=()
   for k in $pair; do fold "$k" & pids+=($!); done

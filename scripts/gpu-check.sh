@@ -14,14 +14,11 @@
 # backward); `bench`: the criterion `cube` group (B=8, H=4, N=64, T=128/512/2048, and the language
 # model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU, and `train` and
 # `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
-# 4-layer model. The parts travel separately (8-13 MB each). The checkout's tracked files are
-# about 78 MB, more than the 64 MiB a lent machine takes; no part reads the GitTables folds, the
-# silver corpora's samples or the unused specialists, so leave them out of what travels for the
-# call and put them back after it:
-#   for p in datasets/gittables-semtab22 datasets/silver models/specialists; do
-#     git rm -r -q --cached $p && echo /$p/ >> .git/info/exclude; done
-#   for p in datasets/gittables-semtab22 datasets/silver models/specialists; do
-#     git reset -q HEAD $p && sed -i "\#^/$p/\$#d" .git/info/exclude; done
+# 4-layer model. The parts travel separately (8-13 MB each), beside the checkout's files.
+#   scripts/gpu-check.sh size [tests|bench|cli]   prints what a call would carry: the checkout's
+#       files (tracked, and untracked ones git does not ignore) plus the packed parts named (all
+#       packed parts when none is named), against the 64 MiB a lent machine takes. `pack` runs
+#       the same check after packing and fails, saying what to leave out, when it would not fit.
 #
 # With RWKV_LM=<a clone of BlinkDL/RWKV-LM> (only its RWKV-v7/train_temp/cuda/wkv7_*_fp32.*
 # files are read), `bench` also times the official CUDA kernel in the same session, through
@@ -31,13 +28,37 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: $0 pack tests|bench|cli | $0 run tests|bench|cli OUT" >&2
+  echo "usage: $0 pack tests|bench|cli | $0 run tests|bench|cli OUT | $0 size [tests|bench|cli]" >&2
   exit 2
 }
-[ $# -ge 2 ] || usage
-action=$1 part=$2
-case $part in tests | bench | cli) ;; *) usage ;; esac
+[ $# -ge 1 ] || usage
+action=$1 part=${2:-}
+case $action:$part in size:) ;; *:tests | *:bench | *:cli) ;; *) usage ;; esac
 dir=target/gpu-check
+# What a lent machine takes in all: the working tree's copy and the carried parts.
+limit_bytes=$((64 * 1024 * 1024))
+
+# Prints the bytes a call would carry (checkout files + the named packed parts, or every packed
+# part) and fails when they pass the limit.
+carried_size() {
+  local checkout parts=0 tar
+  checkout=$(git ls-files -z --cached --others --exclude-standard |
+    { xargs -0 stat -c %s 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%d", s }')
+  local names=("$@")
+  [ ${#names[@]} -gt 0 ] || names=(tests bench cli)
+  for name in "${names[@]}"; do
+    tar=$dir/$name.tar
+    [ -f "$tar" ] && parts=$((parts + $(stat -c %s "$tar")))
+  done
+  local total=$((checkout + parts))
+  awk -v c="$checkout" -v p="$parts" -v n="${names[*]}" -v l="$limit_bytes" 'BEGIN {
+    m = 1048576; printf "carried: checkout %.1f MiB + parts (%s) %.1f MiB = %.1f MiB of %d MiB\n", c / m, n, p / m, (c + p) / m, l / m }'
+  if [ "$total" -gt "$limit_bytes" ]; then
+    echo "error: a GPU call would carry more than $((limit_bytes / 1048576)) MiB; remove untracked" \
+      "files from the working tree (git status) or carry one part per call" >&2
+    return 1
+  fi
+}
 # The Vulkan loader and the glvnd set, from Debian's archive (their libraries only).
 debs=(libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2 libx11-6 libxcb1 libxau6
   libxdmcp6 libbsd0 libmd0)
@@ -86,6 +107,7 @@ pack() {
   tar -C "$dir" -cf "$dir/$part.tar" "$part"
   rm -rf "$stage"
   ls -l "$dir/$part.tar"
+  carried_size "$part"
 }
 
 run() {
@@ -130,11 +152,14 @@ run() {
 cli_check() {
   local colswarm=$1 out=$2 runs
   runs=$(mktemp -d)
-  local table=datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv
+  local table=datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv
+  # bench reads a folder of table files: T2D's, out of its archive.
+  local t2d=$runs/t2d
+  mkdir -p "$t2d" && tar -C "$t2d" -xzf datasets/t2d-webtables/t2d.tar.gz
   for device in cpu wgpu; do
     "$colswarm" annotate --model models/colswarm-small --device "$device" --output csv "$table" \
       >"$out/annotate-$device.csv" 2>>"$out/annotate.txt" || echo "annotate on $device FAILED" >>"$out/annotate.txt"
-    "$colswarm" bench --model models/colswarm-small --device "$device" datasets/t2d-webtables/tables \
+    "$colswarm" bench --model models/colswarm-small --device "$device" "$t2d/tables" \
       >>"$out/bench.txt" 2>&1 || echo "bench on $device FAILED" >>"$out/bench.txt"
   done
   # The shipped recipe (its defaults) and a d_model 256, 4-layer model, one epoch each on T2D.
@@ -143,19 +168,18 @@ cli_check() {
       local extra=()
       [ "$shape" = d256 ] && extra=(--d-model 256 --layers 4)
       { time timeout 200 "$colswarm" train --device "$device" --epochs 1 --max-tables 200 \
-        --train t2d=t2d:datasets/t2d-webtables#train --out "$runs/$device-$shape" "${extra[@]}"; } \
+        --train t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train --out "$runs/$device-$shape" "${extra[@]}"; } \
         >>"$out/train-$device-$shape.txt" 2>&1 || echo "train on $device FAILED" >>"$out/train-$device-$shape.txt"
       cp "$runs/$device-$shape/log.jsonl" "$out/train-$device-$shape.log.jsonl" 2>/dev/null || true
     done
   done
   # pretrain's gazetteer objective on throwaway gazetteers: the key columns of T2D's tables,
   # grouped by the tables' DBpedia class (not for shipping: only its speed is measured).
-  python3 - "$runs/corpus" <<'PY'
+  python3 - "$runs/corpus" "$t2d" <<'PY'
 import csv, json, os, sys
 from collections import defaultdict
-corpus = sys.argv[1]
+corpus, root = sys.argv[1], sys.argv[2]
 os.makedirs(f"{corpus}/gazetteers")
-root = "datasets/t2d-webtables"
 entries = defaultdict(set)
 with open(f"{root}/classes_complete.csv", newline="", encoding="utf-8") as f:
     for table, label, _, key, *_ in csv.reader(f):
@@ -188,6 +212,7 @@ PY
 
 case $action in
   pack) pack ;;
+  size) carried_size ${part:+"$part"} ;;
   run)
     [ $# -eq 3 ] || usage
     run "$3"

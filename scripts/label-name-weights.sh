@@ -21,7 +21,7 @@ for k in 0 1 2 3 4; do
     rm -rf "$OUT/model"
     $BIN calibrate --model "$CV/fold$k-avg" --label-names "t2d=$w" --out "$OUT/model" > /dev/null
     for task in cta cpa; do
-      $BIN eval --model "$OUT/model" --format t2d --input datasets/t2d-webtables --split "folds=$k" \
+      $BIN eval --model "$OUT/model" --format t2d --input datasets/t2d-webtables/t2d.tar.gz --split "folds=$k" \
         --task $task --no-specialists --json --predictions "$OUT/predictions/$task-w$w-fold$k.jsonl" \
         > "$OUT/$task-w$w-fold$k.json"
     done

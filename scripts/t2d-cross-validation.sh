@@ -30,18 +30,18 @@ fold() {
     --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
     --specialist wikitables=$S/wikitables.safetensors --specialist gittables=$S/gittables.safetensors \
     --specialist t2d=$S/t2d.safetensors \
-    --train wikitables=turl-csv:$D/wikitables-turl-subset/train_wikitables_subset_20.csv \
-    --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
-    --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv \
-    --dev gittables=sato-cv:${G}3.csv --dev "t2d=t2d:$D/t2d-webtables#folds=$k" \
+    --train wikitables=turl-csv:$D/wikitables-turl-subset/train_wikitables_subset_20.csv.gz \
+    --train gittables=sato-cv:${G}0.csv.gz,${G}1.csv.gz,${G}2.csv.gz --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#folds=$others" \
+    --dev wikitables=turl-csv:$D/wikitables-turl-subset/dev_wikitables_subset_2.csv.gz \
+    --dev gittables=sato-cv:${G}3.csv.gz --dev "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#folds=$k" \
     --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null
-  $BIN eval --model "$OUT/fold$k-avg" --format t2d --input $D/t2d-webtables --split "folds=$k" \
+  $BIN eval --model "$OUT/fold$k-avg" --format t2d --input $D/t2d-webtables/t2d.tar.gz --split "folds=$k" \
     --no-specialists --json --predictions "$OUT/predictions/model-fold$k.jsonl" > "$OUT/model-fold$k.json"
-  $BIN baseline --kind char-ngram --train "t2d=t2d:$D/t2d-webtables#folds=$others" \
-    --eval "t2d=t2d:$D/t2d-webtables#folds=$k" --json \
+  $BIN baseline --kind char-ngram --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#folds=$others" \
+    --eval "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#folds=$k" --json \
     --predictions "$OUT/predictions/baseline-fold$k.jsonl" > "$OUT/baseline-fold$k.json"
 }
 

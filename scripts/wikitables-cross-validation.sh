@@ -29,14 +29,14 @@ mkdir -p "$OUT/predictions"
 # Fold files: $OUT/data/foldK/{train,dev}.csv beside the label and hierarchy files, and the
 # same without the hierarchy file (the baseline without the closure).
 python3 - "$W" "$OUT/data" <<'PY'
-import csv, shutil, sys
+import csv, gzip, shutil, sys
 from pathlib import Path
 csv.field_size_limit(1 << 30)
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 sys.path.insert(0, "scripts/knowledge")
 from common import fnv1a64  # the fold hash scripts/knowledge/ceiling.py uses too
-train = list(csv.reader(open(src / "train_wikitables_subset_20.csv", newline="")))
-dev = list(csv.reader(open(src / "dev_wikitables_subset_2.csv", newline="")))
+train = list(csv.reader(gzip.open(src / "train_wikitables_subset_20.csv.gz", "rt", newline="")))
+dev = list(csv.reader(gzip.open(src / "dev_wikitables_subset_2.csv.gz", "rt", newline="")))
 assert train[0] == dev[0], "the two splits' headers differ"
 for k in range(5):
     for closure in (True, False):
@@ -61,7 +61,7 @@ fold() {
     --specialist wikitables=$S/wikitables.safetensors --specialist gittables=$S/gittables.safetensors \
     --specialist t2d=$S/t2d.safetensors \
     --train "wikitables=turl-csv:$F/train.csv" \
-    --train gittables=sato-cv:${G}0.csv,${G}1.csv,${G}2.csv --train "t2d=t2d:$D/t2d-webtables#train" \
+    --train gittables=sato-cv:${G}0.csv.gz,${G}1.csv.gz,${G}2.csv.gz --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#train" \
     --dev "wikitables=turl-csv:$F/dev.csv" \
     --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
   # The last six epoch checkpoints (steps per epoch depend on the fold's size).

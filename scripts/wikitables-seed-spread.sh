@@ -20,8 +20,8 @@ SEEDS=${SEEDS:-"11 12 13 14 15"}
 TRAIN_EXTRA=${TRAIN_EXTRA:-}
 TOKENS=${TOKENS:-128}
 W=datasets/wikitables-turl-subset
-TRAIN_SET="wikitables=turl-csv:$W/train_wikitables_subset_20.csv"
-DEV_SET="wikitables=turl-csv:$W/dev_wikitables_subset_2.csv"
+TRAIN_SET="wikitables=turl-csv:$W/train_wikitables_subset_20.csv.gz"
+DEV_SET="wikitables=turl-csv:$W/dev_wikitables_subset_2.csv.gz"
 mkdir -p "$OUT"
 
 micro_f1() { python3 -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["micro_f1"])'; }
@@ -36,7 +36,7 @@ run() {
     --train "$TRAIN_SET" --dev "$DEV_SET" --out "$dir" > "$dir.train.json"
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$dir"/checkpoints/step-*/model) --out "$dir-avg" > /dev/null
-  $BIN --threads 1 eval --model "$dir-avg" --format turl-csv --input "$W/dev_wikitables_subset_2.csv" \
+  $BIN --threads 1 eval --model "$dir-avg" --format turl-csv --input "$W/dev_wikitables_subset_2.csv.gz" \
     --no-specialists --json > "$dir-avg.eval.json"
   echo "model seed $seed: $(micro_f1 < "$dir-avg.eval.json")"
 }

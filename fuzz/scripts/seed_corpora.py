@@ -6,6 +6,7 @@ import gzip
 import os
 import random
 import sys
+import tarfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "fuzz", "corpus")
@@ -18,6 +19,18 @@ MAX = 8 * 1024  # keep seeds small: libFuzzer's default -max_len is derived from
 def read(*parts):
     with open(os.path.join(*parts), "rb") as f:
         return f.read()
+
+
+def t2d_files():
+    """{path: bytes} of every file in datasets/t2d-webtables/t2d.tar.gz (about 10 MB), read in
+    place: `classes_complete.csv`, `attributes/<id>.csv`, `tables/<id>.csv`."""
+    with tarfile.open(os.path.join(DATA, "t2d-webtables", "t2d.tar.gz"), "r:gz") as tf:
+        return {m.name: tf.extractfile(m).read() for m in tf if m.isfile()}
+
+
+def listed(files, folder):
+    """The sorted names of the files directly in `folder` of an archive's {path: bytes}."""
+    return sorted(p[len(folder) + 1:] for p in files if p.rpartition("/")[0] == folder)
 
 
 def head(data, n=MAX):
@@ -52,9 +65,9 @@ def semtab():
 
 
 def t2d():
-    root = os.path.join(DATA, "t2d-webtables")
-    classes = read(root, "classes_complete.csv").splitlines(keepends=True)
-    names = sorted(os.listdir(os.path.join(root, "attributes")))
+    files = t2d_files()
+    classes = files["classes_complete.csv"].splitlines(keepends=True)
+    names = listed(files, "attributes")
     rng = random.Random(7)
     picks = rng.sample(names, 6)
     for i in range(0, 6, 2):
@@ -67,8 +80,8 @@ def t2d():
         )
         parts = [cls]
         for n in (a, b):
-            parts.append(head(read(root, "attributes", n), 2048))
-            parts.append(head(read(root, "tables", n), 3072))
+            parts.append(head(files["attributes/" + n], 2048))
+            parts.append(head(files["tables/" + n], 3072))
         write("t2d", f"pair{i // 2}", b"\0".join(parts))
 
 
@@ -82,7 +95,7 @@ def turl():
 def wikitables():
     root = os.path.join(DATA, "wikitables-turl-subset")
     for name in ("dev_wikitables_subset_2.csv", "train_wikitables_subset_20.csv"):
-        lines = read(root, name).splitlines(keepends=True)
+        lines = gzip.decompress(read(root, name + ".gz")).splitlines(keepends=True)
         # The header and one record at a time, each small.
         for i, record in enumerate(lines[1:4]):
             if len(record) < MAX:
@@ -112,9 +125,9 @@ def csv_and_sotab():
                 write("sotab_json", name + ".plain", gzip.decompress(data))
             except Exception:
                 pass
-    root = os.path.join(DATA, "t2d-webtables", "tables")
-    for name in sorted(os.listdir(root))[:5]:
-        write("csv", name, head(read(root, name), 4096))
+    tables = t2d_files()
+    for name in listed(tables, "tables")[:5]:
+        write("csv", name, head(tables["tables/" + name], 4096))
     for dirpath, _, files in sorted(os.walk(os.path.join(DATA, "sotab-v2-fixtures"))):
         for name in sorted(files):
             if name.endswith(".json.gz"):
@@ -125,13 +138,15 @@ def csv_and_sotab():
                     continue
                 write("sotab_json", name, plain)
                 write("sotab_json", name + ".gz", gzip.compress(plain, mtime=0))
+            elif name.endswith(".csv.gz"):  # seeds are the plain CSV the readers see
+                write("csv", name[:-3], head(gzip.decompress(read(dirpath, name)), 4096))
             elif name.endswith(".csv"):
                 write("csv", name, head(read(dirpath, name), 4096))
 
 
 def python_literal():
     root = os.path.join(DATA, "wikitables-turl-subset")
-    line = read(root, "dev_wikitables_subset_2.csv").splitlines()[1]
+    line = gzip.decompress(read(root, "dev_wikitables_subset_2.csv.gz")).splitlines()[1]
     write("python_literal", "record", head(line, 4096))
     write("python_literal", "set", b"{'film', 'tv'}")
     write("python_literal", "mixed", b"['a\\x41\\u00e9', (-1.5e3, None, True)]")

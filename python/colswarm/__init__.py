@@ -5,7 +5,7 @@ DataFrames into tables and annotations into DataFrames.
 
 >>> import colswarm
 >>> annotator = colswarm.Annotator("models/colswarm-small", top_k=3)
->>> frame = annotator.annotate("datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv")
+>>> frame = annotator.annotate("datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv")
 >>> frame[["column", "header", "namespace", "label", "confidence"]]  # doctest: +SKIP
 
 Tables are given as file paths (CSV/TSV with the delimiter detected, SOTAB ``.json.gz``,

@@ -1,7 +1,7 @@
 """Annotate a directory of table files with colswarm on Spark.
 
     python python/examples/spark_annotate.py --model models/colswarm-small \
-        --tables datasets/t2d-webtables/tables --out /tmp/t2d-annotations.parquet
+        --tables datasets/t2d-webtables/samples --out /tmp/t2d-annotations.parquet
 
 runs Spark in local mode (``--master local[2]``); on a cluster, submit it with spark-submit and
 make the wheel and the model reachable from every worker, e.g.

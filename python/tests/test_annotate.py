@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import colswarm
-from conftest import MODEL, T2D_TABLES, assert_same_annotations, cli_annotate, dev_tables
+from conftest import MODEL, T2D_TABLES, assert_same_annotations, cli_annotate, sample_tables
 
 CITIES = pd.DataFrame(
     {
@@ -76,7 +76,7 @@ def test_annotate_many_keeps_input_order_and_mixes_paths_and_frames(annotator, s
 
 
 def test_annotations_equal_the_cli_on_t2d_tables(annotator):
-    tables = dev_tables()[:20]
+    tables = sample_tables() * 2  # 20 paths: more than one of the CLI's batches of 16
     expected = cli_annotate(tables)
     # One thread, batches of 16 as the CLI's: the very same numbers.
     assert annotator.annotate_json(tables, parse=True) == expected

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import MODEL, assert_same_annotations, cli_annotate, dev_tables
+from conftest import MODEL, assert_same_annotations, cli_annotate, sample_tables
 
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip(
@@ -38,7 +38,7 @@ def spark():
 
 @pytest.fixture(scope="module")
 def tables():
-    return dev_tables()[:12]
+    return sample_tables()
 
 
 def paths_frame(spark, tables):

@@ -1,6 +1,6 @@
 """What the corpus builders share (stdlib only): reading a source repository through git,
-errors that name the file, stride sampling, capped cells, deterministic CSV/JSON/gzip
-output and a progress line with an ETA."""
+reading the gold files where they are compressed, errors that name the file, stride sampling,
+capped cells, deterministic CSV/JSON/gzip output and a progress line with an ETA."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -88,6 +89,55 @@ class GitSource:
 
     def __del__(self):  # a build that stops on a bad file still ends its git process
         self.close()
+
+
+# ------------------------------------------------------------------------------ gold datasets
+T2D_ARCHIVE = "t2d.tar.gz"
+
+
+def open_text(path: Path):
+    """A UTF-8 text file for csv; a `.gz` one is decompressed as it is read."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def t2d_source(path: Path) -> Path:
+    """The T2D data at `path`: a t2d.tar.gz archive, a folder holding one (datasets/t2d-webtables),
+    or a plain T2D folder (tables/, attributes/, classes_complete.csv)."""
+    path = Path(path)
+    if path.is_dir() and (path / T2D_ARCHIVE).is_file():
+        return path / T2D_ARCHIVE
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or folder (T2D's {T2D_ARCHIVE} or its folder)")
+    return path
+
+
+def t2d_files(path: Path, folder: str = "") -> list[tuple[str, bytes]]:
+    """(path inside T2D, bytes) of the `.csv` files directly in `folder` (`attributes`, `tables`,
+    or "" for classes_complete.csv), sorted by path. The archive is read in place, not extracted."""
+    source = t2d_source(path)
+    prefix = f"{folder}/" if folder else ""
+    out = []
+    if source.is_dir():
+        root = source / folder
+        if not root.is_dir():
+            raise SourceError(f"{root}: no such folder (T2D's {folder or 'root'})")
+        for p in sorted(root.glob("*.csv")):
+            out.append((prefix + p.name, p.read_bytes()))
+        return out
+    try:
+        with tarfile.open(source, "r:gz") as tf:
+            for m in tf:
+                name = m.name.removeprefix("./")
+                if (m.isfile() and name.endswith(".csv") and name.startswith(prefix)
+                        and "/" not in name[len(prefix):]):
+                    out.append((name, tf.extractfile(m).read()))
+    except (OSError, tarfile.TarError, EOFError) as e:
+        raise SourceError(f"{source}: not a readable tar.gz archive ({e})") from None
+    if folder and not out:
+        raise SourceError(f"{source}: holds no {folder}/*.csv")
+    return sorted(out)
 
 
 # ------------------------------------------------------------------------------ tables

@@ -22,19 +22,20 @@ from __future__ import annotations
 import argparse
 import ast
 import csv
+import io
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 
-from common import ROOT, SourceError, write_json
+from common import ROOT, SourceError, open_text, t2d_files, t2d_source, write_json
 from matcher import HeaderMatcher, HeaderTypeMap, Vectors, normalise
 
 DATA = ROOT / "datasets"
 SILVER = DATA / "silver"
 GRID = [round(0.40 + 0.05 * i, 2) for i in range(12)] + [1.01]  # 1.01 = exact match only
-GT_FILES = {"dbpedia": "gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_{}.csv",
-            "schema": "gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_{}.csv"}
+GT_FILES = {"dbpedia": "gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_{}.csv.gz",
+            "schema": "gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_{}.csv.gz"}
 
 
 # ------------------------------------------------------------------------------ gold readers
@@ -43,7 +44,7 @@ def gittables_labels(label_set: str, data: Path = DATA) -> dict[str, int]:
     out: dict[str, int] = {}
     for k in range(4):
         path = data / GT_FILES[label_set].format(k)
-        with open(path, encoding="utf-8", newline="") as f:
+        with open_text(path) as f:
             for r in csv.DictReader(f):
                 if r["class_id"] != "-1":
                     out[r["class"]] = int(r["class_id"])
@@ -56,18 +57,17 @@ def local_name(uri: str) -> str:
 
 
 def t2d_attributes(data: Path = DATA) -> list[tuple[str, int, str, str]]:
-    """(table, column, header, gold URI) of every annotated T2D column, key columns included."""
-    folder = data / "t2d-webtables" / "attributes"
-    if not folder.is_dir():
-        raise SourceError(f"{folder}: no such folder (T2D's attribute files)")
+    """(table, column, header, gold URI) of every annotated T2D column, key columns included.
+    `data` holds t2d-webtables/ (its t2d.tar.gz, or the plain folders)."""
+    source = t2d_source(data / "t2d-webtables")
     rows = []
-    for p in sorted(folder.glob("*.csv")):
-        with open(p, encoding="utf-8", newline="") as f:
-            for rec in csv.reader(f):
-                if len(rec) != 4:
-                    raise SourceError(f"{p}: expected 4 fields, got {len(rec)}")
-                uri, header, _key, col = rec
-                rows.append((p.stem, int(col), header, uri))
+    for name, raw in t2d_files(source, "attributes"):
+        p = source / name
+        for rec in csv.reader(io.StringIO(raw.decode("utf-8"), newline="")):
+            if len(rec) != 4:
+                raise SourceError(f"{p}: expected 4 fields, got {len(rec)}")
+            uri, header, _key, col = rec
+            rows.append((p.stem, int(col), header, uri))
     return rows
 
 
@@ -78,9 +78,10 @@ def t2d_columns(data: Path = DATA) -> list[tuple[str, int, str, str]]:
 
 def wikitables(split: str, data: Path = DATA) -> list[tuple[str, int, str, tuple[str, ...]]]:
     """(table, column, header, gold types) of a WikiTables split."""
-    name = {"train": "train_wikitables_subset_20.csv", "dev": "dev_wikitables_subset_2.csv"}[split]
+    name = {"train": "train_wikitables_subset_20.csv.gz",
+            "dev": "dev_wikitables_subset_2.csv.gz"}[split]
     rows = []
-    with open(data / "wikitables-turl-subset" / name, encoding="utf-8", newline="") as f:
+    with open_text(data / "wikitables-turl-subset" / name) as f:
         for r in csv.DictReader(f):
             headers, labels = ast.literal_eval(r["headers"]), ast.literal_eval(r["labels"])
             for i, (h, ts) in enumerate(zip(headers, labels)):

@@ -8,6 +8,7 @@ read from .corpora/, .knowledge/ or datasets/."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -37,6 +38,21 @@ def write(path: Path, data):
     path.write_bytes(data)
 
 
+def gz(text: str) -> bytes:
+    """A file as the gold sets ship it: gzip, mtime 0."""
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def tgz(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def git_repo(root: Path, files: dict[str, bytes | str]) -> Path:
     for name, data in files.items():
         write(root / name, data)
@@ -50,12 +66,14 @@ def git_repo(root: Path, files: dict[str, bytes | str]) -> Path:
 
 
 def gold_folder(root: Path) -> Path:
-    """The label sets and WikiTables files the builders read, in miniature."""
+    """The label sets and WikiTables files the builders read, in miniature, compressed as in
+    datasets/."""
     db = "table_id,col_idx,class,class_id,data\nT,0,city,3,a\nT,1,zipCode,7,b\nT,2,NaN,-1,c\n"
     sp = "table_id,col_idx,class,class_id,data\nT,0,schema:postalCode,2,a\nT,1,schema:name,5,b\n"
     for k in range(4):
-        write(root / f"gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_{k}.csv", db)
-        write(root / f"gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_{k}.csv", sp)
+        write(root / f"gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_{k}.csv.gz", gz(db))
+        write(root / f"gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_{k}.csv.gz",
+              gz(sp))
     wt = root / "wikitables-turl-subset"
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -64,7 +82,7 @@ def gold_folder(root: Path) -> Path:
     w.writerow(["1-1", "[]", "[['film.film'], ['film.director', 'people.person']]", "film",
                 "{'film'}", "p", "s", "['Film', 'Director']"])
     w.writerow(["2-1", "[]", "[['film.film']]", "film", "{'film'}", "p", "s", "['film']"])
-    write(wt / "train_wikitables_subset_20.csv", buf.getvalue())
+    write(wt / "train_wikitables_subset_20.csv.gz", gz(buf.getvalue()))
     write(wt / "wikitables-hierarchy-v2.json", json.dumps(
         {"film": ["film"], "director": ["director", "person"], "person": ["person"]}))
     write(wt / "labels_to_text_wikitables-2-cta.json", json.dumps(
@@ -213,14 +231,6 @@ class Builders(unittest.TestCase):
         self.assertNotIn("Traceback", p.stderr)
 
     def wiki_repo(self, extra=None):
-        def tgz(files):
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-                for name, data in files.items():
-                    info = tarfile.TarInfo(name)
-                    info.size = len(data)
-                    tf.addfile(info, io.BytesIO(data))
-            return buf.getvalue()
         table = {"_id": "1-1", "pgId": 77, "pgTitle": "Some films", "numCols": 2,
                  "headers": [{"text": "[Film_(x)|Film]", "links": []}, {"text": "Year", "links": []}],
                  "rows": [[{"text": "Alien", "links": ["http://www.wikipedia.org/wiki/Alien"]},
@@ -264,9 +274,9 @@ class Builders(unittest.TestCase):
         from wikipedia_turl import convert
         corpus = self.root / "corpus"
         build_wikipedia.build(self.wiki_repo(), corpus, OFF, False, None, gold=self.gold)
-        dev = self.root / "dev.csv"  # a gold file whose one table is on page 88
-        write(dev, "table_name,table,labels,domain,domains,page_title,section_title,headers\n"
-                   "88-5,[],[],,[],P,,[]\n")
+        dev = self.root / "dev.csv.gz"  # a gold file whose one table is on page 88
+        write(dev, gz("table_name,table,labels,domain,domains,page_title,section_title,headers\n"
+                      "88-5,[],[],,[],P,,[]\n"))
         out = self.root / "turl"
         done = convert(corpus, out, [1], [dev])
         self.assertEqual((done["kept"], done["left_out"]), (1, 1))
@@ -293,16 +303,22 @@ class SilverT2dTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             dbo = "http://dbpedia.org/ontology/"
-            attributes = root / "gold/t2d-webtables/attributes"
-            write(attributes / "a.csv",
-                  f'"{dbo}zipCode","Zip","False","1"\n'
-                  '"http://www.w3.org/2000/01/rdf-schema#label","Name","True","0"\n')
-            write(attributes / "b.csv", f'"{dbo}Person/weight","w","False","2"\n'
-                                        f'"{dbo}weight","w","False","3"\n'
-                                        f'"{dbo}Car/height","h","False","4"\n'
-                                        f'"{dbo}Person/height","h","False","5"\n')
+            attributes = {
+                "a.csv": f'"{dbo}zipCode","Zip","False","1"\n'
+                         '"http://www.w3.org/2000/01/rdf-schema#label","Name","True","0"\n',
+                "b.csv": f'"{dbo}Person/weight","w","False","2"\n'
+                         f'"{dbo}weight","w","False","3"\n'
+                         f'"{dbo}Car/height","h","False","4"\n'
+                         f'"{dbo}Person/height","h","False","5"\n'}
+            # as datasets/ ships T2D: one archive, attributes/ at its top level
+            write(root / "gold/t2d-webtables/t2d.tar.gz", tgz({
+                "classes_complete.csv": b"", "tables/a.csv": b"", "tables/b.csv": b"",
+                **{f"attributes/{n}": t.encode() for n, t in attributes.items()}}))
+            for n, t in attributes.items():  # and the same files unpacked
+                write(root / "plain/t2d-webtables/attributes" / n, t)
             props = t2d_properties(root / "gold")
             self.assertEqual(props, {"zip code": dbo + "zipCode", "weight": dbo + "weight"})
+            self.assertEqual(t2d_properties(root / "plain"), props)
             src = root / "silver.csv"
             write(src, "table_id,col_idx,class,class_id,data\n"
                        "t1,0,weight,4,70;80\nt1,1,zipCode,9,10115\nt1,2,height,3,1.8\n"

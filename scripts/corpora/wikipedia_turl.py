@@ -1,7 +1,7 @@
 """The `wikipedia` silver corpus in the layout of the gold WikiTables files (TURL CSV).
 
     python3 scripts/corpora/wikipedia_turl.py .corpora/wikipedia --out .corpora/wikipedia-turl \\
-        --exclude-pages-of datasets/wikitables-turl-subset/dev_wikitables_subset_2.csv \\
+        --exclude-pages-of datasets/wikitables-turl-subset/dev_wikitables_subset_2.csv.gz \\
         --sizes 1000 10000 100000
 
 Writes `<out>/silver-<N>.csv` (nested subsets: tables in the order of the SHA-256 of their id,
@@ -33,7 +33,7 @@ import json
 import lzma
 from pathlib import Path
 
-from common import SourceError, hash_order, run
+from common import SourceError, hash_order, open_text, run
 
 
 def load_labels(path: Path) -> dict[str, dict[int, list[str]]]:
@@ -67,14 +67,15 @@ def table_index(manifest: dict) -> dict[str, tuple[str, str, str]]:
 
 
 def gold_pages(path: Path) -> set[str]:
-    """Page ids of the tables of a gold TURL CSV file (`table_name` = `<page id>-<table>`)."""
+    """Page ids of the tables of a gold TURL CSV file, plain or `.gz` (`table_name` =
+    `<page id>-<table>`)."""
     csv.field_size_limit(1 << 30)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_text(path) as f:
             reader = csv.reader(f)
             next(reader, None)
             return {row[0].split("-", 1)[0] for row in reader if row}
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:  # EOFError: a cut .gz
         raise SourceError(f"{path}: cannot read ({e})") from None
 
 

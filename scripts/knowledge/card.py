@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the card of a knowledge specialist from its `colswarm pretrain` run.
 
-    python3 scripts/knowledge/card.py RUN_DIR NAME [--corpus .knowledge/corpus] > models/specialists/NAME.md
+    python3 scripts/knowledge/card.py RUN_DIR NAME [--corpus .knowledge/corpus] > docs/specialists/NAME.md
 
 Everything on the card is read from the run directory (run.json, report.json, log.jsonl,
 specialist.safetensors) and the corpus manifests: sources with versions and licenses, the

@@ -71,7 +71,7 @@ ROOT = HERE.parents[1]
 # The teacher code (embed.py) and its dependencies live in the knowledge venv.
 sys.path.extend(glob.glob(str(ROOT / ".knowledge/venv/lib/python3*/site-packages")))
 sys.path.insert(0, str(HERE))
-from common import fnv1a64  # noqa: E402
+from common import fnv1a64, open_text  # noqa: E402
 csv.field_size_limit(sys.maxsize)
 warnings.filterwarnings("ignore", category=UserWarning)  # OvR on labels absent from a CV fold
 
@@ -107,7 +107,9 @@ def first_cells(texts):
 def load_wikitables(path: Path):
     """turl.rs `read_wikitables_csv`: cells placed at their row, read in row order."""
     cols = []
-    for r in csv.DictReader(open(path, newline="", encoding="utf-8")):
+    with open_text(path) as f:
+        records = list(csv.DictReader(f))
+    for r in records:
         table, labels, headers = (ast.literal_eval(r[k]) for k in ("table", "labels", "headers"))
         for index, (cells, labs, header) in enumerate(zip(table, labels, headers)):
             by_row = {}
@@ -124,7 +126,8 @@ def load_gittables(paths):
     columns (class_id != -1) are targets."""
     cols = []
     for path in paths:
-        rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
+        with open_text(path) as f:
+            rows = list(csv.DictReader(f))
         listed = {}  # table -> its listed col_idx values: a column's index is its rank among them
         for r in rows:
             listed.setdefault(r["table_id"], []).append(int(r["col_idx"]))
@@ -411,12 +414,12 @@ def main():
     t0 = time.time()
     log = lambda m: print(f"[ceiling {time.time() - t0:6.0f}s] {m}", file=sys.stderr, flush=True)  # noqa: E731
 
-    wikitables = (load_wikitables(WT / "train_wikitables_subset_20.csv"),
-                  load_wikitables(WT / "dev_wikitables_subset_2.csv"))
+    wikitables = (load_wikitables(WT / "train_wikitables_subset_20.csv.gz"),
+                  load_wikitables(WT / "dev_wikitables_subset_2.csv.gz"))
     if args.setting == "dev":
         sets = {"WikiTables": (*wikitables, True),
-                "GitTables": (load_gittables([GT / f"db_semi1_cv_{i}.csv" for i in range(3)]),
-                              load_gittables([GT / "db_semi1_cv_3.csv"]), False)}
+                "GitTables": (load_gittables([GT / f"db_semi1_cv_{i}.csv.gz" for i in range(3)]),
+                              load_gittables([GT / "db_semi1_cv_3.csv.gz"]), False)}
     else:
         sets = {"WikiTables-cv": (*wikitables, True)}
     glove = Glove()

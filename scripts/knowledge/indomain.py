@@ -44,6 +44,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import argparse  # noqa: E402
 import ast  # noqa: E402
 import csv  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -55,13 +56,13 @@ import numpy as np  # noqa: E402
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import K, ROOT, fnv1a64  # noqa: E402
+from common import K, ROOT, fnv1a64, open_text, t2d_files  # noqa: E402
 
 MAX_BYTES = 64
 DATASETS = ROOT / "datasets"
 WIKITABLES = DATASETS / "wikitables-turl-subset"
 GITTABLES = DATASETS / "gittables-semtab22" / "gt-semtab22-dbpedia-all"
-T2D = DATASETS / "t2d-webtables"
+T2D = DATASETS / "t2d-webtables" / "t2d.tar.gz"
 # Each labelled set's name and what its PROVENANCE.md says of its license (card.py prints them).
 SETS = {
     "wikitables": {
@@ -91,7 +92,7 @@ def cap_bytes(text: str, limit: int = MAX_BYTES) -> str:
 def wikitables(paths):
     """turl.rs: each column's cells placed at their row; headers from the `headers` field."""
     for path in paths:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_text(path) as f:
             rows = list(csv.DictReader(f))
         for r in rows:
             table, headers = ast.literal_eval(r["table"]), ast.literal_eval(r["headers"])
@@ -109,7 +110,7 @@ def gittables(paths):
     """sato_cv.rs: one line per column (`data` split on ';'), grouped by table, no header."""
     tables = defaultdict(dict)
     for path in paths:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open_text(path) as f:
             for r in csv.DictReader(f):
                 tables[r["table_id"]][int(r["col_idx"])] = r["data"].split(";") if r["data"] else []
     for table_id, by_index in tables.items():
@@ -119,13 +120,16 @@ def gittables(paths):
 
 def t2d(keep):
     """t2d.rs without the transposition: every field quoted, first row the header, ragged rows
-    padded. Only tables with an attribute file (the labelled ones), filtered by `keep(id)`."""
-    for attributes in sorted((T2D / "attributes").glob("*.csv")):
-        table_id = attributes.stem
+    padded. Only tables with an attribute file (the labelled ones), filtered by `keep(id)`.
+    Read from the archive in place."""
+    tables = dict(t2d_files(T2D, "tables"))
+    for name, _ in t2d_files(T2D, "attributes"):
+        table_id = name.removesuffix(".csv")
         if not keep(table_id):
             continue
-        with open(T2D / "tables" / f"{table_id}.csv", newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
+        if name not in tables:
+            raise FileNotFoundError(f"{T2D}/tables/{name}: no such table for attributes/{name}")
+        rows = list(csv.reader(io.StringIO(tables[name].decode("utf-8"), newline="")))
         if not rows:
             continue
         width = max(len(r) for r in rows)
@@ -135,13 +139,13 @@ def t2d(keep):
 
 def labelled_tables(split: str, sets: list[str]):
     everything = split == "all"
-    wiki = [WIKITABLES / "train_wikitables_subset_20.csv"]
+    wiki = [WIKITABLES / "train_wikitables_subset_20.csv.gz"]
     if everything:
-        wiki.append(WIKITABLES / "dev_wikitables_subset_2.csv")
+        wiki.append(WIKITABLES / "dev_wikitables_subset_2.csv.gz")
     folds = range(4) if everything else range(3)
     readers = {
         "wikitables": lambda: wikitables(wiki),
-        "gittables": lambda: gittables([GITTABLES / f"db_semi1_cv_{i}.csv" for i in folds]),
+        "gittables": lambda: gittables([GITTABLES / f"db_semi1_cv_{i}.csv.gz" for i in folds]),
         "t2d": lambda: t2d(lambda table_id: everything or fnv1a64(table_id) % 5 != 0),
     }
     for name in sets:

@@ -106,7 +106,7 @@ fn calibrate_stores_a_threshold_that_eval_and_annotate_honour() {
     }
 
     // annotate gives no t2d label below the threshold, unless told not to abstain.
-    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
     let annotate = |extra: &[&str]| -> Vec<serde_json::Value> {
         let mut args = vec![
             "annotate",
@@ -151,11 +151,11 @@ fn calibrate_refuses_what_it_cannot_use() {
         assert!(!result.status.success());
         String::from_utf8_lossy(&result.stderr).to_string()
     };
-    let err = run(&["--dev", "nope=t2d:datasets/t2d-webtables#dev"]);
+    let err = run(&["--dev", "nope=t2d:datasets/t2d-webtables/t2d.tar.gz#dev"]);
     assert!(err.contains("no CTA namespace `nope`"), "{err}");
     let err = run(&[
         "--dev",
-        "t2d=t2d:datasets/t2d-webtables#dev",
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#dev",
         "--min-precision",
         "1.5",
     ]);
@@ -213,7 +213,7 @@ fn label_name_weights(labels: &serde_json::Value, name: &str) -> Vec<Option<f64>
 
 /// `annotate --namespace t2d --no-abstain` of README's table (a T2D table of cities) by `model`.
 fn annotate_readme_table_in_t2d(model: &Path) -> serde_json::Value {
-    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
     let text = stdout(&colswarm(&[
         "annotate",
         "--model",
@@ -421,8 +421,8 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("routed");
     let tables = [
-        "datasets/t2d-webtables/tables/10057926_0_6000962521981596991.csv",
-        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+        "datasets/t2d-webtables/samples/10057926_0_6000962521981596991.csv",
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
     ];
     let set = |model: &Path, tau: &str, out: Option<&Path>| {
         let mut args = vec![

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{colswarm, root, stdout, t2d_subset};
+use common::{colswarm, extract, root, stdout, t2d_archive, t2d_subset};
 
 use colswarm_model::SerializeSettings;
 use colswarm_train::{
@@ -19,7 +19,7 @@ fn tiny_model() -> &'static Path {
     static MODEL: OnceLock<PathBuf> = OnceLock::new();
     MODEL.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("colswarm-cli-tests-{}", std::process::id()));
-        let t2d = root().join("datasets/t2d-webtables");
+        let t2d = root().join("datasets/t2d-webtables/t2d.tar.gz");
         let config = TrainConfig {
             model: ModelSettings {
                 d_model: 32,
@@ -58,16 +58,12 @@ fn tiny_model() -> &'static Path {
     })
 }
 
+/// A folder of the first `n` T2D tables (sorted by name), as plain CSV files.
 fn tables_dir(n: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let source = root().join("datasets/t2d-webtables/tables");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&source)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files.iter().take(n) {
-        std::fs::copy(file, dir.path().join(file.file_name().unwrap())).unwrap();
+    let archive = t2d_archive();
+    for name in archive.list("tables", "csv").unwrap().iter().take(n) {
+        extract(&archive, &format!("tables/{name}"), &dir.path().join(name));
     }
     dir
 }
@@ -82,7 +78,7 @@ fn eval_json_carries_the_documented_fields() {
         "--format",
         "t2d",
         "--input",
-        "datasets/t2d-webtables",
+        "datasets/t2d-webtables/t2d.tar.gz",
         "--split",
         "dev",
         "--json",
@@ -187,7 +183,7 @@ fn eval_json_reports_how_the_router_routes_per_specialist_and_kind() {
 fn compare_matches_eval_and_baseline_predictions_target_by_target() {
     let dir = tempfile::tempdir().unwrap();
     let (model_file, baseline_file) = (dir.path().join("m.jsonl"), dir.path().join("b.jsonl"));
-    let t2d = "datasets/t2d-webtables";
+    let t2d = "datasets/t2d-webtables/t2d.tar.gz";
     let model = colswarm(&[
         "eval",
         "--model",
@@ -294,9 +290,10 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
 fn a_reader_that_stops_early_is_not_an_error() {
     use std::io::Read;
     // `colswarm annotate … | head -c 100`: far more output than a pipe buffers.
+    let tables = tables_dir(usize::MAX);
     let mut child = Command::new(env!("CARGO_BIN_EXE_colswarm"))
         .args(["annotate", "--model", "models/colswarm-small"])
-        .arg("datasets/t2d-webtables/tables")
+        .arg(tables.path())
         .current_dir(root())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -457,7 +454,7 @@ fn the_shipped_model_annotates_the_readme_table() {
         "annotate",
         "--model",
         "models/colswarm-small",
-        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
     ]));
     let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let columns = annotation["columns"].as_array().unwrap();
@@ -513,7 +510,7 @@ fn averaging_the_shipped_model_with_itself_changes_no_annotation() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("average");
     let model = "models/colswarm-small";
-    let table = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+    let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
     let averaged = colswarm(&["average", model, model, "--out", out.to_str().unwrap()]);
     assert!(
         averaged.status.success(),
@@ -539,9 +536,9 @@ fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
         "--specialist",
         "t2d=models/colswarm-small/specialists/t2d.safetensors",
         "--train",
-        "t2d=t2d:datasets/t2d-webtables#train",
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
         "--dev",
-        "t2d=t2d:datasets/t2d-webtables#dev",
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#dev",
         "--steps",
         "60",
         "--predictions",
@@ -578,11 +575,11 @@ fn baseline_without_the_hierarchy_closure_predicts_only_what_it_scores() {
     let w = root().join("datasets/wikitables-turl-subset");
     let train = format!(
         "w=turl-csv:{}",
-        w.join("train_wikitables_subset_20.csv").display()
+        w.join("train_wikitables_subset_20.csv.gz").display()
     );
     let eval = format!(
         "w=turl-csv:{}",
-        w.join("dev_wikitables_subset_2.csv").display()
+        w.join("dev_wikitables_subset_2.csv.gz").display()
     );
     // Every predicted label of every column, with its own probability and whether it is the
     // column's most probable one.

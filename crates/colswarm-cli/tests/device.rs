@@ -8,13 +8,13 @@ use std::path::Path;
 
 use common::colswarm;
 
-const TABLE: &str = "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv";
+const TABLE: &str = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
 const MODEL: &str = "models/colswarm-small";
 
 /// Each command that runs a model, with arguments that would otherwise get it going.
 fn commands(out: &Path) -> Vec<Vec<String>> {
     let out = out.to_str().unwrap();
-    let train = "t2d=t2d:datasets/t2d-webtables#train";
+    let train = "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train";
     [
         vec!["annotate", "--model", MODEL, TABLE],
         vec!["bench", "--model", MODEL, TABLE],
@@ -25,7 +25,7 @@ fn commands(out: &Path) -> Vec<Vec<String>> {
             "--format",
             "t2d",
             "--input",
-            "datasets/t2d-webtables",
+            "datasets/t2d-webtables/t2d.tar.gz",
         ],
         vec!["train", "--train", train, "--out", out],
         vec![

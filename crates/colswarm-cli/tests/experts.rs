@@ -116,7 +116,7 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
         "annotate",
         "--model",
         again.to_str().unwrap(),
-        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
     ]));
 
     let input = data.path().to_str().unwrap();
@@ -202,7 +202,7 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
     }
 
     // annotate reports the expert beside the specialists.
-    let table = root().join("datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv");
+    let table = root().join("datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv");
     let annotation: serde_json::Value = serde_json::from_str(
         stdout(&colswarm(&[
             "annotate",

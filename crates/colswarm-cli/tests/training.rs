@@ -43,7 +43,7 @@ fn a_killed_training_resumes_to_the_same_weights() {
             "--seed",
             "9",
             "--train",
-            "t2d=t2d:datasets/t2d-webtables#train",
+            "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
             "--out",
             out.to_str().unwrap(),
         ]);
@@ -112,7 +112,7 @@ fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
             "--max-tables",
             "3",
             "--train",
-            "t2d=t2d:datasets/t2d-webtables#train",
+            "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
             "--out",
             out.to_str().unwrap(),
         ];
@@ -196,7 +196,7 @@ fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
             "--average-last",
             average,
             "--train",
-            "t2d=t2d:datasets/t2d-webtables#train",
+            "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
             "--out",
             run.to_str().unwrap(),
         ]
@@ -280,7 +280,7 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
             vectors.to_str().unwrap(),
             "--table-topic",
             "--train",
-            "t2d=t2d:datasets/t2d-webtables#train",
+            "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
             "--out",
             out.to_str().unwrap(),
         ])
@@ -308,7 +308,7 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
         "annotate",
         "--model",
         model.to_str().unwrap(),
-        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
     ]));
     assert!(annotated.contains("\"columns\""), "{annotated}");
 
@@ -317,7 +317,7 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
         "train",
         "--table-topic",
         "--train",
-        "t2d=t2d:datasets/t2d-webtables#train",
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
     ]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--word-vectors"));

@@ -17,7 +17,7 @@
 //! ```
 //! use colswarm_eval::{DataSpec, Split};
 //!
-//! let spec: DataSpec = "t2d=t2d:datasets/t2d-webtables#dev".parse()?;
+//! let spec: DataSpec = "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#dev".parse()?;
 //! assert_eq!(spec.split, Split::Dev);
 //! # Ok::<(), colswarm_eval::EvalError>(())
 //! ```

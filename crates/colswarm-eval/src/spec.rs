@@ -1,7 +1,7 @@
 //! Data specifications: `NAME=FORMAT:PATH[,PATH…][#SPLIT]` names a label namespace, the format
 //! its data is in and where it lies, e.g.
-//! `wikitables=turl-csv:datasets/wikitables-turl-subset/train_wikitables_subset_20.csv` or
-//! `t2d=t2d:datasets/t2d-webtables#train`.
+//! `wikitables=turl-csv:datasets/wikitables-turl-subset/train_wikitables_subset_20.csv.gz` or
+//! `t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train`.
 
 use std::fmt;
 use std::path::PathBuf;

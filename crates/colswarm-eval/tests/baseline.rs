@@ -82,12 +82,12 @@ fn baseline_numbers_on_datasets() {
     let format = DatasetFormat::TurlCsv;
     let train = load(
         format,
-        &[dir.join("train_wikitables_subset_20.csv")],
+        &[dir.join("train_wikitables_subset_20.csv.gz")],
         Split::All,
     );
     let eval = load(
         format,
-        &[dir.join("dev_wikitables_subset_2.csv")],
+        &[dir.join("dev_wikitables_subset_2.csv.gz")],
         Split::All,
     );
     let ns = namespace(
@@ -105,10 +105,10 @@ fn baseline_numbers_on_datasets() {
     let dir = datasets().join("gittables-semtab22/gt-semtab22-dbpedia-all");
     let format = DatasetFormat::SatoCv;
     let folds: Vec<PathBuf> = (0..3)
-        .map(|i| dir.join(format!("db_semi1_cv_{i}.csv")))
+        .map(|i| dir.join(format!("db_semi1_cv_{i}.csv.gz")))
         .collect();
     let train = load(format, &folds, Split::All);
-    let eval = load(format, &[dir.join("db_semi1_cv_3.csv")], Split::All);
+    let eval = load(format, &[dir.join("db_semi1_cv_3.csv.gz")], Split::All);
     let ns = namespace(
         "gittables-dbpedia",
         format,
@@ -121,7 +121,7 @@ fn baseline_numbers_on_datasets() {
     ));
 
     // T2D CPA (single-label): the hash split's train share → its dev share.
-    let dir = datasets().join("t2d-webtables");
+    let dir = datasets().join("t2d-webtables/t2d.tar.gz");
     let format = DatasetFormat::T2d;
     let train = load(format, std::slice::from_ref(&dir), Split::Train);
     let eval = load(format, &[dir], Split::Dev);

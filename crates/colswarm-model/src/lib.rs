@@ -14,7 +14,7 @@
 //!     .top_k(5)
 //!     .build()?;
 //! let table = read_table(format!(
-//!     "{models}/datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv"
+//!     "{models}/datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv"
 //! ))?;
 //! let annotation = annotator.annotate(&table)?;
 //! for column in &annotation.columns {

@@ -45,8 +45,8 @@ fn assert_close(a: &Value, b: &Value, at: &str) {
 #[test]
 fn annotations_on_wgpu_equal_the_cpu_ones() {
     let tables: Vec<_> = [
-        "datasets/t2d-webtables/tables/77632062_0_2292892375652659825.csv",
-        "datasets/t2d-webtables/tables/8468806_0_4382447409703007384.csv",
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
+        "datasets/t2d-webtables/samples/8468806_0_4382447409703007384.csv",
     ]
     .iter()
     .map(|path| read_table(root().join(path)).unwrap())

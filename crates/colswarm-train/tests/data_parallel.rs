@@ -14,7 +14,8 @@ use colswarm_train::{
 };
 
 fn t2d_train() -> DataSpec {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/t2d-webtables");
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/t2d-webtables/t2d.tar.gz");
     format!("t2d=t2d:{}#train", root.display()).parse().unwrap()
 }
 

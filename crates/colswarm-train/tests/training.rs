@@ -20,7 +20,7 @@ fn datasets() -> PathBuf {
 fn t2d(split: &str) -> DataSpec {
     format!(
         "t2d=t2d:{}#{split}",
-        datasets().join("t2d-webtables").display()
+        datasets().join("t2d-webtables/t2d.tar.gz").display()
     )
     .parse()
     .unwrap()
@@ -500,7 +500,8 @@ fn quantity_negatives_teach_an_entity_namespace_that_numbers_have_no_type() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = tiny(dir.path());
         config.model.specialists.clear();
-        let wikitables = datasets().join("wikitables-turl-subset/train_wikitables_subset_20.csv");
+        let wikitables =
+            datasets().join("wikitables-turl-subset/train_wikitables_subset_20.csv.gz");
         config.data.train = vec![
             format!("wikitables=turl-csv:{}", wikitables.display())
                 .parse()

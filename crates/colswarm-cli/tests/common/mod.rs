@@ -3,8 +3,11 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use colswarm_tables::DataFolder;
 
 /// The repository's root, where the commands run.
 pub fn root() -> PathBuf {
@@ -30,28 +33,36 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// The repository's T2D archive, opened.
+pub fn t2d_archive() -> DataFolder {
+    DataFolder::open(&root().join("datasets/t2d-webtables/t2d.tar.gz")).unwrap()
+}
+
+/// Writes the archive's file `inner` to `path` (creating its folder).
+pub fn extract(archive: &DataFolder, inner: &str, path: &Path) {
+    let mut bytes = Vec::new();
+    archive
+        .open_file(inner)
+        .unwrap()
+        .read_to_end(&mut bytes)
+        .unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// A T2D folder holding the first `n` annotated tables (with the classes file).
 pub fn t2d_subset(n: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let source = root().join("datasets/t2d-webtables");
-    std::fs::copy(
-        source.join("classes_complete.csv"),
-        dir.path().join("classes_complete.csv"),
-    )
-    .unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(source.join("attributes"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for sub in ["attributes", "tables"] {
-        std::fs::create_dir(dir.path().join(sub)).unwrap();
-    }
-    for file in files.iter().take(n) {
-        let name = file.file_name().unwrap();
-        for sub in ["attributes", "tables"] {
-            std::fs::copy(source.join(sub).join(name), dir.path().join(sub).join(name)).unwrap();
-        }
+    let archive = t2d_archive();
+    for inner in ["classes_complete.csv".to_string()].into_iter().chain(
+        archive
+            .list("attributes", "csv")
+            .unwrap()
+            .iter()
+            .take(n)
+            .flat_map(|name| [format!("attributes/{name}"), format!("tables/{name}")]),
+    ) {
+        extract(&archive, &inner, &dir.path().join(&inner));
     }
     dir
 }
