@@ -55,9 +55,15 @@ pub(crate) struct EvalArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct BaselineArgs {
-    /// majority or char-ngram.
+    /// majority, char-ngram, header-rule (no training: the label whose name shares the most
+    /// words with the header) or header-memory (the label seen most often with the header in
+    /// training).
     #[arg(long)]
     kind: BaselineKind,
+    /// With char-ngram: add WEIGHT · (word overlap of header and label name) to every label's
+    /// score, as the model's label-name prior does, so that a comparison measures the model.
+    #[arg(long, value_name = "WEIGHT", allow_negative_numbers = true)]
+    label_name_prior: Option<f32>,
     /// Training set NAME=FORMAT:PATH[#SPLIT].
     #[arg(long)]
     train: String,
@@ -228,9 +234,18 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         .list(task)
         .first()
         .context("the training set has no label for this task")?;
+    if let Some(weight) = args.label_name_prior {
+        if args.kind != BaselineKind::CharNgram {
+            bail!("--label-name-prior applies to --kind char-ngram only");
+        }
+        if !weight.is_finite() || weight < 0.0 {
+            bail!("--label-name-prior {weight}: the weight must be a finite number ≥ 0");
+        }
+    }
     let config = BaselineConfig {
         kind: args.kind,
         seed: args.seed,
+        label_name_weight: args.label_name_prior,
         ..BaselineConfig::default()
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);
@@ -248,6 +263,7 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         let mut value = serde_json::to_value(&report)?;
         value["task"] = serde_json::json!(task);
         value["baseline"] = serde_json::json!(args.kind.to_string());
+        value["label_name_prior"] = serde_json::json!(args.label_name_prior);
         value["n_columns"] = serde_json::json!(report.n_targets);
         out!("{}", serde_json::to_string(&value)?);
     } else {

@@ -115,7 +115,7 @@ enum Command {
     Inspect(InspectArgs),
     /// Measures annotation throughput (columns/s), primary alone and with specialists.
     Bench(BenchArgs),
-    /// Trains and scores a simple baseline (majority class or character n-grams).
+    /// Trains and scores a peer: majority class, character n-grams, or a header rule.
     Baseline(BaselineArgs),
     /// Is A better than B? A paired bootstrap over tables of two prediction files' micro-F1.
     Compare(CompareArgs),

@@ -614,3 +614,45 @@ fn baseline_without_the_hierarchy_closure_predicts_only_what_it_scores() {
     assert!(flat.iter().all(|&(p, best)| p > 0.5 || best));
     assert!(flat.len() < closed.len());
 }
+
+#[test]
+fn header_peers_score_t2d_cpa_and_the_prior_is_checked() {
+    let t2d = "datasets/t2d-webtables/t2d.tar.gz";
+    let (train, eval) = (format!("t2d=t2d:{t2d}#train"), format!("t2d=t2d:{t2d}#dev"));
+    let score = |extra: &[&str]| {
+        let mut args = vec!["baseline", "--train", &train, "--eval", &eval, "--json"];
+        args.extend(extra);
+        let out: serde_json::Value = serde_json::from_str(stdout(&colswarm(&args)).trim()).unwrap();
+        out["micro_f1"].as_f64().unwrap()
+    };
+    let majority = score(&["--kind", "majority"]);
+    // Headers name T2D's properties often: both header peers are far above a constant answer.
+    for kind in ["header-rule", "header-memory"] {
+        let f1 = score(&["--kind", kind]);
+        assert!(
+            f1 > majority + 0.2,
+            "{kind}: {f1} against majority {majority}"
+        );
+    }
+    let prior = score(&["--kind", "char-ngram", "--label-name-prior", "12"]);
+    assert!(prior > majority, "{prior}");
+    for (args, message) in [
+        (
+            vec!["--kind", "header-rule", "--label-name-prior", "12"],
+            "char-ngram only",
+        ),
+        (
+            vec!["--kind", "char-ngram", "--label-name-prior", "-1"],
+            "finite number",
+        ),
+    ] {
+        let mut all = vec!["baseline", "--train", &train, "--eval", &eval];
+        all.extend(args);
+        let out = colswarm(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(message),
+            "{stderr}"
+        );
+    }
+}

@@ -1,5 +1,5 @@
-//! Majority-class and character n-gram baselines, scored exactly like the model
-//! ([`crate::metrics`]), so every reported number has a floor next to it.
+//! The peers every model number stands beside: majority-class, character n-gram and two header
+//! rules, scored exactly like the model ([`crate::metrics`]).
 //!
 //! - [`BaselineKind::Majority`] predicts one constant answer: the most frequent training label
 //!   (single-label namespaces) or every label held by more than half of the training targets,
@@ -7,9 +7,16 @@
 //! - [`BaselineKind::CharNgram`] is a linear classifier over hashed byte n-grams of the column's
 //!   header and first cells (for CPA: of the object column, plus the subject column's header),
 //!   trained with SGD: softmax and cross-entropy for single-label namespaces, one-vs-rest
-//!   sigmoids and binary cross-entropy for multi-label ones.
+//!   sigmoids and binary cross-entropy for multi-label ones. With
+//!   [`BaselineConfig::label_name_weight`] it adds the model's label-name prior to its scores
+//!   (`weight · jaccard(header words, label-name words)`), so that a comparison with a model
+//!   that uses the prior measures the model, not the prior.
+//! - [`BaselineKind::HeaderRule`] trains on nothing: the label whose name shares the most words
+//!   with the header. [`BaselineKind::HeaderMemory`] gives the label seen most often with the
+//!   header in training. Ties go to the label first in namespace order; a header without a
+//!   shared word (rule) or unseen in training (memory), or no header at all, gets no label.
 //!
-//! Both are deterministic given [`BaselineConfig::seed`] (the seed only orders the SGD steps).
+//! All are deterministic given [`BaselineConfig::seed`] (the seed only orders the SGD steps).
 //! The n-gram model keeps a dense `buckets × labels` matrix of `f32`: 32 MiB for the default
 //! 2^16 buckets and 128 labels.
 
@@ -17,14 +24,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
+use colswarm_model::label_names::LabelNames;
 use colswarm_swarm::LabelKind;
 use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
 
 use crate::compare::{TargetPrediction, score_predictions};
+use crate::header_peers::{HeaderMemory, HeaderRule};
 use crate::metrics::F1Report;
+use crate::ngram_classifier::{Linear, featurizer, sigmoid, softmax};
 use colswarm_model::{Namespace, Task, close_under};
 
 /// Which baseline to train.
@@ -34,17 +41,28 @@ pub enum BaselineKind {
     Majority,
     /// A linear classifier over hashed character (byte) n-grams.
     CharNgram,
+    /// No training: the label whose name shares the most words with the header.
+    HeaderRule,
+    /// The label seen most often with this header in training.
+    HeaderMemory,
 }
 
 impl BaselineKind {
-    /// Both kinds, in the order reports list them.
-    pub const ALL: [BaselineKind; 2] = [BaselineKind::Majority, BaselineKind::CharNgram];
+    /// Every kind, in the order reports list them.
+    pub const ALL: [BaselineKind; 4] = [
+        BaselineKind::Majority,
+        BaselineKind::CharNgram,
+        BaselineKind::HeaderRule,
+        BaselineKind::HeaderMemory,
+    ];
 
-    /// The command-line name (`majority`, `char-ngram`).
+    /// The command-line name (`majority`, `char-ngram`, `header-rule`, `header-memory`).
     pub fn name(self) -> &'static str {
         match self {
             BaselineKind::Majority => "majority",
             BaselineKind::CharNgram => "char-ngram",
+            BaselineKind::HeaderRule => "header-rule",
+            BaselineKind::HeaderMemory => "header-memory",
         }
     }
 }
@@ -62,7 +80,13 @@ impl FromStr for BaselineKind {
         BaselineKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown baseline `{s}` (expected majority or char-ngram)"))
+            .ok_or_else(|| {
+                let names: Vec<&str> = BaselineKind::ALL.iter().map(|k| k.name()).collect();
+                format!(
+                    "unknown baseline `{s}` (expected one of {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -86,6 +110,9 @@ pub struct BaselineConfig {
     /// Initial SGD step size; it decays linearly to zero over training. Features are unit
     /// length, so steps far above 1 are fine: 2 did best of 0.2–8 on the shipped dev sets.
     pub learning_rate: f32,
+    /// The n-gram baseline adds `weight · jaccard(header words, label-name words)` to every
+    /// label's score, as the model's label-name prior does (`None`: no prior).
+    pub label_name_weight: Option<f32>,
 }
 
 impl Default for BaselineConfig {
@@ -98,6 +125,7 @@ impl Default for BaselineConfig {
             ngram: (2, 4),
             max_cells: 20,
             learning_rate: 2.0,
+            label_name_weight: None,
         }
     }
 }
@@ -117,8 +145,12 @@ pub struct Baseline {
 enum Model {
     /// Label indices predicted for every target.
     Constant(Vec<usize>),
-    /// Hashed n-grams into a linear layer.
-    Linear(NgramConfig, Linear),
+    /// Hashed n-grams into a linear layer, with the label-name prior and its weight if any.
+    Linear(NgramConfig, Linear, Option<(LabelNames, f32)>),
+    /// The label-name word overlap.
+    HeaderRule(HeaderRule),
+    /// The label per header seen in training.
+    HeaderMemory(HeaderMemory),
 }
 
 impl fmt::Debug for Baseline {
@@ -131,7 +163,9 @@ impl fmt::Debug for Baseline {
             .field("labels", &self.labels.len());
         match &self.model {
             Model::Constant(answer) => s.field("constant", answer),
-            Model::Linear(features, _) => s.field("buckets", &features.buckets),
+            Model::Linear(features, _, _) => s.field("buckets", &features.buckets),
+            Model::HeaderRule(_) => s.field("rule", &"label-name overlap"),
+            Model::HeaderMemory(memory) => s.field("headers", &memory.len()),
         };
         s.finish()
     }
@@ -167,34 +201,42 @@ impl Baseline {
 
     fn predict(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<String> {
         let ngrams = self.table_ngrams(table);
-        self.labels_of(self.score(ngrams.as_ref(), column, subject).0)
+        self.labels_of(self.score(table, ngrams.as_ref(), column, subject).0)
     }
 
     /// The featurizer of `table`'s targets (the n-gram baseline's; none for the majority
     /// one): what its columns share is computed once per table, not once per target.
     fn table_ngrams<'t>(&'t self, table: &'t Table) -> Option<TableNgrams<'t>> {
         match &self.model {
-            Model::Linear(featurizer, _) => Some(featurizer.for_table(table)),
-            Model::Constant(_) => None,
+            Model::Linear(featurizer, _, _) => Some(featurizer.for_table(table)),
+            Model::Constant(_) | Model::HeaderRule(_) | Model::HeaderMemory(_) => None,
         }
     }
 
-    /// The label ids predicted for a target of the table `ngrams` featurizes (a CTA column,
-    /// or a CPA pair's object column with its subject), closed under the hierarchy, and the
-    /// n-gram baseline's scores they come from (`None` for the majority baseline).
+    /// The label ids predicted for a target of `table` (a CTA column, or a CPA pair's object
+    /// column with its subject; `ngrams` featurizes the table for the n-gram baseline), closed
+    /// under the hierarchy, and the n-gram baseline's scores they come from (`None` for the
+    /// others).
     fn score(
         &self,
+        table: &Table,
         ngrams: Option<&TableNgrams<'_>>,
         column: usize,
         subject: Option<usize>,
     ) -> (Vec<usize>, Option<Vec<f32>>) {
+        let header = header_of(table, column);
         let (ids, scores) = match &self.model {
             Model::Constant(answer) => (answer.clone(), None),
-            Model::Linear(_, linear) => {
+            Model::Linear(_, linear, prior) => {
                 let features = ngrams.map(|t| t.column(column, subject));
-                let scores = linear.scores(features.as_deref().unwrap_or_default());
+                let mut scores = linear.scores(features.as_deref().unwrap_or_default());
+                if let Some((names, weight)) = prior {
+                    names.add_prior(&mut scores, header, *weight);
+                }
                 (Linear::decide(&scores, self.label_kind), Some(scores))
             }
+            Model::HeaderRule(rule) => (rule.predict(header).into_iter().collect(), None),
+            Model::HeaderMemory(memory) => (memory.predict(header).into_iter().collect(), None),
         };
         let ids = match self.label_kind {
             LabelKind::MultiLabel => close_under(&self.ancestors, ids),
@@ -291,7 +333,8 @@ pub fn train_baseline(
             examples.push((table, labelled));
         }
     }
-    let model = if examples.is_empty() {
+    // The header rule needs no training data; the others predict nothing without any.
+    let model = if examples.is_empty() && config.kind != BaselineKind::HeaderRule {
         Model::Constant(Vec::new())
     } else {
         match config.kind {
@@ -312,8 +355,20 @@ pub fn train_baseline(
                     }
                 }
                 let linear = Linear::train(config, featurizer.buckets as usize, namespace, &data);
-                Model::Linear(featurizer, linear)
+                let prior = config
+                    .label_name_weight
+                    .map(|weight| (LabelNames::new(&namespace.labels), weight));
+                Model::Linear(featurizer, linear, prior)
             }
+            BaselineKind::HeaderRule => Model::HeaderRule(HeaderRule::new(&namespace.labels)),
+            BaselineKind::HeaderMemory => Model::HeaderMemory(HeaderMemory::train(
+                examples.iter().flat_map(|(table, labelled)| {
+                    labelled
+                        .iter()
+                        .map(|(target, gold)| (header_of(table, target.column), gold.as_slice()))
+                }),
+                namespace.labels.len(),
+            )),
         }
     };
     Baseline {
@@ -324,6 +379,15 @@ pub fn train_baseline(
         ancestors: namespace.ancestors.clone(),
         model,
     }
+}
+
+/// The header of `table`'s `column`; empty when it has none (or there is no such column).
+fn header_of(table: &Table, column: usize) -> &str {
+    table
+        .columns
+        .get(column)
+        .and_then(|c| c.header.as_deref())
+        .unwrap_or("")
 }
 
 /// The constant answer: the most frequent label (ties: the first in namespace order), plus, for
@@ -345,133 +409,6 @@ fn majority(golds: &[&[usize]], n_labels: usize, kind: LabelKind) -> Vec<usize> 
             .filter(|&i| i == top || 2 * counts[i] > golds.len())
             .collect(),
     }
-}
-
-/// The baseline's featurizer: [`NgramConfig`] from a [`BaselineConfig`].
-fn featurizer(config: &BaselineConfig) -> NgramConfig {
-    let min_n = config.ngram.0.max(1);
-    NgramConfig {
-        buckets: u32::try_from(config.buckets.max(1)).unwrap_or(u32::MAX),
-        min_n,
-        max_n: config.ngram.1.max(min_n),
-        max_cells: config.max_cells,
-        neighbours: false,
-    }
-}
-
-/// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major.
-struct Linear {
-    n_labels: usize,
-    weights: Vec<f32>,
-    bias: Vec<f32>,
-}
-
-impl Linear {
-    fn train(
-        config: &BaselineConfig,
-        buckets: usize,
-        namespace: &Namespace,
-        data: &[(SparseFeatures, Vec<usize>)],
-    ) -> Self {
-        let n_labels = namespace.labels.len();
-        let mut model = Linear {
-            n_labels,
-            weights: vec![0.0; buckets * n_labels],
-            bias: vec![0.0; n_labels],
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-        let mut order: Vec<usize> = (0..data.len()).collect();
-        let total = (config.epochs * data.len()).max(1) as f32;
-        let rate = config.learning_rate.max(0.0);
-        let mut step = 0usize;
-        let mut grad = vec![0.0f32; n_labels];
-        for _ in 0..config.epochs {
-            order.shuffle(&mut rng);
-            for &i in &order {
-                let (features, gold) = &data[i];
-                let lr = rate * (1.0 - step as f32 / total);
-                step += 1;
-                let scores = model.scores(features);
-                match namespace.kind {
-                    LabelKind::SingleLabel => {
-                        // Softmax cross-entropy: grad = p − y, y spread evenly over the gold
-                        // labels (a single-label namespace may still list two for one target).
-                        let probs = softmax(&scores);
-                        grad.copy_from_slice(&probs);
-                        let share = 1.0 / gold.len() as f32;
-                        for &g in gold {
-                            grad[g] -= share;
-                        }
-                    }
-                    LabelKind::MultiLabel => {
-                        // One-vs-rest binary cross-entropy: grad = σ(s) − y per label.
-                        for (g, s) in grad.iter_mut().zip(&scores) {
-                            *g = sigmoid(*s);
-                        }
-                        for &g in gold {
-                            grad[g] -= 1.0;
-                        }
-                    }
-                }
-                for (b, g) in model.bias.iter_mut().zip(&grad) {
-                    *b -= lr * g;
-                }
-                for &(bucket, x) in features {
-                    let bucket = bucket as usize;
-                    let row = &mut model.weights[bucket * n_labels..(bucket + 1) * n_labels];
-                    for (w, g) in row.iter_mut().zip(&grad) {
-                        *w -= lr * x * g;
-                    }
-                }
-            }
-        }
-        model
-    }
-
-    fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
-        let mut scores = self.bias.clone();
-        for &(bucket, x) in features {
-            let bucket = bucket as usize;
-            let row = &self.weights[bucket * self.n_labels..(bucket + 1) * self.n_labels];
-            for (s, w) in scores.iter_mut().zip(row) {
-                *s += x * w;
-            }
-        }
-        scores
-    }
-
-    /// Single-label: the arg-max. Multi-label: every label with probability above 0.5, else the
-    /// arg-max (every target has at least one label).
-    fn decide(scores: &[f32], kind: LabelKind) -> Vec<usize> {
-        let mut best = None;
-        for (i, &s) in scores.iter().enumerate() {
-            if best.is_none_or(|(_, b)| s > b) {
-                best = Some((i, s));
-            }
-        }
-        let Some((top, _)) = best else {
-            return Vec::new();
-        };
-        if kind == LabelKind::MultiLabel {
-            // σ(s) > 0.5 ⇔ s > 0.
-            let above: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] > 0.0).collect();
-            if !above.is_empty() {
-                return above;
-            }
-        }
-        vec![top]
-    }
-}
-
-fn softmax(scores: &[f32]) -> Vec<f32> {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let exp: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
-    let sum: f32 = exp.iter().sum();
-    exp.into_iter().map(|e| e / sum).collect()
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 /// Scores `baseline` on the labelled targets of `tables` for `task`, as the model is scored:
@@ -502,7 +439,8 @@ pub fn baseline_predictions(
     for table in tables {
         let ngrams = baseline.table_ngrams(table);
         for target in targets(task, table) {
-            let (ids, scores) = baseline.score(ngrams.as_ref(), target.column, target.subject);
+            let (ids, scores) =
+                baseline.score(table, ngrams.as_ref(), target.column, target.subject);
             predictions.push(TargetPrediction {
                 table: table.id.clone(),
                 subject: target.subject,
@@ -782,8 +720,8 @@ mod tests {
         let ns = namespace(LabelKind::MultiLabel, &["city", "number"]);
         let weights =
             |seed: u64| match train_baseline(&ngram_config(seed), Task::Cta, &ns, &train).model {
-                Model::Linear(_, linear) => linear.weights,
-                Model::Constant(_) => panic!("the n-gram baseline trained no linear model"),
+                Model::Linear(_, linear, _) => linear.weights,
+                _ => panic!("the n-gram baseline trained no linear model"),
             };
         assert_eq!(weights(7), weights(7));
         // The seed is used: another visiting order gives other floats.

@@ -6,7 +6,7 @@
 //!   how the router routed per specialist and kind of table ([`RoutingReport`]).
 //! - [`abstention_curve`] and [`choose_threshold`]: precision against coverage when a
 //!   namespace gives no label below a probability threshold, and the threshold chosen on dev.
-//! - [`train_baseline`]: majority and character n-gram baselines, scored the same way.
+//! - [`train_baseline`]: majority, character n-gram and header-rule peers, scored the same way.
 //! - [`write_predictions`], [`read_predictions`] and [`paired_bootstrap`]: two systems'
 //!   predictions compared target by target, with a 95% interval of their micro-F1 difference
 //!   over tables.
@@ -28,7 +28,9 @@ mod baseline;
 mod compare;
 mod error;
 mod eval;
+mod header_peers;
 mod metrics;
+mod ngram_classifier;
 mod routing;
 mod spec;
 

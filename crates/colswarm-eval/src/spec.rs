@@ -119,6 +119,6 @@ mod tests {
         let message = spec.load().unwrap_err().to_string();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(message.contains("dataset g=sato-cv:"), "{message}");
-        assert!(message.contains("no .csv file"), "{message}");
+        assert!(message.contains("no .csv or .csv.gz file"), "{message}");
     }
 }

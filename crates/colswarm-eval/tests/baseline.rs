@@ -144,3 +144,132 @@ fn baseline_numbers_on_datasets() {
         );
     }
 }
+
+/// A one-table set: `(header, cells, CTA label)` per column.
+fn table(id: &str, columns: &[(&str, &[&str], &str)]) -> colswarm_tables::Table {
+    let columns = columns
+        .iter()
+        .map(|(header, cells, label)| {
+            let mut column = colswarm_tables::Column::new(
+                Some(header.to_string()),
+                cells
+                    .iter()
+                    .map(|c| colswarm_tables::Cell::new(*c))
+                    .collect(),
+            );
+            if !label.is_empty() {
+                column.labels = vec![label.to_string()];
+            }
+            column
+        })
+        .collect();
+    colswarm_tables::Table::new(id, columns)
+}
+
+const DBO: &str = "http://dbpedia.org/ontology/";
+
+fn dbpedia(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| format!("{DBO}{n}")).collect()
+}
+
+fn peer(kind: BaselineKind) -> BaselineConfig {
+    BaselineConfig {
+        kind,
+        ..BaselineConfig::default()
+    }
+}
+
+#[test]
+fn header_rule_types_columns_by_their_header_with_no_training() {
+    let labels = dbpedia(&["populationTotal", "country", "mayor", "PopulatedPlace/area"]);
+    let ns = namespace("t2d", DatasetFormat::T2d, LabelKind::SingleLabel, &labels);
+    let baseline = train_baseline(&peer(BaselineKind::HeaderRule), Task::Cta, &ns, &[]);
+    let cities = table(
+        "cities",
+        &[
+            ("City population", &["2,100,000"], "populationTotal"),
+            ("Country", &["France"], "country"),
+            ("Area (km²)", &["105"], "PopulatedPlace/area"),
+            ("Notes", &["-"], "mayor"),
+        ],
+    );
+    let predicted: Vec<Vec<String>> = (0..4).map(|c| baseline.predict_cta(&cities, c)).collect();
+    assert_eq!(predicted[0], [format!("{DBO}populationTotal")]);
+    assert_eq!(predicted[1], [format!("{DBO}country")]);
+    assert_eq!(predicted[2], [format!("{DBO}PopulatedPlace/area")]);
+    assert!(predicted[3].is_empty(), "no shared word: no label");
+}
+
+#[test]
+fn header_memory_answers_the_label_seen_with_the_header() {
+    let labels = dbpedia(&["populationTotal", "country"]);
+    let ns = namespace("t2d", DatasetFormat::T2d, LabelKind::SingleLabel, &labels);
+    let gold = |n: &str| format!("{DBO}{n}");
+    let train = vec![
+        table("a", &[("Inhabitants", &["5"], &gold("populationTotal"))]),
+        table("b", &[("inhabitants:", &["7"], &gold("populationTotal"))]),
+        table("c", &[("Nation", &["Peru"], &gold("country"))]),
+    ];
+    let baseline = train_baseline(&peer(BaselineKind::HeaderMemory), Task::Cta, &ns, &train);
+    let eval = table(
+        "d",
+        &[
+            ("INHABITANTS", &["9"], &gold("populationTotal")),
+            ("nation", &["Chile"], &gold("country")),
+            ("Country", &["Chile"], &gold("country")),
+        ],
+    );
+    assert_eq!(baseline.predict_cta(&eval, 0), [gold("populationTotal")]);
+    assert_eq!(baseline.predict_cta(&eval, 1), [gold("country")]);
+    // The rule would get `Country`; memory never saw it.
+    assert!(baseline.predict_cta(&eval, 2).is_empty());
+    let report = evaluate_baseline(&baseline, Task::Cta, &ns, &[eval]);
+    assert_eq!(report.n_targets, 3);
+    assert!((report.micro_f1 - 0.8).abs() < 1e-9, "{report:?}");
+}
+
+#[test]
+fn char_ngram_with_the_label_name_prior_can_answer_a_label_it_never_trained_on() {
+    let labels = dbpedia(&["country", "elevation"]);
+    let ns = namespace("t2d", DatasetFormat::T2d, LabelKind::SingleLabel, &labels);
+    let country = format!("{DBO}country");
+    let train: Vec<_> = ["Peru", "Chile", "Spain", "Italy"]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| table(&format!("t{i}"), &[("land", &[c], &country)]))
+        .collect();
+    let eval = table("e", &[("Elevation", &["3,400"], "")]);
+    let plain = BaselineConfig {
+        kind: BaselineKind::CharNgram,
+        buckets: 1 << 12,
+        ..BaselineConfig::default()
+    };
+    let with_prior = BaselineConfig {
+        label_name_weight: Some(50.0),
+        ..plain.clone()
+    };
+    let without = train_baseline(&plain, Task::Cta, &ns, &train);
+    assert_eq!(without.predict_cta(&eval, 0), [country.clone()]);
+    let with = train_baseline(&with_prior, Task::Cta, &ns, &train);
+    assert_eq!(with.predict_cta(&eval, 0), [format!("{DBO}elevation")]);
+}
+
+#[test]
+fn header_rule_reads_the_object_column_for_cpa() {
+    let labels = dbpedia(&["mayor", "country"]);
+    let ns = namespace("t2d", DatasetFormat::T2d, LabelKind::SingleLabel, &labels);
+    let baseline = train_baseline(&peer(BaselineKind::HeaderRule), Task::Cpa, &ns, &[]);
+    let cities = table(
+        "c",
+        &[
+            ("City", &["Lyon"], ""),
+            ("Mayor", &["Doucet"], ""),
+            ("Country", &["France"], ""),
+        ],
+    );
+    assert_eq!(baseline.predict_cpa(&cities, 0, 1), [format!("{DBO}mayor")]);
+    assert_eq!(
+        baseline.predict_cpa(&cities, 0, 2),
+        [format!("{DBO}country")]
+    );
+}

@@ -1,0 +1,140 @@
+//! The character n-gram baseline's classifier: a linear layer over hashed byte n-grams of a
+//! column ([`NgramConfig`]), trained with SGD (softmax and cross-entropy for single-label
+//! namespaces, one-vs-rest sigmoids and binary cross-entropy for multi-label ones). Its tests
+//! are the baseline's, in `baseline.rs`.
+
+use colswarm_swarm::LabelKind;
+use colswarm_tables::{NgramConfig, SparseFeatures};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::baseline::BaselineConfig;
+use colswarm_model::Namespace;
+
+/// The baseline's featurizer: [`NgramConfig`] from a [`BaselineConfig`].
+pub(crate) fn featurizer(config: &BaselineConfig) -> NgramConfig {
+    let min_n = config.ngram.0.max(1);
+    NgramConfig {
+        buckets: u32::try_from(config.buckets.max(1)).unwrap_or(u32::MAX),
+        min_n,
+        max_n: config.ngram.1.max(min_n),
+        max_cells: config.max_cells,
+        neighbours: false,
+    }
+}
+
+/// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major.
+pub(crate) struct Linear {
+    n_labels: usize,
+    pub(crate) weights: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl Linear {
+    pub(crate) fn train(
+        config: &BaselineConfig,
+        buckets: usize,
+        namespace: &Namespace,
+        data: &[(SparseFeatures, Vec<usize>)],
+    ) -> Self {
+        let n_labels = namespace.labels.len();
+        let mut model = Linear {
+            n_labels,
+            weights: vec![0.0; buckets * n_labels],
+            bias: vec![0.0; n_labels],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut order: Vec<usize> = (0..data.len()).collect();
+        let total = (config.epochs * data.len()).max(1) as f32;
+        let rate = config.learning_rate.max(0.0);
+        let mut step = 0usize;
+        let mut grad = vec![0.0f32; n_labels];
+        for _ in 0..config.epochs {
+            order.shuffle(&mut rng);
+            for &i in &order {
+                let (features, gold) = &data[i];
+                let lr = rate * (1.0 - step as f32 / total);
+                step += 1;
+                let scores = model.scores(features);
+                match namespace.kind {
+                    LabelKind::SingleLabel => {
+                        // Softmax cross-entropy: grad = p − y, y spread evenly over the gold
+                        // labels (a single-label namespace may still list two for one target).
+                        let probs = softmax(&scores);
+                        grad.copy_from_slice(&probs);
+                        let share = 1.0 / gold.len() as f32;
+                        for &g in gold {
+                            grad[g] -= share;
+                        }
+                    }
+                    LabelKind::MultiLabel => {
+                        // One-vs-rest binary cross-entropy: grad = σ(s) − y per label.
+                        for (g, s) in grad.iter_mut().zip(&scores) {
+                            *g = sigmoid(*s);
+                        }
+                        for &g in gold {
+                            grad[g] -= 1.0;
+                        }
+                    }
+                }
+                for (b, g) in model.bias.iter_mut().zip(&grad) {
+                    *b -= lr * g;
+                }
+                for &(bucket, x) in features {
+                    let bucket = bucket as usize;
+                    let row = &mut model.weights[bucket * n_labels..(bucket + 1) * n_labels];
+                    for (w, g) in row.iter_mut().zip(&grad) {
+                        *w -= lr * x * g;
+                    }
+                }
+            }
+        }
+        model
+    }
+
+    pub(crate) fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
+        let mut scores = self.bias.clone();
+        for &(bucket, x) in features {
+            let bucket = bucket as usize;
+            let row = &self.weights[bucket * self.n_labels..(bucket + 1) * self.n_labels];
+            for (s, w) in scores.iter_mut().zip(row) {
+                *s += x * w;
+            }
+        }
+        scores
+    }
+
+    /// Single-label: the arg-max. Multi-label: every label with probability above 0.5, else the
+    /// arg-max (every target has at least one label).
+    pub(crate) fn decide(scores: &[f32], kind: LabelKind) -> Vec<usize> {
+        let mut best = None;
+        for (i, &s) in scores.iter().enumerate() {
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((i, s));
+            }
+        }
+        let Some((top, _)) = best else {
+            return Vec::new();
+        };
+        if kind == LabelKind::MultiLabel {
+            // σ(s) > 0.5 ⇔ s > 0.
+            let above: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] > 0.0).collect();
+            if !above.is_empty() {
+                return above;
+            }
+        }
+        vec![top]
+    }
+}
+
+pub(crate) fn softmax(scores: &[f32]) -> Vec<f32> {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exp: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
+    let sum: f32 = exp.iter().sum();
+    exp.into_iter().map(|e| e / sum).collect()
+}
+
+pub(crate) fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
