@@ -74,10 +74,24 @@ fn bench_t2d(c: &mut Criterion) {
         .sample_size(20)
         .measurement_time(Duration::from_secs(20));
     group.bench_function("plain", |b| {
-        b.iter(|| load_tables(DatasetFormat::T2d, &[plain_dir.clone()], Split::All).unwrap())
+        b.iter(|| {
+            load_tables(
+                DatasetFormat::T2d,
+                std::slice::from_ref(&plain_dir),
+                Split::All,
+            )
+            .unwrap()
+        })
     });
     group.bench_function("tar-gz", |b| {
-        b.iter(|| load_tables(DatasetFormat::T2d, &[archive_path.clone()], Split::All).unwrap())
+        b.iter(|| {
+            load_tables(
+                DatasetFormat::T2d,
+                std::slice::from_ref(&archive_path),
+                Split::All,
+            )
+            .unwrap()
+        })
     });
     group.finish();
     let _ = fs::remove_dir_all(plain_dir);
