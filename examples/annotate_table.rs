@@ -36,9 +36,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         for relation in &column.relations {
+            // An abstaining namespace names no relation: none of its relations fits.
+            let best = relation
+                .relation
+                .as_ref()
+                .map_or(("none", 0.0), |r| (r.label.as_str(), r.confidence));
             println!(
                 "     {:<24} {:<10} relation {} ({:.2})",
-                "", relation.namespace, relation.relation.label, relation.relation.confidence
+                "", relation.namespace, best.0, best.1
             );
         }
     }

@@ -146,6 +146,8 @@ def annotation_rows(annotation: Dict[str, Any]) -> List[Dict[str, Any]]:
     rows = []
     for column in annotation["columns"]:
         relation = column["relations"][0] if column["relations"] else None
+        # An abstaining relation namespace names no relation (its top_k still lists them).
+        best_relation = relation.get("relation") if relation else None
         for types in column["types"]:
             best = types["labels"][0] if types["labels"] else None
             rows.append(
@@ -158,9 +160,9 @@ def annotation_rows(annotation: Dict[str, Any]) -> List[Dict[str, Any]]:
                     "confidence": best["confidence"] if best else float("nan"),
                     "labels": [l["label"] for l in types["labels"]],
                     "top_k": _scored(types["top_k"]),
-                    "relation": relation["relation"]["label"] if relation else None,
+                    "relation": best_relation["label"] if best_relation else None,
                     "relation_confidence": (
-                        relation["relation"]["confidence"] if relation else float("nan")
+                        best_relation["confidence"] if best_relation else float("nan")
                     ),
                     "relation_top_k": _scored(relation["top_k"]) if relation else [],
                     "subject_column": annotation["subject_column"],

@@ -78,14 +78,18 @@ pub fn annotations_to_record_batch(
                     );
                 }
             }
+            // An abstaining relation namespace gives no row, as an abstaining type namespace
+            // gives no label.
             for relation in &col.relations {
-                row(
-                    "cpa",
-                    &relation.namespace,
-                    &relation.relation.label,
-                    relation.relation.confidence,
-                    Some(relation.subject_column),
-                );
+                if let Some(best) = &relation.relation {
+                    row(
+                        "cpa",
+                        &relation.namespace,
+                        &best.label,
+                        best.confidence,
+                        Some(relation.subject_column),
+                    );
+                }
             }
         }
     }
@@ -184,8 +188,9 @@ mod tests {
                     relations: vec![RelationAnnotation {
                         namespace: "t2d".into(),
                         subject_column: 0,
-                        relation: scored("releaseDate", 0.6),
+                        relation: Some(scored("releaseDate", 0.6)),
                         top_k: vec![],
+                        abstained: false,
                     }],
                 },
                 // The namespace abstained: no label, so no row.

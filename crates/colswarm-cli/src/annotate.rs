@@ -175,7 +175,7 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
         .map(|g| g.specialist.as_str())
         .collect();
     for column in &annotation.columns {
-        let relation = column.relations.first();
+        let best_relation = column.relations.first().and_then(|r| r.relation.as_ref());
         for types in &column.types {
             let labels: Vec<&str> = types.labels.iter().map(|l| l.label.as_str()).collect();
             // An abstaining namespace gives no label, so no confidence either.
@@ -192,8 +192,8 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
                 csv_field(&types.namespace),
                 csv_field(&labels.join("|")),
                 confidence,
-                csv_field(relation.map_or("", |r| r.relation.label.as_str())),
-                relation.map_or(String::new(), |r| format!("{:.4}", r.relation.confidence)),
+                csv_field(best_relation.map_or("", |r| r.label.as_str())),
+                best_relation.map_or(String::new(), |r| format!("{:.4}", r.confidence)),
                 csv_field(&active.join("|")),
             )?;
         }

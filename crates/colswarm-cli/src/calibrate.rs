@@ -1,4 +1,5 @@
-//! `calibrate`: per CTA namespace, the probability below which the model gives no label,
+//! `calibrate`: per namespace (CTA, or CPA with `--task cpa`), the probability below which the
+//! model gives no label,
 //! chosen on labelled dev tables and stored in the model directory's `labels.json`; and the
 //! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, and the
 //! router's threshold for the state specialists ([`set_router_threshold`]), as given.
@@ -24,15 +25,21 @@ pub(crate) struct CalibrateArgs {
     /// Model directory.
     #[arg(long)]
     model: PathBuf,
-    /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being the model's CTA namespace
-    /// (repeatable: one threshold per namespace). Use tables the model was not trained on.
+    /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being one of the model's namespaces of
+    /// `--task` (repeatable: one threshold per namespace). Use tables the model was not trained
+    /// on.
     #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "router_threshold"])]
     dev: Vec<String>,
-    /// Store this threshold for a CTA namespace as given, NAMESPACE=THRESHOLD (repeatable):
+    /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
+    /// (repeatable):
     /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
     /// it; `NAMESPACE=none` removes the namespace's threshold.
     #[arg(long = "set", value_name = "NAMESPACE=THRESHOLD")]
     set: Vec<String>,
+    /// Whose abstention `--dev` and `--set` calibrate: `cta`, the types (default), or `cpa`,
+    /// the relations (a relation namespace then answers "none fits" below its threshold).
+    #[arg(long, default_value = "cta")]
+    task: Task,
     /// Store the weight of the label-name prior for a namespace, [TASK:]NAMESPACE=WEIGHT
     /// (repeatable; TASK `cta` or `cpa`, both without it): a column's header raises the labels
     /// whose names share its words, by WEIGHT times the share (Jaccard) of words in common.
@@ -92,16 +99,17 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     let mut found = Vec::new();
     for spec in &args.dev {
         let spec: DataSpec = spec.parse()?;
-        let Some(namespace) = model.space.namespace(Task::Cta, &spec.namespace) else {
+        let Some(namespace) = model.space.namespace(args.task, &spec.namespace) else {
             bail!(
-                "--dev {spec}: the model has no CTA namespace `{}` (it has: {})",
+                "--dev {spec}: the model has no {} namespace `{}` (it has: {})",
+                task_name(args.task),
                 spec.namespace,
-                namespaces(&model.space.cta)
+                namespaces(model.space.list(args.task))
             );
         };
         let data = spec.load()?;
         let options = EvalOptions {
-            task: Task::Cta,
+            task: args.task,
             namespace: Some(spec.namespace.clone()),
             batch_size: args.batch_size,
             specialists: SpecialistUse::Router,
@@ -110,7 +118,10 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         };
         let report = evaluate(&model, &data.tables, spec.format, &options)?;
         if report.targets.is_empty() {
-            bail!("--dev {spec}: no labelled column to calibrate on");
+            bail!(
+                "--dev {spec}: no labelled {} target to calibrate on",
+                args.task
+            );
         }
         let curve = abstention_curve(&report.targets, namespace);
         let chosen = choose_threshold(&curve, rule)
@@ -123,14 +134,19 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             curve: if args.curve { curve } else { Vec::new() },
         });
     }
+    let calibrated = match args.task {
+        Task::Cta => &mut model.space.cta,
+        Task::Cpa => &mut model.space.cpa,
+    };
     for c in &found {
-        if let Some(n) = model.space.cta.iter_mut().find(|n| n.name == c.namespace) {
+        if let Some(n) = calibrated.iter_mut().find(|n| n.name == c.namespace) {
             n.abstain_below = Some(c.chosen.threshold);
         }
     }
     for given in &args.set {
         let (name, value) = parse_set(given)?;
-        cta_namespace(&mut model.space.cta, "--set", given, &name)?.abstain_below = value;
+        let kind = task_name(args.task);
+        task_namespace(calibrated, kind, "--set", given, &name)?.abstain_below = value;
     }
     for given in &args.label_names {
         let (task, name, weight) = parse_weight(given)?;
@@ -161,7 +177,8 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             }
         };
         let flag = "--label-names-skip-subject";
-        cta_namespace(&mut model.space.cta, flag, given, name)?.label_name_skip_subject = skip;
+        let cta = &mut model.space.cta;
+        task_namespace(cta, "CTA", flag, given, name)?.label_name_skip_subject = skip;
     }
     let dir = match &args.out {
         Some(out) => {
@@ -216,10 +233,12 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             }
         }
     }
-    for n in &model.space.cta {
-        match n.abstain_below {
-            Some(t) => out!("{}: abstains below {t:.2}", n.name),
-            None => out!("{}: never abstains", n.name),
+    for (task, list) in [("CTA", &model.space.cta), ("CPA", &model.space.cpa)] {
+        for n in list.iter() {
+            match n.abstain_below {
+                Some(t) => out!("{} ({task}): abstains below {t:.2}", n.name),
+                None => out!("{} ({task}): never abstains", n.name),
+            }
         }
     }
     for (task, list) in [("CTA", &model.space.cta), ("CPA", &model.space.cpa)] {
@@ -246,17 +265,27 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     Ok(())
 }
 
-/// The CTA namespace `name` that `flag given` names, or an error listing those there are.
-fn cta_namespace<'a>(
-    cta: &'a mut [Namespace],
+/// The namespace `name` of `list` (the `kind` head's) that `flag given` names, or an error
+/// listing those there are.
+fn task_namespace<'a>(
+    list: &'a mut [Namespace],
+    kind: &str,
     flag: &str,
     given: &str,
     name: &str,
 ) -> Result<&'a mut Namespace> {
-    let known = namespaces(cta.iter());
-    cta.iter_mut().find(|n| n.name == name).with_context(|| {
-        format!("{flag} {given}: the model has no CTA namespace `{name}` (it has: {known})")
+    let known = namespaces(list.iter());
+    list.iter_mut().find(|n| n.name == name).with_context(|| {
+        format!("{flag} {given}: the model has no {kind} namespace `{name}` (it has: {known})")
     })
+}
+
+/// `CTA` or `CPA`, as messages name the heads.
+fn task_name(task: Task) -> &'static str {
+    match task {
+        Task::Cta => "CTA",
+        Task::Cpa => "CPA",
+    }
 }
 
 fn namespaces<'a>(list: impl IntoIterator<Item = &'a Namespace>) -> String {

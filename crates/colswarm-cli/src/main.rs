@@ -108,8 +108,9 @@ enum Command {
     Eval(EvalArgs),
     /// Annotates tables: types, relations to the subject column, router decisions.
     Annotate(AnnotateArgs),
-    /// Chooses, per CTA namespace and on labelled dev tables, the probability below which the
-    /// model gives no label ("none fits"), and stores it in the model directory.
+    /// Chooses, per namespace (types, or relations with `--task cpa`) and on labelled dev tables,
+    /// the probability below which the model gives no label ("none fits"), and stores it in the
+    /// model directory.
     Calibrate(calibrate::CalibrateArgs),
     /// Shows a model directory or checkpoint: configuration, sizes, checksums.
     Inspect(InspectArgs),

@@ -463,3 +463,94 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
         "{err}"
     );
 }
+
+#[test]
+fn calibrate_task_cpa_stores_a_relation_threshold_that_annotate_and_eval_honour() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("cpa");
+    // A threshold above most of the README table's relation confidences, so some abstain.
+    let threshold = 0.999;
+    let stored = stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--task",
+        "cpa",
+        "--set",
+        &format!("t2d={threshold}"),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert!(
+        stored.contains("t2d (CPA): abstains below 1.00"),
+        "{stored}"
+    );
+    let labels: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("labels.json")).unwrap()).unwrap();
+    let cpa_threshold = labels["cpa"][0]["abstain_below"].as_f64().unwrap();
+    assert!((cpa_threshold - threshold).abs() < 1e-6);
+    // The CTA namespace of the same name keeps its own threshold.
+    let cta_threshold = labels["cta"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "t2d")
+        .unwrap()["abstain_below"]
+        .as_f64()
+        .unwrap();
+    assert!((cta_threshold - 0.82).abs() < 1e-6, "{cta_threshold}");
+
+    let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
+    let relations = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = vec!["annotate", "--model", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(table);
+        let annotation: serde_json::Value =
+            serde_json::from_str(stdout(&colswarm(&args)).trim()).unwrap();
+        annotation["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["relations"].as_array().unwrap().clone())
+            .collect()
+    };
+    let abstaining = relations(&[]);
+    assert!(!abstaining.is_empty());
+    let mut abstained = 0;
+    for r in &abstaining {
+        let best = r["top_k"][0]["confidence"].as_f64().unwrap();
+        let none = r["abstained"].as_bool().unwrap();
+        assert_eq!(none, best < threshold, "{r}");
+        assert_eq!(r["relation"].is_null(), none, "{r}");
+        abstained += usize::from(none);
+    }
+    assert!(abstained > 0, "no relation abstained at {threshold}");
+    for r in relations(&["--no-abstain"]) {
+        assert_eq!(r["abstained"], false);
+        assert!(r["relation"]["label"].is_string(), "{r}");
+    }
+
+    // eval reports the relation namespace's coverage at its threshold; micro-F1 is unchanged.
+    let eval = |model: &Path| -> serde_json::Value {
+        let out = colswarm(&[
+            "eval",
+            "--model",
+            model.to_str().unwrap(),
+            "--format",
+            "t2d",
+            "--input",
+            "datasets/t2d-webtables/t2d.tar.gz",
+            "--split",
+            "dev",
+            "--task",
+            "cpa",
+            "--json",
+        ]);
+        serde_json::from_str(stdout(&out).trim()).unwrap()
+    };
+    let (plain, calibrated) = (eval(&shipped), eval(&out));
+    assert_eq!(plain["micro_f1"], calibrated["micro_f1"]);
+    let coverage = calibrated["abstention"]["coverage"].as_f64().unwrap();
+    assert!(coverage < 1.0, "{}", calibrated["abstention"]);
+}

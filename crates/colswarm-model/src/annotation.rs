@@ -47,10 +47,15 @@ pub struct RelationAnnotation {
     pub namespace: String,
     /// The subject column.
     pub subject_column: usize,
-    /// The predicted relation.
-    pub relation: Scored,
-    /// The `k` most probable relations.
+    /// The predicted relation; none when the namespace abstains.
+    pub relation: Option<Scored>,
+    /// The `k` most probable relations (listed even when the namespace abstains).
     pub top_k: Vec<Scored>,
+    /// Whether the namespace abstained: its best relation's probability is below the
+    /// threshold the model stores for it ([`crate::Namespace::abstain_below`]), so no relation
+    /// fits.
+    #[serde(default)]
+    pub abstained: bool,
 }
 
 /// Everything the model says about one column.
@@ -527,13 +532,15 @@ impl Outputs {
                         cpa.iter().map(move |(i, names)| {
                             let ns = &model.space.cpa[*i];
                             let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
-                            // A namespace is never empty, so the best relation exists.
-                            let best = top_k(ns, &probs, 1).remove(0);
+                            let abstained = options.abstain && abstains(ns, &probs);
                             RelationAnnotation {
                                 namespace: ns.name.clone(),
                                 subject_column: subject,
-                                relation: best,
+                                relation: (!abstained)
+                                    .then(|| top_k(ns, &probs, 1).into_iter().next())
+                                    .flatten(),
                                 top_k: top_k(ns, &probs, k),
+                                abstained,
                             }
                         })
                     })
