@@ -23,7 +23,7 @@ for k in 0 1 2 3 4; do
   $BIN calibrate --model "$model" --label-names "cpa:t2d=$WEIGHT" --out "$OUT/fold$k" >/dev/null
   $BIN calibrate --model "$OUT/fold$k" --task cpa --dev "t2d=t2d:$T#folds=$k" --curve --json \
     >"$OUT/fold$k.json"
-  echo "fold $k: $(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[0]["chosen"]; print(f"threshold {c["threshold"]:.2f}, coverage {c["coverage"]:.3f}, precision {c["precision"]:.3f}")' "$OUT/fold$k.json")" >&2
+  echo "fold $k: $(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[0]["chosen"]; print("threshold %.2f, coverage %.3f, precision %.3f" % (c["threshold"], c["coverage"], c["precision"]))' "$OUT/fold$k.json")" >&2
 done
 python3 - "$OUT" <<'PY'
 import json, statistics, sys
