@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The CPA abstention threshold ("no relation fits") of the shipped recipe, chosen on held-out
-# tables: for each fold model of scripts/t2d-cross-validation.sh (TCV, default runs/t2d-cv), with
-# the shipped model's CPA label-name prior (WEIGHT, default 12), `calibrate --task cpa` on its own
-# held-out fold gives the threshold with the best micro-F1 (an abstention counts as a miss) and
-# the whole curve. The threshold to store is the median of the five; the out-of-sample report
-# scores each fold at the median of the other four folds' thresholds (nested: no fold's
-# threshold is chosen on its own tables), pooled over the folds.
+# tables. For each fold model of scripts/t2d-cross-validation.sh (TCV, default runs/t2d-cv) it
+# builds the shipped configuration of T2D's relations: the CPA label-name prior (WEIGHT, default
+# 12), a T2D expert trained on the fold's four training folds alone (the shipped expert's shape,
+# seed 11) and the `t2d-silver` expert, both opening below 0.95. On the model's own held-out
+# fold, `calibrate --task cpa` gives the threshold with the best micro-F1 (an abstention counts
+# as a miss) and the whole curve, and `eval` its predictions (pooled in
+# $OUT/predictions-all.jsonl, for `colswarm compare` with the peers of
+# scripts/evaluate-peers.sh). The threshold to store is the median of the five; the
+# out-of-sample report scores each fold at the median of the other four folds' thresholds
+# (nested: no fold's threshold is chosen on its own tables), pooled over the folds.
 # Usage: scripts/cpa-abstention.sh   (writes $OUT, default runs/cpa-abstention, and prints the
-# summary; BIN as in the other scripts). About 2 minutes.
+# summary; BIN as in the other scripts). About 8 minutes on 2 cores, most of it the experts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TCV=${TCV:-runs/t2d-cv}
@@ -15,16 +19,42 @@ OUT=${OUT:-runs/cpa-abstention}
 WEIGHT=${WEIGHT:-12}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 T=datasets/t2d-webtables/t2d.tar.gz
+V=models/colswarm-small/word_vectors.safetensors
+SILVER=t2d-silver=models/colswarm-small/experts/t2d-silver
 mkdir -p "$OUT"
-for k in 0 1 2 3 4; do
-  model="$TCV/fold$k-avg"
+
+fold() {
+  local k=$1 others model="$TCV/fold$k-avg" expert="$OUT/expert$k"
+  others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
   [ -d "$model" ] || { echo "no $model: run scripts/t2d-cross-validation.sh first" >&2; exit 1; }
-  rm -rf "$OUT/fold$k"
-  $BIN calibrate --model "$model" --label-names "cpa:t2d=$WEIGHT" --out "$OUT/fold$k" >/dev/null
-  $BIN calibrate --model "$OUT/fold$k" --task cpa --dev "t2d=t2d:$T#folds=$k" --curve --json \
+  if [ ! -d "$expert-avg" ]; then
+    $BIN --threads 1 train --d-model 32 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
+      --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
+      --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
+      --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 --seed 11 --quiet \
+      --train "t2d=t2d:$T#folds=$others" --out "$expert" >"$expert.json"
+    # shellcheck disable=SC2046
+    $BIN average $(ls -d "$expert"/checkpoints/step-*/model | tail -6) --out "$expert-avg" >/dev/null
+  fi
+  rm -rf "$OUT/fold$k" "$OUT/fold$k-prior" "$OUT/fold$k-one"
+  $BIN calibrate --model "$model" --label-names "cpa:t2d=$WEIGHT" --out "$OUT/fold$k-prior" >/dev/null
+  $BIN add-expert --model "$OUT/fold$k-prior" --expert "t2d-expert=$expert-avg" --open-below 0.95 \
+    --out "$OUT/fold$k-one" >/dev/null
+  $BIN add-expert --model "$OUT/fold$k-one" --expert "$SILVER" --open-below 0.95 --out "$OUT/fold$k" >/dev/null
+  rm -rf "$OUT/fold$k-prior" "$OUT/fold$k-one"
+  $BIN --threads 1 calibrate --model "$OUT/fold$k" --task cpa --dev "t2d=t2d:$T#folds=$k" --curve --json \
     >"$OUT/fold$k.json"
+  $BIN --threads 1 eval --model "$OUT/fold$k" --format t2d --input "$T" --split "folds=$k" --task cpa \
+    --json --predictions "$OUT/predictions-fold$k.jsonl" >"$OUT/eval-fold$k.json"
   echo "fold $k: $(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[0]["chosen"]; print("threshold %.2f, coverage %.3f, precision %.3f" % (c["threshold"], c["coverage"], c["precision"]))' "$OUT/fold$k.json")" >&2
+}
+
+for pair in "0 1" "2 3" "4"; do
+  pids=()
+  for k in $pair; do fold "$k" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid"; done   # a failed fold stops the script
 done
+cat "$OUT"/predictions-fold?.jsonl >"$OUT/predictions-all.jsonl"
 python3 - "$OUT" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
