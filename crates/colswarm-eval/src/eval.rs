@@ -160,13 +160,18 @@ pub fn evaluate(
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
+        // A CPA target is a pair from the set's own subject column. Types are predicted as at
+        // run time, where no gold key exists: from the model's own choice of subject column
+        // (which the label-name prior may leave out).
         let subjects: Vec<usize> = chunk
             .iter()
-            .map(|t| {
-                t.cpa_targets
+            .map(|t| match options.task {
+                Task::Cpa => t
+                    .cpa_targets
                     .first()
                     .map(|c| c.subject_column)
-                    .unwrap_or_else(|| colswarm_model::subject_column(t))
+                    .unwrap_or_else(|| colswarm_model::subject_column(t)),
+                Task::Cta => colswarm_model::subject_column(t),
             })
             .collect();
         let start = Instant::now();
