@@ -1,6 +1,6 @@
 //! `calibrate`: per namespace (CTA, or CPA with `--task cpa`), the probability below which the
-//! model gives no label,
-//! chosen on labelled dev tables and stored in the model directory's `labels.json`; and the
+//! model gives no label, chosen on labelled dev tables and stored in the model directory's
+//! `labels.json`; and the
 //! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, and the
 //! router's threshold for the state specialists ([`set_router_threshold`]), as given.
 
@@ -31,9 +31,8 @@ pub(crate) struct CalibrateArgs {
     #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "router_threshold"])]
     dev: Vec<String>,
     /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
-    /// (repeatable):
-    /// one chosen elsewhere, such as on dev with a model of the same recipe trained without
-    /// it; `NAMESPACE=none` removes the namespace's threshold.
+    /// (repeatable): one chosen elsewhere, such as on dev with a model of the same recipe
+    /// trained without it; `NAMESPACE=none` removes the namespace's threshold.
     #[arg(long = "set", value_name = "NAMESPACE=THRESHOLD")]
     set: Vec<String>,
     /// Whose abstention `--dev` and `--set` calibrate: `cta`, the types (default), or `cpa`,
