@@ -5,7 +5,7 @@
 # installed here from Debian's packages when missing. The benches are compiled, not run.
 # Then the Python package's tests (scripts/python-test.sh). Extra arguments go to the cargo test
 # run (e.g. a test-name filter).
-# From an empty target/: about 26 minutes on a 2-core machine, the Python stage included, and
+# From an empty target/: about 22-26 minutes on a 2-core machine, the Python stage included, and
 # 8 GB of target/; `cargo test --workspace` (CPU only, no GPU kernel tests) about 13.
 set -euo pipefail
 cd "$(dirname "$0")/.."
