@@ -80,23 +80,8 @@ fn calibrate_stores_a_threshold_that_eval_and_annotate_honour() {
     assert_eq!(coverage[0], 1.0);
 
     // eval reports the same point beside an unchanged micro-F1.
-    let eval = |model: &Path| -> serde_json::Value {
-        let out = colswarm(&[
-            "eval",
-            "--model",
-            model.to_str().unwrap(),
-            "--format",
-            "t2d",
-            "--input",
-            data.path().to_str().unwrap(),
-            "--task",
-            "cta",
-            "--namespace",
-            "t2d",
-            "--json",
-        ]);
-        serde_json::from_str(stdout(&out).trim()).unwrap()
-    };
+    let input = data.path().to_str().unwrap();
+    let eval = |model: &Path| eval_t2d(model, input, &["--task", "cta", "--namespace", "t2d"]);
     let (plain, calibrated) = (eval(&shipped), eval(&out));
     assert_eq!(plain["micro_f1"], calibrated["micro_f1"]);
     assert!(plain.get("abstention").is_none());
@@ -532,25 +517,23 @@ fn calibrate_task_cpa_stores_a_relation_threshold_that_annotate_and_eval_honour(
     }
 
     // eval reports the relation namespace's coverage at its threshold; micro-F1 is unchanged.
-    let eval = |model: &Path| -> serde_json::Value {
-        let out = colswarm(&[
-            "eval",
-            "--model",
-            model.to_str().unwrap(),
-            "--format",
-            "t2d",
-            "--input",
-            "datasets/t2d-webtables/t2d.tar.gz",
-            "--split",
-            "dev",
-            "--task",
-            "cpa",
-            "--json",
-        ]);
-        serde_json::from_str(stdout(&out).trim()).unwrap()
+    let eval = |model: &Path| {
+        let input = "datasets/t2d-webtables/t2d.tar.gz";
+        eval_t2d(model, input, &["--split", "dev", "--task", "cpa"])
     };
     let (plain, calibrated) = (eval(&shipped), eval(&out));
     assert_eq!(plain["micro_f1"], calibrated["micro_f1"]);
     let coverage = calibrated["abstention"]["coverage"].as_f64().unwrap();
     assert!(coverage < 1.0, "{}", calibrated["abstention"]);
+}
+
+/// `eval --json` of `model` on T2D data at `input`, with `extra` flags.
+fn eval_t2d(model: &Path, input: &str, extra: &[&str]) -> serde_json::Value {
+    let model = model.to_str().unwrap();
+    let mut args = vec![
+        "eval", "--model", model, "--format", "t2d", "--input", input,
+    ];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    serde_json::from_str(stdout(&colswarm(&args)).trim()).unwrap()
 }
