@@ -4,57 +4,13 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use colswarm_tables::{
-    CsvOptions, Delimiter, RaggedRows, ReadOptions, Table, extension_uncompressed,
-    read_csv_from_reader, read_csv_with_report, read_sotab_table,
-};
+pub use colswarm_tables::ReadTableOptions;
+use colswarm_tables::{Table, read_table_file, read_table_stream};
 
 use crate::error::ModelError;
 
 /// Extensions of the table files a directory is searched for.
 pub const TABLE_EXTENSIONS: [&str; 6] = ["csv", "tsv", "json", "gz", "parquet", "txt"];
-
-/// How [`read_table_with`] reads a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadTableOptions {
-    /// Repair invalid UTF-8 and cut oversized cells instead of failing (default `false`).
-    pub lossy: bool,
-    /// Rows kept from a delimited file: a uniform, deterministic sample of this many, so tables
-    /// of any length are read in bounded memory (default 1,000; the model itself reads far
-    /// fewer, see its `serialize.json`).
-    pub sample_rows: usize,
-}
-
-impl Default for ReadTableOptions {
-    fn default() -> Self {
-        ReadTableOptions {
-            lossy: false,
-            sample_rows: 1000,
-        }
-    }
-}
-
-fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
-    let tsv = extension_uncompressed(path).is_some_and(|e| e == "tsv");
-    CsvOptions {
-        sample_rows: Some(options.sample_rows),
-        read: ReadOptions {
-            // Sampling bounds memory, so no row limit is needed; cells stay capped at 1 MiB
-            // (an error, or a cut with `lossy`).
-            max_rows: usize::MAX,
-            lossy: options.lossy,
-            ..ReadOptions::default()
-        },
-        delimiter: if tsv {
-            Delimiter::Byte(b'\t')
-        } else {
-            Delimiter::Detect
-        },
-        // Web tables are often ragged: pad them rather than refuse them.
-        ragged_rows: RaggedRows::Pad,
-        ..CsvOptions::default()
-    }
-}
 
 /// Reads one table file with the default [`ReadTableOptions`]: GitTables parquet (`.parquet`,
 /// with the `parquet` feature), SOTAB JSON (`.json`, `.json.gz`), else delimited text, gzipped
@@ -74,49 +30,17 @@ pub fn read_table_with(
     path: impl AsRef<Path>,
     options: &ReadTableOptions,
 ) -> Result<Table, ModelError> {
-    let path = path.as_ref();
-    let name = path.to_string_lossy().to_lowercase();
-    let read = ReadOptions {
-        lossy: options.lossy,
-        ..ReadOptions::default()
-    };
-    let table = if name.ends_with(".parquet") {
-        read_parquet(path, &read)?
-    } else if name.ends_with(".json.gz") || name.ends_with(".json") {
-        read_sotab_table(path, &read)?
-    } else {
-        read_csv_with_report(path, &csv_options(path, options))?.0
-    };
-    Ok(table)
-}
-
-#[cfg(feature = "parquet")]
-fn read_parquet(path: &Path, read: &ReadOptions) -> Result<Table, ModelError> {
-    Ok(colswarm_tables::read_gittables_parquet(path, None, read)?.0)
-}
-
-#[cfg(not(feature = "parquet"))]
-fn read_parquet(path: &Path, _read: &ReadOptions) -> Result<Table, ModelError> {
-    Err(ModelError::Input {
-        path: path.to_path_buf(),
-        reason: "this build reads no parquet files: enable colswarm-model's `parquet` feature"
-            .to_string(),
-    })
+    Ok(read_table_file(path.as_ref(), options)?)
 }
 
 /// Reads a delimited table from any reader (stdin, bytes in memory); `name` becomes the table
 /// id and names the source in errors.
 pub fn read_table_from(
-    mut reader: impl Read,
+    reader: impl Read,
     name: &str,
     options: &ReadTableOptions,
 ) -> Result<Table, ModelError> {
-    let mut bytes = Vec::new();
-    let path = Path::new(name);
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|e| ModelError::io(path, e))?;
-    Ok(read_csv_from_reader(bytes.as_slice(), path, name, &csv_options(path, options))?.0)
+    Ok(read_table_stream(reader, name, options)?)
 }
 
 /// The table files among `inputs`, in the order given: a directory gives its files with a
@@ -176,40 +100,6 @@ mod tests {
     }
 
     #[test]
-    fn ragged_rows_are_padded_and_long_tables_sampled() {
-        let dir = tempfile::tempdir().unwrap();
-        let ragged = write(dir.path(), "r.csv", "a,b,c\n1,2\n3,4,5\n");
-        let table = read_table(&ragged).unwrap();
-        assert_eq!(table.n_columns(), 3);
-        assert_eq!(table.columns[2].cells.len(), 2);
-        let mut long = String::from("x\n");
-        for i in 0..50 {
-            long.push_str(&format!("{i}\n"));
-        }
-        let long = write(dir.path(), "l.csv", &long);
-        let options = ReadTableOptions {
-            sample_rows: 10,
-            ..ReadTableOptions::default()
-        };
-        let sampled = read_table_with(&long, &options).unwrap();
-        assert_eq!(sampled.columns[0].cells.len(), 10);
-        assert_eq!(read_table(&long).unwrap().columns[0].cells.len(), 50);
-    }
-
-    #[test]
-    fn tsv_is_split_on_tabs_and_a_reader_reads_as_a_file_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let tsv = write(dir.path(), "t.tsv", "a\tb,c\n1\t2,3\n");
-        let table = read_table(&tsv).unwrap();
-        assert_eq!(table.n_columns(), 2);
-        let csv = write(dir.path(), "c.csv", "a,b\n1,2\n");
-        let from_file = read_table(&csv).unwrap();
-        let from_reader =
-            read_table_from("a,b\n1,2\n".as_bytes(), "c", &ReadTableOptions::default()).unwrap();
-        assert_eq!(from_file.columns, from_reader.columns);
-    }
-
-    #[test]
     fn directories_list_their_table_files_sorted_and_missing_inputs_are_named() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "b.csv", "x\n1\n");
@@ -226,19 +116,5 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = table_files(&[empty.path().to_path_buf()]).unwrap_err();
         assert!(err.to_string().contains("no table file"), "{err}");
-    }
-
-    #[test]
-    fn invalid_utf8_is_an_error_naming_the_file_unless_lossy() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.csv");
-        std::fs::write(&path, b"a,b\n\xff\xfe,2\n").unwrap();
-        let err = read_table(&path).unwrap_err();
-        assert!(err.to_string().contains("bad.csv"), "{err}");
-        let options = ReadTableOptions {
-            lossy: true,
-            ..ReadTableOptions::default()
-        };
-        assert_eq!(read_table_with(&path, &options).unwrap().n_columns(), 2);
     }
 }

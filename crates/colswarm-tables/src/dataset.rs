@@ -10,6 +10,7 @@ use crate::compressed::extension_uncompressed;
 use crate::error::{Result, TableError};
 use crate::fnv::fnv1a;
 use crate::label_set::LabelSet;
+use crate::labelled::read_labelled_paths;
 use crate::options::ReadOptions;
 use crate::sato_cv::{SatoCvOptions, read_sato_cv_folds};
 use crate::semtab::{SemTabLayout, load_semtab};
@@ -32,16 +33,21 @@ pub enum DatasetFormat {
     Sotab,
     /// A SemTab round: `tables/`, `targets/`, `gt/`.
     Semtab,
+    /// Your own labels: `labels.csv` rows `table,column,label` over a folder of table files
+    /// ([`crate::read_labelled_tables`]). Paths: `[TABLES_DIR,]LABELS.csv`; without a folder
+    /// the tables lie beside the labels file.
+    Labels,
 }
 
 impl DatasetFormat {
     /// All formats, in the order the command line lists them.
-    pub const ALL: [DatasetFormat; 5] = [
+    pub const ALL: [DatasetFormat; 6] = [
         DatasetFormat::TurlCsv,
         DatasetFormat::SatoCv,
         DatasetFormat::T2d,
         DatasetFormat::Sotab,
         DatasetFormat::Semtab,
+        DatasetFormat::Labels,
     ];
 
     /// The command-line name.
@@ -52,6 +58,7 @@ impl DatasetFormat {
             DatasetFormat::T2d => "t2d",
             DatasetFormat::Sotab => "sotab",
             DatasetFormat::Semtab => "semtab",
+            DatasetFormat::Labels => "labels",
         }
     }
 
@@ -189,8 +196,13 @@ pub fn load_tables(format: DatasetFormat, paths: &[PathBuf], split: Split) -> Re
     let options = ReadOptions::default();
     let mut own_cta_labels = None;
     let mut tables = Vec::new();
+    if format == DatasetFormat::Labels {
+        // Its paths are read together: a folder sets where the next labels file's tables lie.
+        tables = read_labelled_paths(paths)?;
+    }
     for path in paths {
         match format {
+            DatasetFormat::Labels => {}
             DatasetFormat::TurlCsv => {
                 tables.extend(read_wikitables_csv(path, &options)?);
                 // The label file lies beside the CSV in datasets/; use it when it is there.

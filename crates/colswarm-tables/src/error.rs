@@ -262,6 +262,18 @@ pub enum TableError {
         message: String,
     },
 
+    /// A row of a labels file (`table,column,label`) names a table or column that is not
+    /// there, or has an empty field; or the file has no labelled row or is not UTF-8.
+    #[error("{path}: line {line}: {message}")]
+    LabelledColumn {
+        /// The labels file.
+        path: PathBuf,
+        /// The line (1-based).
+        line: u64,
+        /// What is wrong, naming the table or column.
+        message: String,
+    },
+
     /// A parquet file cannot be decoded or lacks the GitTables metadata.
     #[cfg(feature = "parquet")]
     #[error("{path}: parquet: {message}")]

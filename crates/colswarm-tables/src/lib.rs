@@ -53,6 +53,7 @@ pub mod fuzzing;
 #[cfg(feature = "parquet")]
 mod gittables;
 mod label_set;
+mod labelled;
 mod ngrams;
 mod options;
 mod python_literal;
@@ -63,6 +64,7 @@ mod serialize;
 mod sotab;
 mod t2d;
 mod table;
+mod table_file;
 mod tokenizer;
 mod turl;
 mod words;
@@ -83,6 +85,7 @@ pub use gittables::in_guarded_decoder;
 #[cfg(feature = "parquet")]
 pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
 pub use label_set::{LabelHierarchy, LabelSet};
+pub use labelled::read_labelled_tables;
 pub use ngrams::{NgramConfig, SparseFeatures, TableNgrams};
 pub use options::{ReadOptions, ReadReport};
 pub use sato_cv::{SatoCvDataset, SatoCvOptions, read_sato_cv, read_sato_cv_folds};
@@ -94,6 +97,7 @@ pub use sotab::{
 };
 pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};
 pub use table::{CellCounts, Column, CpaTarget, Table, TableContext};
+pub use table_file::{ReadTableOptions, read_table_file, read_table_stream};
 pub use tokenizer::{
     ByteTokenizer, CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, PAD,
     QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,

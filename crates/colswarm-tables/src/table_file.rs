@@ -1,0 +1,183 @@
+//! One table file as `colswarm annotate` reads it: the reader chosen by extension, ragged rows
+//! padded, long tables sampled, oversized cells refused (or cut, when lossy). Every command that
+//! reads a user's table files (annotate, fine-tune, the `labels` data format) reads them here,
+//! so a column looks the same to the model at training and at inference.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::compressed::extension_uncompressed;
+use crate::delimited::{
+    CsvOptions, Delimiter, RaggedRows, read_csv_from_reader, read_csv_with_report,
+};
+use crate::error::Result;
+use crate::options::ReadOptions;
+use crate::sotab::read_sotab_table;
+use crate::table::Table;
+
+/// How [`read_table_file`] reads a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadTableOptions {
+    /// Repair invalid UTF-8 and cut oversized cells instead of failing (default `false`).
+    pub lossy: bool,
+    /// Rows kept from a delimited file: a uniform, deterministic sample of this many, so tables
+    /// of any length are read in bounded memory (default 1,000; a model reads far fewer).
+    pub sample_rows: usize,
+}
+
+impl Default for ReadTableOptions {
+    fn default() -> Self {
+        ReadTableOptions {
+            lossy: false,
+            sample_rows: 1000,
+        }
+    }
+}
+
+fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
+    let tsv = extension_uncompressed(path).is_some_and(|e| e == "tsv");
+    CsvOptions {
+        sample_rows: Some(options.sample_rows),
+        read: ReadOptions {
+            // Sampling bounds memory, so no row limit is needed; cells stay capped at 1 MiB
+            // (an error, or a cut with `lossy`).
+            max_rows: usize::MAX,
+            lossy: options.lossy,
+            ..ReadOptions::default()
+        },
+        delimiter: if tsv {
+            Delimiter::Byte(b'\t')
+        } else {
+            Delimiter::Detect
+        },
+        // Web tables are often ragged: pad them rather than refuse them.
+        ragged_rows: RaggedRows::Pad,
+        ..CsvOptions::default()
+    }
+}
+
+/// Reads one table file: GitTables parquet (`.parquet`, with the `parquet` feature), SOTAB
+/// JSON (`.json`, `.json.gz`), else delimited text with a header row, gzipped or not (the
+/// delimiter detected; `.tsv` and `.tsv.gz` are tab-separated). The table's id is the file's
+/// stem.
+pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table> {
+    let name = path.to_string_lossy().to_lowercase();
+    let read = ReadOptions {
+        lossy: options.lossy,
+        ..ReadOptions::default()
+    };
+    if name.ends_with(".parquet") {
+        read_parquet(path, &read)
+    } else if name.ends_with(".json.gz") || name.ends_with(".json") {
+        read_sotab_table(path, &read)
+    } else {
+        Ok(read_csv_with_report(path, &csv_options(path, options))?.0)
+    }
+}
+
+#[cfg(feature = "parquet")]
+fn read_parquet(path: &Path, read: &ReadOptions) -> Result<Table> {
+    Ok(crate::gittables::read_gittables_parquet(path, None, read)?.0)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn read_parquet(path: &Path, _read: &ReadOptions) -> Result<Table> {
+    Err(crate::error::TableError::Dataset {
+        path: path.to_path_buf(),
+        reason: "this build reads no parquet files: enable the `parquet` feature".to_string(),
+    })
+}
+
+/// Reads a delimited table from any reader (stdin, bytes in memory); `name` becomes the table
+/// id and names the source in errors.
+pub fn read_table_stream(
+    mut reader: impl Read,
+    name: &str,
+    options: &ReadTableOptions,
+) -> Result<Table> {
+    let mut bytes = Vec::new();
+    let path = Path::new(name);
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::error::TableError::io(path, e))?;
+    Ok(read_csv_from_reader(bytes.as_slice(), path, name, &csv_options(path, options))?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("colswarm-table-file-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn ragged_rows_are_padded_and_long_tables_sampled() {
+        let dir = temp_dir("ragged");
+        let ragged = write(&dir, "r.csv", "a,b,c\n1,2\n3,4,5\n");
+        let options = ReadTableOptions::default();
+        let table = read_table_file(&ragged, &options).unwrap();
+        assert_eq!(table.n_columns(), 3);
+        assert_eq!(table.columns[2].cells.len(), 2);
+        let mut long = String::from("x\n");
+        for i in 0..50 {
+            long.push_str(&format!("{i}\n"));
+        }
+        let long = write(&dir, "l.csv", &long);
+        let sampled = ReadTableOptions {
+            sample_rows: 10,
+            ..options
+        };
+        assert_eq!(
+            read_table_file(&long, &sampled).unwrap().columns[0]
+                .cells
+                .len(),
+            10
+        );
+        assert_eq!(
+            read_table_file(&long, &options).unwrap().columns[0]
+                .cells
+                .len(),
+            50
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tsv_is_split_on_tabs_and_a_stream_reads_as_a_file_does() {
+        let dir = temp_dir("tsv");
+        let options = ReadTableOptions::default();
+        let tsv = write(&dir, "t.tsv", "a\tb,c\n1\t2,3\n");
+        assert_eq!(read_table_file(&tsv, &options).unwrap().n_columns(), 2);
+        let csv = write(&dir, "c.csv", "a,b\n1,2\n");
+        let from_file = read_table_file(&csv, &options).unwrap();
+        let from_stream = read_table_stream("a,b\n1,2\n".as_bytes(), "c", &options).unwrap();
+        assert_eq!(from_file.columns, from_stream.columns);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn invalid_utf8_is_an_error_naming_the_file_unless_lossy() {
+        let dir = temp_dir("utf8");
+        let path = dir.join("bad.csv");
+        std::fs::write(&path, b"a,b\n\xff\xfe,2\n").unwrap();
+        let err = read_table_file(&path, &ReadTableOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("bad.csv"), "{err}");
+        let lossy = ReadTableOptions {
+            lossy: true,
+            ..ReadTableOptions::default()
+        };
+        assert_eq!(read_table_file(&path, &lossy).unwrap().n_columns(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
