@@ -20,6 +20,7 @@ mod annotate;
 mod calibrate;
 mod evaluate;
 mod expert;
+mod fine_tune;
 mod pretrain;
 mod probe;
 mod shard;
@@ -120,6 +121,9 @@ enum Command {
     Baseline(BaselineArgs),
     /// Is A better than B? A paired bootstrap over tables of two prediction files' micro-F1.
     Compare(CompareArgs),
+    /// Adds your own column types to a model: a new namespace fitted on a few labelled columns
+    /// (`labels.csv`: table,column,label); the model's own namespaces answer as before.
+    FineTune(fine_tune::FineTuneArgs),
     /// Adds a domain expert to a model: a model trained on one benchmark's tables alone, whose
     /// logits are averaged into the primary's for the labels both know.
     AddExpert(expert::AddExpertArgs),
@@ -146,6 +150,7 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::cmd_annotate(args),
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
         Command::AddExpert(args) => expert::cmd_add_expert(args),
+        Command::FineTune(args) => fine_tune::cmd_fine_tune(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),
         Command::Baseline(args) => evaluate::cmd_baseline(args),

@@ -144,6 +144,7 @@ mod tests {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            head: None,
         }
     }
 

@@ -68,6 +68,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         abstain_below: None,
         label_name_weight: None,
         label_name_skip_subject: false,
+        head: None,
     }
 }
 

@@ -280,6 +280,7 @@ impl Model {
             }
         }
         let out = self.forward_with_pairs(examples, pairs.clone(), specialists)?;
+        let added = self.added_logits(&out);
         let mut logits = out.cpa_logits.map(rows_of).unwrap_or_default().into_iter();
         let cpa = pairs
             .into_iter()
@@ -320,6 +321,11 @@ impl Model {
         };
         if !self.experts.is_empty() {
             self.average_experts(examples, subjects, specialists, wanted, &mut outputs)?;
+        }
+        // The added namespaces' outputs follow the shared head's (after the experts, who know
+        // only the shared namespaces).
+        for (row, added) in outputs.cta.iter_mut().zip(added.into_iter().flatten()) {
+            row.extend(added);
         }
         Ok(outputs)
     }

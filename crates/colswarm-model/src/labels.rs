@@ -14,6 +14,7 @@ use colswarm_swarm::manifest::ManifestVersion;
 use colswarm_tables::{DatasetFormat, LabelSet};
 use serde::{Deserialize, Serialize};
 
+use crate::added_head::HeadFile;
 use crate::error::ModelError;
 
 /// The CTA head's kind for labels of this format: multi-label where its ground truth allows
@@ -82,6 +83,11 @@ pub struct Namespace {
     /// names another label. Set by `colswarm calibrate --label-names-skip-subject`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub label_name_skip_subject: bool,
+    /// A namespace added after training (`colswarm fine-tune`) has its own head, over the
+    /// frozen model's column features ([`crate::added_head`]); its outputs come after every
+    /// namespace of the shared heads. `None`: the shared head's outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<HeadFile>,
 }
 
 impl Namespace {
@@ -181,6 +187,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     abstain_below: None,
                     label_name_weight: None,
                     label_name_skip_subject: false,
+                    head: None,
                 })
                 .collect()
         };
@@ -248,6 +255,7 @@ impl LabelSpace {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            head: None,
         });
     }
 
@@ -324,10 +332,12 @@ impl LabelSpace {
             .collect()
     }
 
-    /// The flat output list as `namespace:label` (what the manifest stores).
+    /// The flat output list of the shared head as `namespace:label` (what the manifest
+    /// stores): namespaces with their own head ([`Namespace::head`]) are not in it.
     pub fn flat(&self, task: Task) -> Vec<String> {
         self.list(task)
             .iter()
+            .filter(|n| n.head.is_none())
             .flat_map(|n| n.labels.iter().map(move |l| format!("{}:{l}", n.name)))
             .collect()
     }
@@ -356,6 +366,7 @@ impl LabelSpace {
         })?;
         for task in [Task::Cta, Task::Cpa] {
             let mut end = 0;
+            let mut added_before = false;
             for n in space.list(task) {
                 if n.offset != end {
                     return Err(ModelError::File {
@@ -367,6 +378,16 @@ impl LabelSpace {
                     });
                 }
                 end = n.range().end;
+                if n.head.is_none() && added_before {
+                    return Err(ModelError::File {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "{task} namespace `{}` of the shared head comes after a namespace with its own head",
+                            n.name
+                        ),
+                    });
+                }
+                added_before |= n.head.is_some();
                 let broken = !n.ancestors.is_empty()
                     && (n.ancestors.len() != n.labels.len()
                         || n.ancestors.iter().flatten().any(|&a| a >= n.labels.len()));

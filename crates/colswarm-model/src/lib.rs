@@ -28,6 +28,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod added_head;
 mod annotation;
 mod annotator;
 mod decode;
@@ -40,6 +41,7 @@ mod model;
 mod progress;
 mod read;
 
+pub use added_head::{AddedHead, AddedHeadConfig, HeadFile, added_features};
 pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
     TableAnnotation, TypeAnnotation, Wanted, rows_of,

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use burn::module::Module;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
 use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch, WordVectors};
@@ -17,6 +17,8 @@ use colswarm_tables::{NgramConfig, SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::added_head::{AddedHead, added_features};
+use crate::annotation::rows_of;
 use crate::encode::{Columns, Example, Featurizer, encode, featurizer, to_batch};
 use crate::error::ModelError;
 use crate::experts::{Expert, ExpertList};
@@ -153,6 +155,9 @@ pub struct Model {
     pub serialize: SerializeSettings,
     /// Its domain experts ([`crate::experts`]), in the order their logits are averaged.
     pub experts: Vec<Expert>,
+    /// The heads of the CTA namespaces added by fine-tuning ([`crate::added_head`]), in
+    /// label-space order; their logits follow the shared head's in every row.
+    pub added_heads: Vec<AddedHead>,
 }
 
 /// Writes the label space and serialization settings beside a saved swarm.
@@ -222,6 +227,31 @@ pub fn load_model_extras(
     Ok((space, serialize))
 }
 
+/// The heads of the namespaces added by fine-tuning, in label-space order.
+fn load_added_heads(
+    dir: &Path,
+    space: &LabelSpace,
+    manifest: &SwarmManifest,
+    device: &Device,
+) -> Result<Vec<AddedHead>, ModelError> {
+    if let Some(n) = space.cpa.iter().find(|n| n.head.is_some()) {
+        return Err(ModelError::File {
+            path: dir.join(LABELS_FILE),
+            reason: format!(
+                "CPA namespace `{}` has its own head; only CTA namespaces can",
+                n.name
+            ),
+        });
+    }
+    let n_features = manifest.config.primary.d_model + manifest.cta_labels.len();
+    space
+        .cta
+        .iter()
+        .filter_map(|n| n.head.as_ref().map(|file| (n, file)))
+        .map(|(n, file)| AddedHead::load(dir, file, n_features, n.labels.len(), device))
+        .collect()
+}
+
 impl Model {
     /// Loads a model directory (checksums verified) onto `device`.
     pub fn load(dir: &Path, device: &Device) -> Result<Self, ModelError> {
@@ -245,6 +275,7 @@ impl Model {
                 .iter()
                 .map(|s| s.name.clone())
                 .collect(),
+            added_heads: load_added_heads(dir, &space, &manifest, device)?,
             space,
             serialize,
             experts: Vec::new(),
@@ -315,6 +346,32 @@ impl Model {
             }
         }
         configs
+    }
+
+    /// The features the added namespaces' heads read ([`added_features`]) for every column of
+    /// `examples`, the primary alone reading, as fine-tuning fits them.
+    ///
+    /// # Shapes
+    ///
+    /// - returns `[columns, d_model + cta_labels]` in [`TableBatch::column_rows`] order
+    pub fn column_features(&self, examples: &[&Example]) -> Result<Tensor<2>, ModelError> {
+        let out = self.forward(examples, SpecialistUse::Off)?;
+        Ok(added_features(out.columns, out.cta_logits))
+    }
+
+    /// Every added namespace's logits for the columns of a forward pass, one host row per
+    /// column (the heads' outputs side by side, in label-space order); `None` without any.
+    pub(crate) fn added_logits(&self, out: &SwarmOutput) -> Option<Vec<Vec<f32>>> {
+        if self.added_heads.is_empty() {
+            return None;
+        }
+        let features = added_features(out.columns.clone(), out.cta_logits.clone());
+        let logits = self
+            .added_heads
+            .iter()
+            .map(|head| head.forward(features.clone()))
+            .collect();
+        Some(rows_of(Tensor::cat(logits, 1)))
     }
 
     /// One forward pass at inference (no CPA pairs: see [`Model::predict`]).

@@ -11,6 +11,7 @@
 //! - pretraining of knowledge specialists ([`pretrain`], [`PretrainConfig`]) on a corpus of
 //!   gazetteers, unlabelled tables and a teacher's embeddings ([`KnowledgeCorpus`]);
 //! - linear probes of frozen column representations on labelled data ([`probe`]);
+//! - [`fine_tune`]: a new namespace with a user's own labels on a frozen, trained model;
 //! - [`average_model_dirs`]: the mean of a run's checkpoints' weights.
 //!
 //! The three stages have one shape: a folder each (`supervised/`, `parl/`, `pretrain/`) with
@@ -28,6 +29,7 @@
 mod average;
 mod data_parallel;
 mod error;
+mod fine_tune;
 mod param_ids;
 mod parl;
 mod pretrain;
@@ -39,6 +41,7 @@ pub use average::{average_last_epochs, average_model_dirs, average_modules};
 pub use colswarm_eval::DataSpec;
 pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
 pub use error::TrainError;
+pub use fine_tune::{FineTuneConfig, FineTuneReport, fine_tune, partial_dir};
 pub use parl::{ParlConfig, ParlOptions, ParlSummary, ScheduleChoice, train_router};
 pub use pretrain::{
     CorpusTable, EncoderSettings, Gazetteer, HeldOutScore, KnowledgeCorpus, Objective,

@@ -233,6 +233,7 @@ pub fn dev_reports(
         space: space.clone(),
         serialize: *serialize,
         experts: Vec::new(),
+        added_heads: Vec::new(),
     };
     dev.iter()
         .map(|(spec, data)| {

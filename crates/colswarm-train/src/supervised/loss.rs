@@ -214,6 +214,7 @@ mod tests {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            head: None,
         };
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];

@@ -1,0 +1,174 @@
+//! `colswarm fine-tune`: a user's own types on the shipped model, the shipped namespaces'
+//! answers unchanged, and one-line errors for bad labels files.
+
+mod common;
+
+use std::path::Path;
+
+use common::{colswarm, root, stdout};
+
+const SAMPLES: &str = "datasets/t2d-webtables/samples";
+const SHIPPED: &str = "models/colswarm-small";
+
+fn fine_tune(labels: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "fine-tune",
+        "--tables",
+        SAMPLES,
+        "--labels",
+        labels.to_str().unwrap(),
+        "--namespace",
+        "mine",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    colswarm(&args)
+}
+
+/// `annotate`'s JSON lines for `tables`, and the annotations of namespace `own` taken out of
+/// them (per column, in order).
+fn annotate_without(
+    model: &str,
+    tables: &str,
+    own: &str,
+) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let out = stdout(&colswarm(&["annotate", "--model", model, tables]));
+    let mut taken = Vec::new();
+    let mut rest = Vec::new();
+    for line in out.lines() {
+        let mut table: serde_json::Value = serde_json::from_str(line).unwrap();
+        for column in table["columns"].as_array_mut().unwrap() {
+            let types = column["types"].as_array_mut().unwrap();
+            taken.extend(types.iter().filter(|t| t["namespace"] == own).cloned());
+            types.retain(|t| t["namespace"] != own);
+        }
+        rest.push(table);
+    }
+    (rest, taken)
+}
+
+#[test]
+fn a_fine_tuned_namespace_answers_and_the_shipped_ones_do_not_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mine");
+    let labels = root().join("datasets/own-types/labels.csv");
+    let printed = stdout(&fine_tune(&labels, &out, &[]));
+    assert!(
+        printed.contains("added namespace `mine`: 12 labels"),
+        "{printed}"
+    );
+    assert!(out.join("namespaces/mine.safetensors").is_file());
+    assert!(!dir.path().join("mine.partial").exists());
+
+    // Every sample table: types, relations and router lines of the shipped namespaces alike.
+    let (before, none) = annotate_without(SHIPPED, SAMPLES, "mine");
+    assert!(none.is_empty());
+    let (after, mine) = annotate_without(out.to_str().unwrap(), SAMPLES, "mine");
+    assert_eq!(
+        after, before,
+        "the shipped namespaces answer exactly as before"
+    );
+    let columns: usize = before
+        .iter()
+        .map(|t| t["columns"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(mine.len(), columns, "one `mine` annotation per column");
+    // Columns it was shown, in the world-cities table: it fits them.
+    let cities = before
+        .iter()
+        .position(|t| t["table"] == "77632062_0_2292892375652659825")
+        .unwrap();
+    let offset: usize = before[..cities]
+        .iter()
+        .map(|t| t["columns"].as_array().unwrap().len())
+        .sum();
+    let best = |i: usize| {
+        mine[offset + i]["top_k"][0]["label"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(best(1), "place", "city");
+    assert_eq!(best(5), "person", "mayor");
+
+    // The same command and seed give the same head, bit for bit.
+    let again = dir.path().join("again");
+    stdout(&fine_tune(&labels, &again, &[]));
+    let bytes = |d: &Path| std::fs::read(d.join("namespaces/mine.safetensors")).unwrap();
+    assert_eq!(bytes(&out), bytes(&again));
+
+    // A namespace the model already has is refused, and `--out` must be new.
+    let taken = colswarm(&[
+        "fine-tune",
+        "--model",
+        out.to_str().unwrap(),
+        "--tables",
+        SAMPLES,
+        "--labels",
+        labels.to_str().unwrap(),
+        "--namespace",
+        "gittables",
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+    ]);
+    let message = String::from_utf8_lossy(&taken.stderr);
+    assert!(
+        message.contains("already has a namespace `gittables`"),
+        "{message}"
+    );
+    let exists = fine_tune(&labels, &out, &[]);
+    let message = String::from_utf8_lossy(&exists.stderr);
+    assert!(message.contains("exists and is not empty"), "{message}");
+}
+
+#[test]
+fn bad_labels_files_get_one_line_errors_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = "77632062_0_2292892375652659825.csv";
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "missing-table",
+            format!("table,column,label\n{table},city,place\nnope.csv,0,x\n").into_bytes(),
+            "line 3: no table file",
+        ),
+        (
+            "missing-column",
+            format!("table,column,label\n{table},town,place\n").into_bytes(),
+            "line 2: table `77632062_0_2292892375652659825.csv`: no column `town`",
+        ),
+        (
+            "empty",
+            b"table,column,label\n".to_vec(),
+            "no labelled column",
+        ),
+        (
+            "utf16",
+            "table,column,label\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes)
+                .fold(vec![0xFF, 0xFE], |mut v, b| {
+                    v.push(b);
+                    v
+                }),
+            "UTF-16",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let labels = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&labels, text).unwrap();
+        let out = dir.path().join(name);
+        let run = fine_tune(&labels, &out, &[]);
+        assert!(!run.status.success(), "{name} was accepted");
+        let message = String::from_utf8_lossy(&run.stderr);
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: {message}");
+        assert!(
+            message.contains(&format!("{name}.csv")),
+            "{name}: {message}"
+        );
+        assert!(message.contains(expected), "{name}: {message}");
+        assert!(!out.exists(), "{name}: something was written");
+    }
+}
