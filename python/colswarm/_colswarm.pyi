@@ -36,3 +36,16 @@ def evaluate_json(
     all_specialists: bool = False,
     batch_size: int = 16,
 ) -> str: ...
+
+def fine_tune_json(
+    model_dir: str,
+    tables_dir: str,
+    labels: str,
+    out_dir: str,
+    namespace: str,
+    seed: int = 0,
+    hidden: int = 0,
+    max_steps: int = 300,
+    abstain: bool = True,
+    progress: bool = False,
+) -> str: ...

@@ -16,7 +16,8 @@ use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
     TableAnnotation, Task, read_table_with,
 };
-use colswarm_tables::{Cell, Column, Table, TableError};
+use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
+use colswarm_train::{FineTuneConfig, FineTuneReport, TrainError, fine_tune};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -61,6 +62,11 @@ fn table_location(e: &TableError) -> Location {
         }
         TableError::EmptyTable { path } | TableError::Gzip { path, .. } => {
             at.path = Some(path.clone());
+        }
+        TableError::LabelledColumn { path, line, .. }
+        | TableError::LabelFile { path, line, .. } => {
+            at.path = Some(path.clone());
+            at.line = Some(*line);
         }
         _ => {}
     }
@@ -124,6 +130,21 @@ fn eval_err(py: Python<'_>, e: EvalError) -> PyErr {
         EvalError::Model(m) => model_location(m),
         EvalError::Table(t) => table_location(t),
         EvalError::Io { path, source } => Location {
+            path: Some(path.clone()),
+            not_found: source.kind() == std::io::ErrorKind::NotFound,
+            io: true,
+            ..Location::default()
+        },
+        _ => Location::default(),
+    };
+    raise(py, e.to_string(), at)
+}
+
+fn train_err(py: Python<'_>, e: TrainError) -> PyErr {
+    let at = match &e {
+        TrainError::Model(m) => model_location(m),
+        TrainError::Table(t) => table_location(t),
+        TrainError::Io { path, source } => Location {
             path: Some(path.clone()),
             not_found: source.kind() == std::io::ErrorKind::NotFound,
             io: true,
@@ -445,12 +466,49 @@ fn evaluate_json(
     }
 }
 
+/// Adds a namespace fitted on a labels file (`table,column,label`) over the tables in
+/// `tables_dir` to the model in `model_dir`, written to `out_dir`, as `colswarm fine-tune`
+/// does; returns its report as a JSON string.
+#[pyfunction]
+#[pyo3(signature = (model_dir, tables_dir, labels, out_dir, namespace, seed = 0, hidden = 0, max_steps = 300, abstain = true, progress = false))]
+#[allow(clippy::too_many_arguments)]
+fn fine_tune_json(
+    py: Python<'_>,
+    model_dir: PathBuf,
+    tables_dir: PathBuf,
+    labels: PathBuf,
+    out_dir: PathBuf,
+    namespace: String,
+    seed: u64,
+    hidden: usize,
+    max_steps: usize,
+    abstain: bool,
+    progress: bool,
+) -> PyResult<String> {
+    let config = FineTuneConfig {
+        seed,
+        d_hidden: hidden,
+        max_steps: max_steps.max(1),
+        eval_every: 10.min(max_steps.max(1)),
+        abstain,
+        progress,
+        ..FineTuneConfig::new(namespace)
+    };
+    let run = || -> Result<FineTuneReport, TrainError> {
+        let tables = read_labelled_tables(&labels, &tables_dir, &ReadTableOptions::default())?;
+        fine_tune(&model_dir, &tables, &out_dir, &config)
+    };
+    let report = py.detach(run).map_err(|e| train_err(py, e))?;
+    Ok(serde_json::to_string(&report).unwrap_or_default())
+}
+
 /// The Rust extension of the `colswarm` package.
 #[pymodule]
 fn _colswarm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAnnotator>()?;
     m.add_function(wrap_pyfunction!(read_table, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(fine_tune_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
