@@ -102,4 +102,32 @@ PY
     done
   done
 done
+# Pooled over the three samples: each (sample, table) a unit of the paired bootstrap.
+printf 'k\ttest\tfine-tuned\tscratch\tchar-ngram\tft-scratch (95%%)\tft-ngram (95%%)\n' >"$OUT/pooled.tsv"
+for k in 5 20 100 0; do
+  for test in all unseen; do
+    for name in fine-tuned scratch char-ngram; do
+      for seed in 0 1 2; do
+        sed "s/\"table\":\"/\"table\":\"$seed\//" "$OUT/$name-k$k-s$seed.$test.jsonl"
+      done >"$OUT/pooled-$name-k$k.$test.jsonl"
+    done
+    p() { echo "$OUT/pooled-$1-k$k.$test.jsonl"; }
+    a=$($BIN compare "$(p fine-tuned)" "$(p scratch)" | grep 'micro-F1 A')
+    b=$($BIN compare "$(p fine-tuned)" "$(p char-ngram)" | grep 'micro-F1 A')
+    python3 - "$k" "$test" "$a" "$b" >>"$OUT/pooled.tsv" <<'PY'
+import re, sys
+k, test, a, b = sys.argv[1:]
+num = r"([+−-]?[0-9.]+)"
+def parse(line):
+    m = re.search(rf"A {num}\s+B {num}\s+A − B {num}\s+\(95% interval {num} to {num}", line)
+    return [float(x.replace("−", "-")) for x in m.groups()]
+fa, fb = parse(a), parse(b)
+print("\t".join([("all" if k == "0" else k), test, f"{fa[0]:.3f}", f"{fa[1]:.3f}", f"{fb[1]:.3f}",
+                 f"{fa[2]:+.3f} ({fa[3]:+.3f} to {fa[4]:+.3f})",
+                 f"{fb[2]:+.3f} ({fb[3]:+.3f} to {fb[4]:+.3f})"]))
+PY
+  done
+done
 column -t -s $'\t' "$OUT/curve.tsv"
+echo
+column -t -s $'\t' "$OUT/pooled.tsv"

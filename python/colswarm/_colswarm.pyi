@@ -44,7 +44,6 @@ def fine_tune_json(
     out_dir: str,
     namespace: str,
     seed: int = 0,
-    hidden: int = 0,
     max_steps: int = 300,
     abstain: bool = True,
     progress: bool = False,

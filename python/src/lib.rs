@@ -470,7 +470,7 @@ fn evaluate_json(
 /// `tables_dir` to the model in `model_dir`, written to `out_dir`, as `colswarm fine-tune`
 /// does; returns its report as a JSON string.
 #[pyfunction]
-#[pyo3(signature = (model_dir, tables_dir, labels, out_dir, namespace, seed = 0, hidden = 0, max_steps = 300, abstain = true, progress = false))]
+#[pyo3(signature = (model_dir, tables_dir, labels, out_dir, namespace, seed = 0, max_steps = 300, abstain = true, progress = false))]
 #[allow(clippy::too_many_arguments)]
 fn fine_tune_json(
     py: Python<'_>,
@@ -480,14 +480,12 @@ fn fine_tune_json(
     out_dir: PathBuf,
     namespace: String,
     seed: u64,
-    hidden: usize,
     max_steps: usize,
     abstain: bool,
     progress: bool,
 ) -> PyResult<String> {
     let config = FineTuneConfig {
         seed,
-        d_hidden: hidden,
         max_steps: max_steps.max(1),
         eval_every: 10.min(max_steps.max(1)),
         abstain,

@@ -31,9 +31,6 @@ pub(crate) struct FineTuneArgs {
     /// Seed of the head's initial weights.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Hidden units of the head; 0 fits a linear head (the default: it measured best).
-    #[arg(long, default_value_t = 0)]
-    hidden: usize,
     /// Most optimisation steps (a held-out fifth of the tables picks how many).
     #[arg(long, default_value_t = 300)]
     max_steps: usize,
@@ -52,7 +49,6 @@ pub(crate) fn cmd_fine_tune(args: FineTuneArgs) -> Result<()> {
     let tables = read_labelled_tables(&args.labels, &args.tables, &ReadTableOptions::default())?;
     let config = FineTuneConfig {
         seed: args.seed,
-        d_hidden: args.hidden,
         l2: args.l2.clone(),
         max_steps: args.max_steps.max(1),
         eval_every: 10.min(args.max_steps.max(1)),

@@ -41,8 +41,6 @@ pub struct FineTuneConfig {
     pub namespace: String,
     /// Seed of the head's initial weights.
     pub seed: u64,
-    /// Hidden tanh units of the head; 0 (the default) fits a linear head.
-    pub d_hidden: usize,
     /// Candidate L2 penalties on the head's weights; the held-out slice picks one.
     pub l2: Vec<f64>,
     /// Most full-batch Adam steps; the held-out slice picks how many.
@@ -68,7 +66,6 @@ impl FineTuneConfig {
         FineTuneConfig {
             namespace: name.into(),
             seed: 0,
-            d_hidden: 0,
             l2: vec![0.01, 0.03, 0.1, 0.3, 1.0],
             max_steps: 300,
             eval_every: 10,
@@ -276,7 +273,6 @@ pub fn fine_tune(
         namespace.head = Some(HeadFile {
             path: relative,
             sha256: sha256_file(&head_path)?,
-            d_hidden: config.d_hidden,
         });
     }
     space.save(&staging.join(LABELS_FILE))?;
@@ -576,9 +572,7 @@ fn fit_with(
     let n = labels.len();
     let xs = tensor(x, n, data.width, &device);
     let ys = tensor(&target_matrix(labels, data), n, data.classes, &device);
-    let mut head = AddedHeadConfig::new(data.width, data.classes)
-        .with_d_hidden(config.d_hidden)
-        .init(config.seed, &device);
+    let mut head = AddedHeadConfig::new(data.width, data.classes).init(config.seed, &device);
     let mut optim = AdamConfig::new().init();
     for step in 1..=steps {
         let logits = head.logits(xs.clone());
@@ -589,10 +583,7 @@ fn fit_with(
         } else {
             (log_softmax(logits, 1) * ys.clone()).sum().neg()
         };
-        let mut penalty = head.output.weight.val().powi_scalar(2).sum();
-        if let Some(hidden) = &head.hidden {
-            penalty = penalty + hidden.weight.val().powi_scalar(2).sum();
-        }
+        let penalty = head.output.weight.val().powi_scalar(2).sum();
         let loss = nll / n as f64 + penalty * l2;
         let grads = GradientsParams::from_grads(loss.backward(), &head);
         head = optim.step(config.learning_rate, head, grads);
