@@ -97,10 +97,11 @@ pub(crate) fn cmd_fine_tune(args: FineTuneArgs) -> Result<()> {
     );
     match report.held_out_micro_f1 {
         Some(f1) => println!(
-            "held-out slice ({} columns): micro-F1 {f1:.3}; chose L2 {} and {} steps; abstains below {}",
+            "held-out slice ({} columns): micro-F1 {f1:.3}; chose L2 {}, {} steps, n-gram share {}; abstains below {}",
             report.held_out_columns,
             report.l2,
             report.steps,
+            report.ngram_share,
             report
                 .abstain_below
                 .map_or("never".to_string(), |t| format!("{t:.2}"))

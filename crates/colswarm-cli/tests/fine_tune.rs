@@ -96,8 +96,13 @@ fn a_fine_tuned_namespace_answers_and_the_shipped_ones_do_not_change() {
     // The same command and seed give the same head, bit for bit.
     let again = dir.path().join("again");
     stdout(&fine_tune(&labels, &again, &[]));
-    let bytes = |d: &Path| std::fs::read(d.join("namespaces/mine.safetensors")).unwrap();
-    assert_eq!(bytes(&out), bytes(&again));
+    for file in [
+        "namespaces/mine.safetensors",
+        "namespaces/mine.ngrams.safetensors",
+    ] {
+        let bytes = |d: &Path| std::fs::read(d.join(file)).unwrap();
+        assert_eq!(bytes(&out), bytes(&again), "{file}");
+    }
 
     // A namespace the model already has is refused, and `--out` must be new.
     let taken = colswarm(&[

@@ -31,7 +31,7 @@ use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
 use crate::compare::{TargetPrediction, score_predictions};
 use crate::header_peers::{HeaderMemory, HeaderRule};
 use crate::metrics::F1Report;
-use crate::ngram_classifier::{Linear, featurizer, sigmoid, softmax};
+use crate::ngram_classifier::{NgramClassifier, featurizer, sigmoid, softmax};
 use colswarm_model::{Namespace, Task, close_under};
 
 /// Which baseline to train.
@@ -146,7 +146,7 @@ enum Model {
     /// Label indices predicted for every target.
     Constant(Vec<usize>),
     /// Hashed n-grams into a linear layer, with the label-name prior and its weight if any.
-    Linear(NgramConfig, Linear, Option<(LabelNames, f32)>),
+    Linear(NgramConfig, NgramClassifier, Option<(LabelNames, f32)>),
     /// The label-name word overlap.
     HeaderRule(HeaderRule),
     /// The label per header seen in training.
@@ -233,7 +233,10 @@ impl Baseline {
                 if let Some((names, weight)) = prior {
                     names.add_prior(&mut scores, header, *weight);
                 }
-                (Linear::decide(&scores, self.label_kind), Some(scores))
+                (
+                    NgramClassifier::decide(&scores, self.label_kind),
+                    Some(scores),
+                )
             }
             Model::HeaderRule(rule) => (rule.predict(header).into_iter().collect(), None),
             Model::HeaderMemory(memory) => (memory.predict(header).into_iter().collect(), None),
@@ -354,7 +357,8 @@ pub fn train_baseline(
                         data.push((ngrams.column(target.column, target.subject), gold));
                     }
                 }
-                let linear = Linear::train(config, featurizer.buckets as usize, namespace, &data);
+                let linear =
+                    NgramClassifier::train(config, featurizer.buckets as usize, namespace, &data);
                 let prior = config
                     .label_name_weight
                     .map(|weight| (LabelNames::new(&namespace.labels), weight));
@@ -721,7 +725,7 @@ mod tests {
         let ns = namespace(LabelKind::MultiLabel, &["city", "number"]);
         let weights =
             |seed: u64| match train_baseline(&ngram_config(seed), Task::Cta, &ns, &train).model {
-                Model::Linear(_, linear, _) => linear.weights,
+                Model::Linear(_, linear, _) => linear.parts().0.to_vec(),
                 _ => panic!("the n-gram baseline trained no linear model"),
             };
         assert_eq!(weights(7), weights(7));

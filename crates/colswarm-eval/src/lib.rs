@@ -49,5 +49,6 @@ pub use compare::{
 pub use error::EvalError;
 pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
+pub use ngram_classifier::{NgramClassifier, NgramTraining, sigmoid, softmax};
 pub use routing::{Rate, RoutingReport, SpecialistRouting, TableKind, WIDE_COLUMNS};
 pub use spec::DataSpec;

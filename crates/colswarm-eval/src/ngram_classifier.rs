@@ -24,40 +24,76 @@ pub(crate) fn featurizer(config: &BaselineConfig) -> NgramConfig {
     }
 }
 
-/// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major.
-pub(crate) struct Linear {
+/// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major. The char n-gram
+/// baseline's classifier, and the n-gram reader of a fine-tuned namespace.
+#[derive(Clone, Debug)]
+pub struct NgramClassifier {
     n_labels: usize,
-    pub(crate) weights: Vec<f32>,
+    weights: Vec<f32>,
     bias: Vec<f32>,
 }
 
-impl Linear {
+/// How [`NgramClassifier::fit`] trains: plain SGD, one target at a time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NgramTraining {
+    /// Seed of the order targets are visited in.
+    pub seed: u64,
+    /// Passes over the targets.
+    pub epochs: usize,
+    /// Initial step size, decaying linearly to zero.
+    pub learning_rate: f32,
+}
+
+impl NgramClassifier {
     pub(crate) fn train(
         config: &BaselineConfig,
         buckets: usize,
         namespace: &Namespace,
         data: &[(SparseFeatures, Vec<usize>)],
     ) -> Self {
-        let n_labels = namespace.labels.len();
-        let mut model = Linear {
+        let training = NgramTraining {
+            seed: config.seed,
+            epochs: config.epochs,
+            learning_rate: config.learning_rate,
+        };
+        Self::fit(
+            &training,
+            buckets,
+            namespace.labels.len(),
+            namespace.kind,
+            data,
+        )
+    }
+
+    /// Trains on `(features, gold label positions)` pairs: softmax and cross-entropy (gold
+    /// spread evenly over a target's labels) for a single-label namespace, one-vs-rest sigmoids
+    /// and binary cross-entropy for a multi-label one.
+    pub fn fit(
+        training: &NgramTraining,
+        buckets: usize,
+        n_labels: usize,
+        kind: LabelKind,
+        data: &[(SparseFeatures, Vec<usize>)],
+    ) -> Self {
+        let mut model = NgramClassifier {
             n_labels,
             weights: vec![0.0; buckets * n_labels],
             bias: vec![0.0; n_labels],
         };
-        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(training.seed);
         let mut order: Vec<usize> = (0..data.len()).collect();
-        let total = (config.epochs * data.len()).max(1) as f32;
-        let rate = config.learning_rate.max(0.0);
+        let total = (training.epochs * data.len()).max(1) as f32;
+        let rate = training.learning_rate.max(0.0);
         let mut step = 0usize;
         let mut grad = vec![0.0f32; n_labels];
-        for _ in 0..config.epochs {
+        for _ in 0..training.epochs {
             order.shuffle(&mut rng);
             for &i in &order {
                 let (features, gold) = &data[i];
                 let lr = rate * (1.0 - step as f32 / total);
                 step += 1;
                 let scores = model.scores(features);
-                match namespace.kind {
+                match kind {
                     LabelKind::SingleLabel => {
                         // Softmax cross-entropy: grad = p − y, y spread evenly over the gold
                         // labels (a single-label namespace may still list two for one target).
@@ -93,7 +129,13 @@ impl Linear {
         model
     }
 
-    pub(crate) fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
+    /// The weights, `buckets × labels` row-major, and the biases.
+    pub fn parts(&self) -> (&[f32], &[f32]) {
+        (&self.weights, &self.bias)
+    }
+
+    /// `bias + xᵀW` for one column's features.
+    pub fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
         let mut scores = self.bias.clone();
         for &(bucket, x) in features {
             let bucket = bucket as usize;
@@ -128,13 +170,15 @@ impl Linear {
     }
 }
 
-pub(crate) fn softmax(scores: &[f32]) -> Vec<f32> {
+/// Softmax of scores.
+pub fn softmax(scores: &[f32]) -> Vec<f32> {
     let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let exp: Vec<f32> = scores.iter().map(|s| (s - max).exp()).collect();
     let sum: f32 = exp.iter().sum();
     exp.into_iter().map(|e| e / sum).collect()
 }
 
-pub(crate) fn sigmoid(x: f32) -> f32 {
+/// The logistic function.
+pub fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }

@@ -20,13 +20,181 @@ use serde::{Deserialize, Serialize};
 use crate::error::ModelError;
 
 /// Where an added namespace's head lies inside the model directory.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HeadFile {
     /// Path relative to the model directory.
     pub path: String,
     /// SHA-256 of the file, checked on load.
     pub sha256: String,
+    /// The namespace's n-gram reader, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ngrams: Option<NgramFile>,
+}
+
+/// A linear classifier over the column n-grams the model reads (its `column_ngrams` bag),
+/// whose probabilities are mixed into the head's: what the user's labels look like in
+/// characters, beside what the frozen model knows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NgramFile {
+    /// Path relative to the model directory (`weights` `[buckets, labels]`, `bias`).
+    pub path: String,
+    /// SHA-256 of the file, checked on load.
+    pub sha256: String,
+    /// Its share of the mixed probabilities, in `[0, 1]`.
+    pub share: f32,
+}
+
+/// The n-gram reader's weights, as saved.
+#[derive(Module, Debug)]
+pub struct NgramWeights {
+    /// `[buckets, labels]`.
+    pub weights: Param<Tensor<2>>,
+    /// `[labels]`.
+    pub bias: Param<Tensor<1>>,
+}
+
+impl NgramWeights {
+    /// Weights from host values (`weights` row-major `[buckets, labels]`).
+    pub fn new(weights: &[f32], bias: &[f32], device: &Device) -> Self {
+        let labels = bias.len();
+        let buckets = weights.len() / labels.max(1);
+        NgramWeights {
+            weights: Param::from_tensor(Tensor::from_data(
+                TensorData::new(weights.to_vec(), [buckets, labels]),
+                device,
+            )),
+            bias: Param::from_tensor(Tensor::from_data(
+                TensorData::new(bias.to_vec(), [labels]),
+                device,
+            )),
+        }
+    }
+}
+
+/// The n-gram reader on the host: sparse dot products per column.
+#[derive(Clone, Debug)]
+pub struct NgramScorer {
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+    share: f32,
+}
+
+impl NgramScorer {
+    /// `bias + xᵀW` for one column's n-gram bag.
+    pub fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
+        let n = self.bias.len();
+        let mut scores = self.bias.clone();
+        for &(bucket, x) in features {
+            if let Some(row) = self
+                .weights
+                .get(bucket as usize * n..(bucket as usize + 1) * n)
+            {
+                for (s, w) in scores.iter_mut().zip(row) {
+                    *s += x * w;
+                }
+            }
+        }
+        scores
+    }
+
+    /// Its share of the mixture.
+    pub fn share(&self) -> f32 {
+        self.share
+    }
+
+    /// Loads the reader an [`NgramFile`] names inside `dir`, checking its checksum.
+    pub fn load(
+        dir: &Path,
+        file: &NgramFile,
+        buckets: usize,
+        n_labels: usize,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let path = checked(dir, &file.path, &file.sha256)?;
+        let init = NgramWeights::new(&vec![0.0; buckets * n_labels], &vec![0.0; n_labels], device);
+        let loaded = CheckpointFile::open(&path)?.load_into(init, device)?;
+        let host = |t: Tensor<1>| {
+            t.into_data()
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .unwrap_or_default()
+        };
+        Ok(NgramScorer {
+            weights: host(loaded.weights.val().reshape([buckets * n_labels])),
+            bias: host(loaded.bias.val()),
+            share: file.share.clamp(0.0, 1.0),
+        })
+    }
+}
+
+/// An added namespace as a loaded model uses it: its head, its n-gram reader (if any) and how
+/// its probabilities are read.
+#[derive(Clone, Debug)]
+pub struct AddedNamespace {
+    /// The head over [`added_features`].
+    pub head: AddedHead,
+    /// The n-gram reader mixed into the head's probabilities.
+    pub ngrams: Option<NgramScorer>,
+    /// Per-label sigmoids (multi-label) rather than a softmax.
+    pub sigmoids: bool,
+}
+
+impl AddedNamespace {
+    /// The namespace's logits for one column: the head's, mixed with the n-gram reader's on
+    /// the column's n-gram bag where it has one.
+    pub fn column_logits(&self, head: Vec<f32>, bag: &[(u32, f32)]) -> Vec<f32> {
+        match &self.ngrams {
+            Some(reader) if reader.share() > 0.0 => {
+                mix_logits(&head, &reader.scores(bag), reader.share(), self.sigmoids)
+            }
+            _ => head,
+        }
+    }
+}
+
+/// The logits whose probabilities are `(1 − share)·p(head) + share·p(n-grams)`, each `p` a
+/// softmax (single-label) or per-label sigmoids: `ln p`, or `ln(p / (1 − p))` per label, which
+/// the namespace's own activation turns back into the mixture.
+pub fn mix_logits(head: &[f32], ngrams: &[f32], share: f32, sigmoids: bool) -> Vec<f32> {
+    let w = share.clamp(0.0, 1.0);
+    let tiny = 1e-12f32;
+    if sigmoids {
+        let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
+        head.iter()
+            .zip(ngrams)
+            .map(|(&h, &n)| {
+                let p = ((1.0 - w) * sigmoid(h) + w * sigmoid(n)).clamp(tiny, 1.0 - 1e-7);
+                (p / (1.0 - p)).ln()
+            })
+            .collect()
+    } else {
+        let softmax = |x: &[f32]| {
+            let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let e: Vec<f32> = x.iter().map(|v| (v - max).exp()).collect();
+            let sum: f32 = e.iter().sum();
+            e.into_iter().map(|v| v / sum).collect::<Vec<f32>>()
+        };
+        let (ph, pn) = (softmax(head), softmax(ngrams));
+        ph.iter()
+            .zip(&pn)
+            .map(|(a, b)| ((1.0 - w) * a + w * b).max(tiny).ln())
+            .collect()
+    }
+}
+
+/// The file at `relative` inside `dir`, its checksum checked.
+fn checked(dir: &Path, relative: &str, sha256: &str) -> Result<std::path::PathBuf, ModelError> {
+    let path = dir.join(relative);
+    let found = colswarm_swarm::manifest::sha256_file(&path)?;
+    if found != sha256 {
+        return Err(ModelError::File {
+            path,
+            reason: format!("checksum {found} differs from the {sha256} the label space records"),
+        });
+    }
+    Ok(path)
 }
 
 /// Configuration of an [`AddedHead`].
@@ -115,17 +283,7 @@ impl AddedHead {
         n_labels: usize,
         device: &Device,
     ) -> Result<Self, ModelError> {
-        let path = dir.join(&file.path);
-        let sha256 = colswarm_swarm::manifest::sha256_file(&path)?;
-        if sha256 != file.sha256 {
-            return Err(ModelError::File {
-                path,
-                reason: format!(
-                    "checksum {sha256} differs from the {} the label space records",
-                    file.sha256
-                ),
-            });
-        }
+        let path = checked(dir, &file.path, &file.sha256)?;
         let head = AddedHeadConfig::new(n_features, n_labels).init(0, device);
         Ok(CheckpointFile::open(&path)?.load_into(head, device)?)
     }
@@ -170,6 +328,28 @@ mod tests {
     }
 
     #[test]
+    fn mixed_logits_give_the_mixed_probabilities() {
+        let head = [2.0f32, 0.0, -1.0];
+        let ngrams = [-1.0f32, 1.0, 0.5];
+        let softmax = |x: &[f32]| {
+            let s: f32 = x.iter().map(|v| v.exp()).sum();
+            x.iter().map(|v| v.exp() / s).collect::<Vec<f32>>()
+        };
+        let mixed = softmax(&mix_logits(&head, &ngrams, 0.25, false));
+        let (a, b) = (softmax(&head), softmax(&ngrams));
+        for i in 0..3 {
+            assert!((mixed[i] - (0.75 * a[i] + 0.25 * b[i])).abs() < 1e-6);
+        }
+        let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
+        let mixed = mix_logits(&head, &ngrams, 0.5, true);
+        for i in 0..3 {
+            let want = 0.5 * sigmoid(head[i]) + 0.5 * sigmoid(ngrams[i]);
+            assert!((sigmoid(mixed[i]) - want).abs() < 1e-6);
+        }
+        assert_eq!(mix_logits(&head, &ngrams, 0.0, true).len(), 3);
+    }
+
+    #[test]
     fn a_saved_head_loads_with_its_checksum_and_a_changed_file_is_refused() {
         let device = Device::flex();
         let dir = tempfile::tempdir().unwrap();
@@ -181,6 +361,7 @@ mod tests {
         let mut file = HeadFile {
             path: "h.safetensors".into(),
             sha256: colswarm_swarm::manifest::sha256_file(&path).unwrap(),
+            ngrams: None,
         };
         let loaded = AddedHead::load(dir.path(), &file, 4, 2, &device).unwrap();
         let x = Tensor::<2>::from_data(TensorData::new(vec![0.3f32; 8], [2, 4]), &device);

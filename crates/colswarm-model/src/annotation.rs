@@ -280,7 +280,7 @@ impl Model {
             }
         }
         let out = self.forward_with_pairs(examples, pairs.clone(), specialists)?;
-        let added = self.added_logits(&out);
+        let added = self.added_logits(&out, examples);
         let mut logits = out.cpa_logits.map(rows_of).unwrap_or_default().into_iter();
         let cpa = pairs
             .into_iter()

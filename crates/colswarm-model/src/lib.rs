@@ -41,7 +41,10 @@ mod model;
 mod progress;
 mod read;
 
-pub use added_head::{AddedHead, AddedHeadConfig, HeadFile, added_features};
+pub use added_head::{
+    AddedHead, AddedHeadConfig, AddedNamespace, HeadFile, NgramFile, NgramScorer, NgramWeights,
+    added_features, mix_logits,
+};
 pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
     TableAnnotation, TypeAnnotation, Wanted, rows_of,

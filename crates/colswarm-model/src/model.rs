@@ -17,12 +17,12 @@ use colswarm_tables::{NgramConfig, SerializeConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::added_head::{AddedHead, added_features};
+use crate::added_head::{AddedHead, AddedNamespace, NgramScorer, added_features};
 use crate::annotation::rows_of;
 use crate::encode::{Columns, Example, Featurizer, encode, featurizer, to_batch};
 use crate::error::ModelError;
 use crate::experts::{Expert, ExpertList};
-use crate::labels::{LABELS_FILE, LabelSpace, Task};
+use crate::labels::{Activation, LABELS_FILE, LabelSpace, Task};
 
 /// File name of the serialization settings inside a model directory.
 pub const SERIALIZE_FILE: &str = "serialize.json";
@@ -157,7 +157,7 @@ pub struct Model {
     pub experts: Vec<Expert>,
     /// The heads of the CTA namespaces added by fine-tuning ([`crate::added_head`]), in
     /// label-space order; their logits follow the shared head's in every row.
-    pub added_heads: Vec<AddedHead>,
+    pub added_heads: Vec<AddedNamespace>,
 }
 
 /// Writes the label space and serialization settings beside a saved swarm.
@@ -233,7 +233,7 @@ fn load_added_heads(
     space: &LabelSpace,
     manifest: &SwarmManifest,
     device: &Device,
-) -> Result<Vec<AddedHead>, ModelError> {
+) -> Result<Vec<AddedNamespace>, ModelError> {
     if let Some(n) = space.cpa.iter().find(|n| n.head.is_some()) {
         return Err(ModelError::File {
             path: dir.join(LABELS_FILE),
@@ -248,7 +248,33 @@ fn load_added_heads(
         .cta
         .iter()
         .filter_map(|n| n.head.as_ref().map(|file| (n, file)))
-        .map(|(n, file)| AddedHead::load(dir, file, n_features, n.labels.len(), device))
+        .map(|(n, file)| {
+            let head = AddedHead::load(dir, file, n_features, n.labels.len(), device)?;
+            let ngrams = match (&file.ngrams, manifest.config.column_ngrams) {
+                (None, _) => None,
+                (Some(ngrams), Some(config)) => Some(NgramScorer::load(
+                    dir,
+                    ngrams,
+                    config.buckets as usize,
+                    n.labels.len(),
+                    device,
+                )?),
+                (Some(_), None) => {
+                    return Err(ModelError::File {
+                        path: dir.join(LABELS_FILE),
+                        reason: format!(
+                            "namespace `{}` has an n-gram reader but the model reads no n-grams",
+                            n.name
+                        ),
+                    });
+                }
+            };
+            Ok(AddedNamespace {
+                head,
+                ngrams,
+                sigmoids: n.activation == Activation::Sigmoid,
+            })
+        })
         .collect()
 }
 
@@ -361,17 +387,35 @@ impl Model {
 
     /// Every added namespace's logits for the columns of a forward pass, one host row per
     /// column (the heads' outputs side by side, in label-space order); `None` without any.
-    pub(crate) fn added_logits(&self, out: &SwarmOutput) -> Option<Vec<Vec<f32>>> {
+    pub(crate) fn added_logits(
+        &self,
+        out: &SwarmOutput,
+        examples: &[&Example],
+    ) -> Option<Vec<Vec<f32>>> {
         if self.added_heads.is_empty() {
             return None;
         }
         let features = added_features(out.columns.clone(), out.cta_logits.clone());
-        let logits = self
+        let heads: Vec<Vec<Vec<f32>>> = self
             .added_heads
             .iter()
-            .map(|head| head.forward(features.clone()))
+            .map(|added| rows_of(added.head.forward(features.clone())))
             .collect();
-        Some(rows_of(Tensor::cat(logits, 1)))
+        // Each row's n-gram bag, in the forward pass's row order (empty without n-grams).
+        let bags = examples.iter().flat_map(|example| {
+            (0..example.columns.len()).map(|q| example.ngrams.get(q).map_or(&[][..], Vec::as_slice))
+        });
+        let rows = bags
+            .enumerate()
+            .map(|(row, bag)| {
+                self.added_heads
+                    .iter()
+                    .zip(&heads)
+                    .flat_map(|(added, logits)| added.column_logits(logits[row].clone(), bag))
+                    .collect()
+            })
+            .collect();
+        Some(rows)
     }
 
     /// One forward pass at inference (no CPA pairs: see [`Model::predict`]).

@@ -1,0 +1,435 @@
+//! Fine-tuning: a new CTA namespace with a user's own labels on a frozen, trained model.
+//!
+//! The model reads the labelled tables once; each labelled column's features are its column
+//! representation beside the model's own CTA logits ([`colswarm_model::added_features`]), so
+//! the new labels build on every type the shipped namespaces know. A linear head is fitted on
+//! them (full-batch Adam, L2 on the weights), and beside it a character n-gram classifier on
+//! the column's n-gram bag as the model reads it, whose probabilities are mixed into the head's.
+//! A held-out slice of the user's tables (a fifth, by a hash of the table's name) chooses the
+//! L2 penalty, the number of steps (early stopping on its log-loss), the n-gram reader's share
+//! and the namespace's abstention threshold; both are then refitted on every labelled column.
+//!
+//! The new model directory is the old one plus `namespaces/NAME.safetensors` (and
+//! `NAME.ngrams.safetensors`) and the namespace in `labels.json`: every shipped namespace's
+//! output is unchanged, bit for bit. It is written in `OUT.partial/` and renamed when complete;
+//! the features extracted there are reused when an interrupted run is started again.
+
+mod features;
+mod fit;
+mod ngrams;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::Device;
+use colswarm_model::{
+    Activation, DatasetFormat, HeadFile, LABELS_FILE, Model, NgramFile, NgramWeights, Progress,
+    Task, copy_model_dir,
+};
+use colswarm_rwkv::checkpoint::{save_module, write_atomically};
+use colswarm_swarm::LabelKind;
+use colswarm_swarm::manifest::sha256_file;
+use colswarm_tables::{Table, fnv1a};
+use serde::{Deserialize, Serialize};
+
+use crate::error::TrainError;
+use features::{
+    FEATURES_FILE, FEATURES_KEY_FILE, extract, features_key, load_features, save_features,
+    standardisation, standardise,
+};
+use fit::{Fit, abstention_threshold, choose_settings, fit, micro_f1};
+use ngrams::{choose_share, fit_reader, reader_probabilities};
+
+/// How [`fine_tune`] fits the new namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FineTuneConfig {
+    /// The new namespace's name (not one the model has).
+    pub namespace: String,
+    /// Seed of the head's initial weights.
+    pub seed: u64,
+    /// Candidate L2 penalties on the head's weights; the held-out slice picks one.
+    pub l2: Vec<f64>,
+    /// Most full-batch Adam steps; the held-out slice picks how many.
+    pub max_steps: usize,
+    /// Held-out log-loss is read every this many steps.
+    pub eval_every: usize,
+    /// Adam's learning rate.
+    pub learning_rate: f64,
+    /// Tables per forward pass while extracting features.
+    pub batch_size: usize,
+    /// Choose an abstention threshold on the held-out slice.
+    pub abstain: bool,
+    /// Labels with fewer labelled columns than this are reported as too rare.
+    pub min_examples: usize,
+    /// Print progress on stderr.
+    pub progress: bool,
+}
+
+impl FineTuneConfig {
+    /// The defaults for a namespace `name` (chosen on GitTables' schema.org labels; see the
+    /// fine-tuning guide).
+    pub fn new(name: impl Into<String>) -> Self {
+        FineTuneConfig {
+            namespace: name.into(),
+            seed: 0,
+            l2: vec![0.01, 0.03, 0.1, 0.3, 1.0],
+            max_steps: 300,
+            eval_every: 10,
+            learning_rate: 0.05,
+            batch_size: 16,
+            abstain: true,
+            min_examples: 5,
+            progress: false,
+        }
+    }
+}
+
+/// What [`fine_tune`] did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FineTuneReport {
+    /// The namespace added.
+    pub namespace: String,
+    /// Its labels, in head order.
+    pub labels: Vec<String>,
+    /// Single- or multi-label (any column with several labels makes it multi-label).
+    pub multi_label: bool,
+    /// Tables read.
+    pub tables: usize,
+    /// Labelled columns fitted.
+    pub columns: usize,
+    /// Labelled columns the model does not read (past its column limit), left out.
+    pub columns_skipped: usize,
+    /// Labelled columns in the held-out slice (0: too few labels to hold any out).
+    pub held_out_columns: usize,
+    /// The L2 penalty chosen.
+    pub l2: f64,
+    /// The Adam steps chosen.
+    pub steps: usize,
+    /// The n-gram reader's share of the probabilities (0: the head alone).
+    pub ngram_share: f32,
+    /// Micro-F1 on the held-out slice, of the head fitted without it (`None` without one).
+    pub held_out_micro_f1: Option<f64>,
+    /// The abstention threshold stored (`None`: never abstains).
+    pub abstain_below: Option<f32>,
+    /// Labels with fewer than [`FineTuneConfig::min_examples`] columns, with their counts.
+    pub rare_labels: Vec<(String, usize)>,
+    /// Whether the features came from an interrupted run's cache.
+    pub resumed: bool,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// Adds the namespace [`FineTuneConfig::namespace`] to the model in `model_dir`, fitted on the
+/// labelled columns of `tables` (from [`colswarm_tables::read_labelled_tables`]), and writes
+/// the new model directory to `out`.
+///
+/// # Errors
+/// A namespace the model already has, fewer than two labels, an `out` that exists and is not
+/// empty; the model's and the file system's errors, naming the file.
+pub fn fine_tune(
+    model_dir: &Path,
+    tables: &[Table],
+    out: &Path,
+    config: &FineTuneConfig,
+) -> Result<FineTuneReport, TrainError> {
+    let started = Instant::now();
+    let device = Device::flex();
+    let model = Model::load(model_dir, &device)?;
+    check_name(&model, &config.namespace)?;
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map_err(|e| io(out, e))?
+            .next()
+            .is_some()
+    {
+        return Err(TrainError::Config(format!(
+            "{} exists and is not empty; give a new --out",
+            out.display()
+        )));
+    }
+    let labels: Vec<String> = tables
+        .iter()
+        .flat_map(|t| &t.columns)
+        .flat_map(|c| c.labels.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if labels.len() < 2 {
+        return Err(TrainError::Config(format!(
+            "fine-tuning needs at least two labels; the labels file gives {}",
+            labels.len()
+        )));
+    }
+    let multi_label = tables
+        .iter()
+        .flat_map(|t| &t.columns)
+        .any(|c| c.labels.len() > 1);
+
+    let staging = partial_dir(out);
+    std::fs::create_dir_all(&staging).map_err(|e| io(&staging, e))?;
+    let key = features_key(model_dir, tables, &labels)?;
+    let (targets, resumed) = match load_features(&staging, &key) {
+        Some(targets) => (targets, true),
+        None => {
+            let targets = extract(&model, tables, &labels, config)?;
+            save_features(&staging, &key, &targets)?;
+            (targets, false)
+        }
+    };
+    let n = targets.labels.len();
+    let mut counts = vec![0usize; labels.len()];
+    for set in &targets.labels {
+        for &l in set {
+            counts[l] += 1;
+        }
+    }
+    let rare_labels = labels
+        .iter()
+        .zip(&counts)
+        .filter(|&(_, &c)| c < config.min_examples)
+        .map(|(l, &c)| (l.clone(), c))
+        .collect();
+
+    let (shift, scale) = standardisation(&targets.features, targets.width);
+    let x: Vec<f32> = standardise(&targets.features, &shift, &scale);
+    let data = Fit {
+        width: targets.width,
+        classes: labels.len(),
+        multi_label,
+    };
+    let buckets = model
+        .swarm
+        .orchestrator
+        .column_ngrams()
+        .map(|c| c.buckets as usize);
+    let chosen = choose_on_held_out(&x, &targets, &data, buckets, config);
+
+    let mut fitting = Progress::new("fitting", chosen.steps, config.progress);
+    let head = fit(
+        &x,
+        &targets.labels,
+        &data,
+        chosen.l2,
+        chosen.steps,
+        config,
+        |step| {
+            fitting.set(step, "");
+        },
+    );
+    fitting.finish(&format!("l2 {}, {} steps", chosen.l2, chosen.steps));
+    let head = head.with_standardisation(&shift, &scale);
+
+    copy_model_dir(model_dir, &staging)?;
+    let relative = format!("namespaces/{}.safetensors", config.namespace);
+    let head_path = staging.join(&relative);
+    let parent = head_path.parent().unwrap_or(&staging).to_path_buf();
+    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
+    save_module(&head, HashMap::new(), &head_path)?;
+    let ngrams = match buckets {
+        Some(buckets) if chosen.ngram_share > 0.0 => {
+            let reader = fit_reader(
+                &targets.bags,
+                &targets.labels,
+                |_| true,
+                buckets,
+                labels.len(),
+                multi_label,
+                config.seed,
+            );
+            let (weights, bias) = reader.parts();
+            let path = format!("namespaces/{}.ngrams.safetensors", config.namespace);
+            let module = NgramWeights::new(weights, bias, &Device::flex());
+            save_module(&module, HashMap::new(), &staging.join(&path))?;
+            Some(NgramFile {
+                sha256: sha256_file(&staging.join(&path))?,
+                path,
+                share: chosen.ngram_share,
+            })
+        }
+        _ => None,
+    };
+    let mut space = model.space.clone();
+    space.push(
+        Task::Cta,
+        &config.namespace,
+        DatasetFormat::Labels,
+        if multi_label {
+            LabelKind::MultiLabel
+        } else {
+            LabelKind::SingleLabel
+        },
+        labels.clone(),
+    );
+    if let Some(namespace) = space.cta.last_mut() {
+        namespace.activation = if multi_label {
+            Activation::Sigmoid
+        } else {
+            Activation::Softmax
+        };
+        namespace.abstain_below = chosen.abstain_below;
+        namespace.head = Some(HeadFile {
+            path: relative,
+            sha256: sha256_file(&head_path)?,
+            ngrams,
+        });
+    }
+    space.save(&staging.join(LABELS_FILE))?;
+    let report = FineTuneReport {
+        namespace: config.namespace.clone(),
+        labels,
+        multi_label,
+        tables: tables.len(),
+        columns: n,
+        columns_skipped: targets.skipped,
+        held_out_columns: chosen.held_out_columns,
+        l2: chosen.l2,
+        steps: chosen.steps,
+        ngram_share: chosen.ngram_share,
+        held_out_micro_f1: chosen.micro_f1,
+        abstain_below: chosen.abstain_below,
+        rare_labels,
+        resumed,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let report_path = staging.join(format!("namespaces/{}.json", config.namespace));
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| TrainError::Config(e.to_string()))?;
+    write_atomically(&report_path, &json)?;
+    for cache in [FEATURES_FILE, FEATURES_KEY_FILE] {
+        let _ = std::fs::remove_file(staging.join(cache));
+    }
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(|e| io(out, e))?;
+    }
+    std::fs::rename(&staging, out).map_err(|e| io(out, e))?;
+    Ok(report)
+}
+
+/// What the held-out slice chose.
+struct Chosen {
+    l2: f64,
+    steps: usize,
+    ngram_share: f32,
+    abstain_below: Option<f32>,
+    micro_f1: Option<f64>,
+    held_out_columns: usize,
+}
+
+/// The held-out slice (a fifth of the tables by name; of the columns when that holds out too
+/// few or too many) chooses the head's L2 penalty and steps, the n-gram reader's share and the
+/// abstention threshold; with fewer than ten labelled columns, the defaults.
+fn choose_on_held_out(
+    x: &[f32],
+    targets: &features::Targets,
+    data: &Fit,
+    buckets: Option<usize>,
+    config: &FineTuneConfig,
+) -> Chosen {
+    let n = targets.labels.len();
+    let mut held: Vec<bool> = targets
+        .tables
+        .iter()
+        .map(|t| fnv1a(t.as_bytes()).is_multiple_of(5))
+        .collect();
+    // Held-out columns: at least two, and at most two in five (few tables hash unevenly).
+    let split_ok = |held: &[bool]| {
+        let k = held.iter().filter(|&&h| h).count();
+        k >= 2 && 5 * k <= 2 * n
+    };
+    if !split_ok(&held) {
+        held = (0..n).map(|i| i % 5 == 4).collect();
+    }
+    if n < 10 || !split_ok(&held) {
+        return Chosen {
+            l2: config.l2[config.l2.len() / 2],
+            steps: config.max_steps,
+            ngram_share: 0.0,
+            abstain_below: None,
+            micro_f1: None,
+            held_out_columns: 0,
+        };
+    }
+    let choice = choose_settings(x, &targets.labels, &held, data, config);
+    let gold: Vec<&Vec<usize>> = (0..n)
+        .filter(|&i| held[i])
+        .map(|i| &targets.labels[i])
+        .collect();
+    let (ngram_share, probs) = match buckets {
+        Some(buckets) => {
+            let reader = fit_reader(
+                &targets.bags,
+                &targets.labels,
+                |i| !held[i],
+                buckets,
+                data.classes,
+                data.multi_label,
+                config.seed,
+            );
+            let read: Vec<Vec<f32>> = (0..n)
+                .filter(|&i| held[i])
+                .map(|i| reader_probabilities(&reader, &targets.bags[i], data.multi_label))
+                .collect();
+            choose_share(&choice.held_probs, &read, &gold, data.multi_label)
+        }
+        None => (0.0, choice.held_probs.clone()),
+    };
+    let abstain_below = if config.abstain {
+        abstention_threshold(&probs, &gold, data.classes, data.multi_label)
+    } else {
+        None
+    };
+    if config.progress {
+        eprintln!("n-gram reader's share: {ngram_share}");
+    }
+    Chosen {
+        l2: choice.l2,
+        steps: choice.steps,
+        ngram_share,
+        abstain_below,
+        micro_f1: Some(micro_f1(&probs, &gold, data.multi_label)),
+        held_out_columns: gold.len(),
+    }
+}
+
+fn io(path: &Path, source: std::io::Error) -> TrainError {
+    TrainError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Where a run to `out` is written before it is complete.
+pub fn partial_dir(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    out.with_file_name(format!("{name}.partial"))
+}
+
+fn check_name(model: &Model, name: &str) -> Result<(), TrainError> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid {
+        return Err(TrainError::Config(format!(
+            "namespace `{name}`: use letters, digits, `-` and `_`"
+        )));
+    }
+    let (cta, cpa) = model.space.positions(name);
+    if cta.is_some() || cpa.is_some() {
+        let names: Vec<&str> = model
+            .space
+            .cta
+            .iter()
+            .chain(&model.space.cpa)
+            .map(|n| n.name.as_str())
+            .collect();
+        return Err(TrainError::Config(format!(
+            "the model already has a namespace `{name}` (it has {}); pick another --namespace",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
