@@ -433,3 +433,94 @@ fn check_name(model: &Model, name: &str) -> Result<(), TrainError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use colswarm_tables::{ReadTableOptions, read_labelled_tables};
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    fn own_types() -> Vec<Table> {
+        read_labelled_tables(
+            &root().join("datasets/own-types/labels.csv"),
+            &root().join("datasets/t2d-webtables/samples"),
+            &ReadTableOptions::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_interrupted_run_resumes_from_its_features_and_ends_where_a_fresh_one_does() {
+        let model_dir = root().join("models/colswarm-small");
+        let tables = own_types();
+        let config = FineTuneConfig::new("mine");
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = fine_tune(&model_dir, &tables, &dir.path().join("fresh"), &config).unwrap();
+        assert!(!fresh.resumed);
+        assert!(!partial_dir(&dir.path().join("fresh")).exists());
+
+        // Interrupted after reading the tables: the staging folder holds their features only.
+        let out = dir.path().join("resumed");
+        let staging = partial_dir(&out);
+        std::fs::create_dir_all(&staging).unwrap();
+        let model = Model::load(&model_dir, &Device::flex()).unwrap();
+        let labels: Vec<String> = fresh.labels.clone();
+        let targets = extract(&model, &tables, &labels, &config).unwrap();
+        let key = features_key(&model_dir, &tables, &labels).unwrap();
+        save_features(&staging, &key, &targets).unwrap();
+        let resumed = fine_tune(&model_dir, &tables, &out, &config).unwrap();
+        assert!(resumed.resumed);
+        for file in ["namespaces/mine.safetensors", "labels.json"] {
+            let read = |d: &Path| std::fs::read(d.join(file)).unwrap();
+            assert_eq!(read(&dir.path().join("fresh")), read(&out), "{file}");
+        }
+
+        // Features of other tables are not reused.
+        let mut changed = tables.clone();
+        changed[0].columns[0].labels = vec!["money".into()];
+        assert_ne!(features_key(&model_dir, &changed, &labels).unwrap(), key);
+    }
+
+    #[test]
+    fn a_taken_name_or_an_existing_output_is_refused_before_any_work() {
+        let model_dir = root().join("models/colswarm-small");
+        let tables = own_types();
+        let dir = tempfile::tempdir().unwrap();
+        let taken = fine_tune(
+            &model_dir,
+            &tables,
+            &dir.path().join("a"),
+            &FineTuneConfig::new("t2d"),
+        );
+        assert!(
+            taken
+                .unwrap_err()
+                .to_string()
+                .contains("already has a namespace `t2d`")
+        );
+        let bad = fine_tune(
+            &model_dir,
+            &tables,
+            &dir.path().join("b"),
+            &FineTuneConfig::new("a b"),
+        );
+        assert!(bad.unwrap_err().to_string().contains("letters, digits"));
+        std::fs::create_dir_all(dir.path().join("c")).unwrap();
+        std::fs::write(dir.path().join("c/x"), "keep").unwrap();
+        let exists = fine_tune(
+            &model_dir,
+            &tables,
+            &dir.path().join("c"),
+            &FineTuneConfig::new("m"),
+        );
+        assert!(exists.unwrap_err().to_string().contains("not empty"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("c/x")).unwrap(),
+            "keep"
+        );
+        assert!(!dir.path().join("a").exists() && !partial_dir(&dir.path().join("a")).exists());
+    }
+}
