@@ -125,16 +125,21 @@ fn model_err(py: Python<'_>, e: ModelError) -> PyErr {
     raise(py, e.to_string(), at)
 }
 
+/// A file that could not be read or written.
+fn io_location(path: &std::path::Path, source: &std::io::Error) -> Location {
+    Location {
+        path: Some(path.to_path_buf()),
+        not_found: source.kind() == std::io::ErrorKind::NotFound,
+        io: true,
+        ..Location::default()
+    }
+}
+
 fn eval_err(py: Python<'_>, e: EvalError) -> PyErr {
     let at = match &e {
         EvalError::Model(m) => model_location(m),
         EvalError::Table(t) => table_location(t),
-        EvalError::Io { path, source } => Location {
-            path: Some(path.clone()),
-            not_found: source.kind() == std::io::ErrorKind::NotFound,
-            io: true,
-            ..Location::default()
-        },
+        EvalError::Io { path, source } => io_location(path, source),
         _ => Location::default(),
     };
     raise(py, e.to_string(), at)
@@ -144,12 +149,7 @@ fn train_err(py: Python<'_>, e: TrainError) -> PyErr {
     let at = match &e {
         TrainError::Model(m) => model_location(m),
         TrainError::Table(t) => table_location(t),
-        TrainError::Io { path, source } => Location {
-            path: Some(path.clone()),
-            not_found: source.kind() == std::io::ErrorKind::NotFound,
-            io: true,
-            ..Location::default()
-        },
+        TrainError::Io { path, source } => io_location(path, source),
         _ => Location::default(),
     };
     raise(py, e.to_string(), at)

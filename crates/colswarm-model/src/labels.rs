@@ -91,6 +91,30 @@ pub struct Namespace {
 }
 
 impl Namespace {
+    /// A namespace of these labels at `offset`, with the defaults: a softmax, no hierarchy, no
+    /// abstention, no label-name prior, the shared head.
+    pub fn new(
+        name: &str,
+        format: DatasetFormat,
+        kind: LabelKind,
+        offset: usize,
+        labels: Vec<String>,
+    ) -> Self {
+        Namespace {
+            name: name.to_string(),
+            format,
+            kind,
+            offset,
+            labels,
+            activation: Activation::Softmax,
+            ancestors: Vec::new(),
+            abstain_below: None,
+            label_name_weight: None,
+            label_name_skip_subject: false,
+            head: None,
+        }
+    }
+
     /// `chosen` (positions in the namespace) with every super-type of each added, sorted.
     pub fn close_under_ancestors(&self, chosen: Vec<usize>) -> Vec<usize> {
         close_under(&self.ancestors, chosen)
@@ -244,19 +268,7 @@ impl LabelSpace {
         }
         let list = self.list_mut(task);
         let offset = list.last().map_or(0, |n| n.range().end);
-        list.push(Namespace {
-            name: name.to_string(),
-            format,
-            kind,
-            offset,
-            labels,
-            activation: Activation::Softmax,
-            ancestors: Vec::new(),
-            abstain_below: None,
-            label_name_weight: None,
-            label_name_skip_subject: false,
-            head: None,
-        });
+        list.push(Namespace::new(name, format, kind, offset, labels));
     }
 
     /// [`Self::push`] of a [`LabelSet`]'s labels, with the super-types its hierarchy gives each

@@ -8,9 +8,7 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::{log_sigmoid, log_softmax, sigmoid, softmax};
 use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_eval::{TargetPrediction, ThresholdRule, abstention_curve, choose_threshold};
-use colswarm_model::{
-    Activation, AddedHead, AddedHeadConfig, DatasetFormat, Namespace, Progress, rows_of,
-};
+use colswarm_model::{AddedHead, AddedHeadConfig, DatasetFormat, Namespace, Progress, rows_of};
 use colswarm_swarm::LabelKind;
 
 use super::FineTuneConfig;
@@ -259,23 +257,12 @@ pub(super) fn abstention_threshold(
                 .collect::<BTreeMap<_, _>>(),
         })
         .collect();
-    let namespace = Namespace {
-        name: "held-out".into(),
-        format: DatasetFormat::Labels,
-        kind: if multi_label {
-            LabelKind::MultiLabel
-        } else {
-            LabelKind::SingleLabel
-        },
-        offset: 0,
-        labels: names.clone(),
-        activation: Activation::Softmax,
-        ancestors: Vec::new(),
-        abstain_below: None,
-        label_name_weight: None,
-        label_name_skip_subject: false,
-        head: None,
+    let kind = if multi_label {
+        LabelKind::MultiLabel
+    } else {
+        LabelKind::SingleLabel
     };
+    let namespace = Namespace::new("held-out", DatasetFormat::Labels, kind, 0, names);
     let curve = abstention_curve(&targets, &namespace);
     choose_threshold(&curve, ThresholdRule::BestF1)
         .map(|p| p.threshold)
