@@ -20,14 +20,6 @@ pub enum EvalError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A dataset specification is malformed or names data that is not there.
-    #[error("dataset {spec}: {reason}")]
-    Dataset {
-        /// The specification as given.
-        spec: String,
-        /// What is wrong.
-        reason: String,
-    },
     /// An evaluation or baseline setting does not fit the model or the data (an unknown
     /// namespace, an ambiguous one, an empty training set).
     #[error("{0}")]

@@ -32,7 +32,6 @@ mod header_peers;
 mod metrics;
 mod ngram_classifier;
 mod routing;
-mod spec;
 
 pub use abstention::{
     AbstentionPoint, AbstentionReport, ThresholdRule, abstention_curve, abstention_point,
@@ -41,6 +40,7 @@ pub use abstention::{
 pub use baseline::{
     Baseline, BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
 };
+pub use colswarm_tables::DataSpec;
 pub use colswarm_tables::{DatasetFormat, LoadedData, Split, load_tables};
 pub use compare::{
     BootstrapConfig, Comparison, TargetPrediction, paired_bootstrap, read_predictions,
@@ -51,4 +51,3 @@ pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
 pub use ngram_classifier::{NgramClassifier, NgramTraining, sigmoid, softmax};
 pub use routing::{Rate, RoutingReport, SpecialistRouting, TableKind, WIDE_COLUMNS};
-pub use spec::DataSpec;

@@ -274,6 +274,16 @@ pub enum TableError {
         message: String,
     },
 
+    /// A data specification (`NAME=FORMAT:PATH[,PATH…][#SPLIT]`) is malformed or names data
+    /// that is not there.
+    #[error("dataset {spec}: {reason}")]
+    Spec {
+        /// The specification as given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A parquet file cannot be decoded or lacks the GitTables metadata.
     #[cfg(feature = "parquet")]
     #[error("{path}: parquet: {message}")]

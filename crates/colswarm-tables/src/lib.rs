@@ -62,6 +62,7 @@ mod sato_cv;
 mod semtab;
 mod serialize;
 mod sotab;
+mod spec;
 mod t2d;
 mod table;
 mod table_file;
@@ -95,6 +96,7 @@ pub use sotab::{
     SotabCpaRecord, SotabCtaRecord, SotabSplit, load_sotab_split, read_sotab_cpa_gt,
     read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, sotab_label_set,
 };
+pub use spec::DataSpec;
 pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};
 pub use table::{CellCounts, Column, CpaTarget, Table, TableContext};
 pub use table_file::{ReadTableOptions, read_table_file, read_table_stream};

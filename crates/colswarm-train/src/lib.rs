@@ -38,8 +38,8 @@ mod run;
 mod supervised;
 
 pub use average::{average_last_epochs, average_model_dirs, average_modules};
-pub use colswarm_eval::DataSpec;
 pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
+pub use colswarm_tables::DataSpec;
 pub use error::TrainError;
 pub use fine_tune::{FineTuneConfig, FineTuneReport, fine_tune, partial_dir};
 pub use parl::{ParlConfig, ParlOptions, ParlSummary, ScheduleChoice, train_router};

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use burn::tensor::Device;
-use colswarm_eval::DataSpec;
 use colswarm_parl::{LambdaSchedule, ObjectiveConfig, RewardConfig, Schedule};
+use colswarm_tables::DataSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;

@@ -1,9 +1,9 @@
 //! A PARL run's data: the training tables encoded in the model's label space, with their gold
 //! labels as the reward reads them.
 
-use colswarm_eval::DataSpec;
 use colswarm_model::{Columns, Example, Featurizer, LabelSpace, SerializeSettings, encode};
 use colswarm_parl::TableLabels;
+use colswarm_tables::DataSpec;
 
 use crate::error::TrainError;
 

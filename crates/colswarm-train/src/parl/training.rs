@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
-use colswarm_eval::{DataSpec, LoadedData};
 use colswarm_model::{Example, Progress, featurizer, load_model_extras};
 use colswarm_parl::AdvantageConfig;
 use colswarm_swarm::{FrozenSpecialist, OrchestratorConfig, Swarm};
+use colswarm_tables::{DataSpec, LoadedData};
 
 use super::config::{ParlConfig, ParlOptions, ParlSummary};
 use super::data::load_train_examples;

@@ -34,7 +34,8 @@ pub use settings::{
 
 use crate::error::TrainError;
 use crate::param_ids::renumber;
-use colswarm_eval::{DataSpec, EvalOptions, EvalReport, LoadedData, default_task, evaluate};
+use colswarm_eval::{EvalOptions, EvalReport, default_task, evaluate};
+use colswarm_tables::{DataSpec, LoadedData};
 
 /// What to do when a batch's loss or one of its gradients is NaN or infinite.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

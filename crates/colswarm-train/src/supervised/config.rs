@@ -14,7 +14,7 @@ use colswarm_swarm::{
 };
 use serde::{Deserialize, Serialize};
 
-use colswarm_eval::DataSpec;
+use colswarm_tables::DataSpec;
 
 use crate::error::TrainError;
 use crate::run::{OptimizerSettings, RunSettings};

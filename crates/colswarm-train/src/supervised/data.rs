@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use colswarm_eval::{DataSpec, EvalError, LoadedData};
 use colswarm_model::{
     Activation, Columns, Example, Featurizer, LabelSpace, Task, cta_kind, encode, ngram_config,
 };
 use colswarm_swarm::{LabelKind, WordVectors};
+use colswarm_tables::{DataSpec, LoadedData, TableError};
 use colswarm_tables::{SerializeConfig, Table};
 
 use super::config::{TrainConfig, orchestrator_config};
@@ -119,7 +119,7 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
             data.tables.truncate(config.data.max_tables);
         }
         if data.tables.is_empty() {
-            return Err(EvalError::Dataset {
+            return Err(TableError::Spec {
                 spec: spec.to_string(),
                 reason: "no table in this split".into(),
             }

@@ -7,9 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use colswarm_tables::{DatasetFormat, LoadedData, Split, TableError, load_tables};
-
-use crate::error::EvalError;
+use crate::dataset::{DatasetFormat, LoadedData, Split, load_tables};
+use crate::error::TableError;
 
 /// Where a dataset lies and how to read it: `NAME=FORMAT:PATH[,PATH…][#SPLIT]`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -26,10 +25,10 @@ pub struct DataSpec {
 }
 
 impl FromStr for DataSpec {
-    type Err = EvalError;
+    type Err = TableError;
 
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        let bad = |reason: &str| EvalError::Dataset {
+        let bad = |reason: &str| TableError::Spec {
             spec: spec.to_string(),
             reason: format!("{reason} (expected NAME=FORMAT:PATH[,PATH...][#SPLIT])"),
         };
@@ -75,13 +74,13 @@ impl DataSpec {
     ///
     /// # Errors
     /// The reader's error; a folder without the format's layout names this spec too.
-    pub fn load(&self) -> Result<LoadedData, EvalError> {
+    pub fn load(&self) -> Result<LoadedData, TableError> {
         load_tables(self.format, &self.paths, self.split).map_err(|e| match e {
-            TableError::Dataset { path, reason } => EvalError::Dataset {
+            TableError::Dataset { path, reason } => TableError::Spec {
                 spec: self.to_string(),
                 reason: format!("{}: {reason}", path.display()),
             },
-            other => other.into(),
+            other => other,
         })
     }
 }
