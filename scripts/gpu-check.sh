@@ -12,8 +12,9 @@
 #
 # `tests`: the colswarm-kernels parity tests (CubeCL against the reference, forward and
 # backward); `bench`: the criterion `cube` group (B=8, H=4, N=64, T=128/512/2048, and the language
-# model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU, and `train` and
-# `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
+# model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU (the shipped model,
+# and a namespace fine-tuned there on the samples), and, unless GPU_CHECK_TRAINING=0, `train`
+# and `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
 # 4-layer model. The parts travel separately (8-13 MB each), beside the checkout's files.
 #   scripts/gpu-check.sh size [tests|bench|cli]   prints what a call would carry: the checkout's
 #       files (tracked, and untracked ones git does not ignore) plus the packed parts named (all
@@ -162,6 +163,20 @@ cli_check() {
     "$colswarm" bench --model models/colswarm-small --device "$device" "$t2d/tables" \
       >>"$out/bench.txt" 2>&1 || echo "bench on $device FAILED" >>"$out/bench.txt"
   done
+  # A namespace fine-tuned here on the CPU, annotated on both: the added head runs where the
+  # model runs.
+  "$colswarm" fine-tune --tables datasets/t2d-webtables/samples --labels datasets/own-types/labels.csv \
+    --namespace mine --out "$runs/mine" --quiet >"$out/fine-tune.txt" 2>&1 || echo "fine-tune FAILED" >>"$out/fine-tune.txt"
+  for device in cpu wgpu; do
+    "$colswarm" annotate --model "$runs/mine" --namespace mine --device "$device" --output csv \
+      datasets/t2d-webtables/samples >"$out/fine-tuned-$device.csv" 2>>"$out/fine-tune.txt" ||
+      echo "annotate with the fine-tuned namespace on $device FAILED" >>"$out/fine-tune.txt"
+  done
+  # GPU_CHECK_TRAINING=0 stops here (annotation only: a few minutes of device time).
+  if [ "${GPU_CHECK_TRAINING:-1}" = 0 ]; then
+    rm -rf "$runs"
+    return
+  fi
   # The shipped recipe (its defaults) and a d_model 256, 4-layer model, one epoch each on T2D.
   for device in cpu wgpu; do
     for shape in recipe d256; do
