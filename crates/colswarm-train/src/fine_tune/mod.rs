@@ -485,6 +485,41 @@ mod tests {
     }
 
     #[test]
+    fn a_column_with_two_labels_makes_a_multi_label_namespace_that_annotates() {
+        let model_dir = root().join("models/colswarm-small");
+        let mut tables = own_types();
+        // The world-cities table's `country` column: a region and a place.
+        let cities = tables
+            .iter()
+            .position(|t| t.id.starts_with("77632062"))
+            .unwrap();
+        tables[cities].columns[2].labels.push("place".into());
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("multi");
+        let report = fine_tune(&model_dir, &tables, &out, &FineTuneConfig::new("mine")).unwrap();
+        assert!(report.multi_label);
+        let model = Model::load(&out, &Device::flex()).unwrap();
+        let namespace = model.space.namespace(Task::Cta, "mine").unwrap();
+        assert_eq!(namespace.activation, Activation::Sigmoid);
+        assert_eq!(namespace.kind, LabelKind::MultiLabel);
+        let options = colswarm_model::AnnotateOptions {
+            cta_namespaces: vec!["mine".into()],
+            abstain: false,
+            ..Default::default()
+        };
+        let annotated = model.annotate(&tables[cities..=cities], &options).unwrap();
+        let country = &annotated[0].columns[2].types[0];
+        assert_eq!(country.namespace, "mine");
+        assert!(!country.labels.is_empty());
+        assert!(
+            country
+                .labels
+                .iter()
+                .all(|l| (0.0..=1.0).contains(&l.confidence))
+        );
+    }
+
+    #[test]
     fn a_taken_name_or_an_existing_output_is_refused_before_any_work() {
         let model_dir = root().join("models/colswarm-small");
         let tables = own_types();
