@@ -23,9 +23,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::Device;
+use colswarm_eval::NgramClassifier;
 use colswarm_model::{
-    Activation, DatasetFormat, HeadFile, LABELS_FILE, Model, NgramFile, NgramWeights, Progress,
-    Task, copy_model_dir,
+    Activation, AddedHead, DatasetFormat, HeadFile, LABELS_FILE, LabelSpace, Model, Namespace,
+    NgramFile, NgramWeights, Progress, Task, copy_model_dir,
 };
 use colswarm_rwkv::checkpoint::{save_module, write_atomically};
 use colswarm_swarm::LabelKind;
@@ -134,37 +135,10 @@ pub fn fine_tune(
     config: &FineTuneConfig,
 ) -> Result<FineTuneReport, TrainError> {
     let started = Instant::now();
-    let device = Device::flex();
-    let model = Model::load(model_dir, &device)?;
+    let model = Model::load(model_dir, &Device::flex())?;
     check_name(&model, &config.namespace)?;
-    if out.exists()
-        && std::fs::read_dir(out)
-            .map_err(|e| io(out, e))?
-            .next()
-            .is_some()
-    {
-        return Err(TrainError::Config(format!(
-            "{} exists and is not empty; give a new --out",
-            out.display()
-        )));
-    }
-    let labels: Vec<String> = tables
-        .iter()
-        .flat_map(|t| &t.columns)
-        .flat_map(|c| c.labels.iter().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if labels.len() < 2 {
-        return Err(TrainError::Config(format!(
-            "fine-tuning needs at least two labels; the labels file gives {}",
-            labels.len()
-        )));
-    }
-    let multi_label = tables
-        .iter()
-        .flat_map(|t| &t.columns)
-        .any(|c| c.labels.len() > 1);
+    check_out(out)?;
+    let (labels, multi_label) = label_list(tables)?;
 
     let staging = partial_dir(out);
     std::fs::create_dir_all(&staging).map_err(|e| io(&staging, e))?;
@@ -177,19 +151,6 @@ pub fn fine_tune(
             (targets, false)
         }
     };
-    let n = targets.labels.len();
-    let mut counts = vec![0usize; labels.len()];
-    for set in &targets.labels {
-        for &l in set {
-            counts[l] += 1;
-        }
-    }
-    let rare_labels = labels
-        .iter()
-        .zip(&counts)
-        .filter(|&(_, &c)| c < config.min_examples)
-        .map(|(l, &c)| (l.clone(), c))
-        .collect();
 
     let (shift, scale) = standardisation(&targets.features, targets.width);
     let x: Vec<f32> = standardise(&targets.features, &shift, &scale);
@@ -204,7 +165,6 @@ pub fn fine_tune(
         .column_ngrams()
         .map(|c| c.buckets as usize);
     let chosen = choose_on_held_out(&x, &targets, &data, buckets, config);
-
     let mut fitting = Progress::new("fitting", chosen.steps, config.progress);
     let head = fit(
         &x,
@@ -213,74 +173,39 @@ pub fn fine_tune(
         chosen.l2,
         chosen.steps,
         config,
-        |step| {
-            fitting.set(step, "");
-        },
+        |step| fitting.set(step, ""),
     );
     fitting.finish(&format!("l2 {}, {} steps", chosen.l2, chosen.steps));
-    let head = head.with_standardisation(&shift, &scale);
+    let reader = buckets.filter(|_| chosen.ngram_share > 0.0).map(|buckets| {
+        let all = |_| true;
+        fit_reader(
+            &targets.bags,
+            &targets.labels,
+            all,
+            buckets,
+            labels.len(),
+            multi_label,
+            config.seed,
+        )
+    });
 
     copy_model_dir(model_dir, &staging)?;
-    let relative = format!("namespaces/{}.safetensors", config.namespace);
-    let head_path = staging.join(&relative);
-    let parent = head_path.parent().unwrap_or(&staging).to_path_buf();
-    std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;
-    save_module(&head, HashMap::new(), &head_path)?;
-    let ngrams = match buckets {
-        Some(buckets) if chosen.ngram_share > 0.0 => {
-            let reader = fit_reader(
-                &targets.bags,
-                &targets.labels,
-                |_| true,
-                buckets,
-                labels.len(),
-                multi_label,
-                config.seed,
-            );
-            let (weights, bias) = reader.parts();
-            let path = format!("namespaces/{}.ngrams.safetensors", config.namespace);
-            let module = NgramWeights::new(weights, bias, &Device::flex());
-            save_module(&module, HashMap::new(), &staging.join(&path))?;
-            Some(NgramFile {
-                sha256: sha256_file(&staging.join(&path))?,
-                path,
-                share: chosen.ngram_share,
-            })
-        }
-        _ => None,
+    let added = Added {
+        head: head.with_standardisation(&shift, &scale),
+        reader,
+        chosen: &chosen,
+        labels: &labels,
+        multi_label,
     };
-    let mut space = model.space.clone();
-    space.push(
-        Task::Cta,
-        &config.namespace,
-        DatasetFormat::Labels,
-        if multi_label {
-            LabelKind::MultiLabel
-        } else {
-            LabelKind::SingleLabel
-        },
-        labels.clone(),
-    );
-    if let Some(namespace) = space.cta.last_mut() {
-        namespace.activation = if multi_label {
-            Activation::Sigmoid
-        } else {
-            Activation::Softmax
-        };
-        namespace.abstain_below = chosen.abstain_below;
-        namespace.head = Some(HeadFile {
-            path: relative,
-            sha256: sha256_file(&head_path)?,
-            ngrams,
-        });
-    }
+    let space = write_namespace(&staging, &model, config, &added)?;
     space.save(&staging.join(LABELS_FILE))?;
     let report = FineTuneReport {
         namespace: config.namespace.clone(),
+        rare_labels: rare_labels(&targets.labels, &labels, config.min_examples),
         labels,
         multi_label,
         tables: tables.len(),
-        columns: n,
+        columns: targets.labels.len(),
         columns_skipped: targets.skipped,
         held_out_columns: chosen.held_out_columns,
         l2: chosen.l2,
@@ -288,21 +213,141 @@ pub fn fine_tune(
         ngram_share: chosen.ngram_share,
         held_out_micro_f1: chosen.micro_f1,
         abstain_below: chosen.abstain_below,
-        rare_labels,
         resumed,
         seconds: started.elapsed().as_secs_f64(),
     };
-    let report_path = staging.join(format!("namespaces/{}.json", config.namespace));
-    let json = serde_json::to_vec_pretty(&report).map_err(|e| TrainError::Config(e.to_string()))?;
-    write_atomically(&report_path, &json)?;
+    complete(&staging, out, &report)?;
+    Ok(report)
+}
+
+/// `out` must be new, or an empty folder.
+fn check_out(out: &Path) -> Result<(), TrainError> {
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map_err(|e| io(out, e))?
+            .next()
+            .is_some()
+    {
+        return Err(TrainError::Config(format!(
+            "{} exists and is not empty; give a new --out",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The labels the tables give their columns, sorted, and whether any column has several.
+fn label_list(tables: &[Table]) -> Result<(Vec<String>, bool), TrainError> {
+    let columns = || tables.iter().flat_map(|t| &t.columns);
+    let labels: Vec<String> = columns()
+        .flat_map(|c| c.labels.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if labels.len() < 2 {
+        return Err(TrainError::Config(format!(
+            "fine-tuning needs at least two labels; the labels file gives {}",
+            labels.len()
+        )));
+    }
+    Ok((labels, columns().any(|c| c.labels.len() > 1)))
+}
+
+/// Labels with fewer than `min` labelled columns, with their counts.
+fn rare_labels(columns: &[Vec<usize>], labels: &[String], min: usize) -> Vec<(String, usize)> {
+    let mut counts = vec![0usize; labels.len()];
+    for &l in columns.iter().flatten() {
+        counts[l] += 1;
+    }
+    labels
+        .iter()
+        .zip(counts)
+        .filter(|&(_, c)| c < min)
+        .map(|(l, c)| (l.clone(), c))
+        .collect()
+}
+
+/// What is added to the model directory.
+struct Added<'a> {
+    head: AddedHead,
+    reader: Option<NgramClassifier>,
+    chosen: &'a Chosen,
+    labels: &'a [String],
+    multi_label: bool,
+}
+
+/// Writes the head (and the n-gram reader) into `staging/namespaces/` and returns the model's
+/// label space with the new namespace, which names them.
+fn write_namespace(
+    staging: &Path,
+    model: &Model,
+    config: &FineTuneConfig,
+    added: &Added<'_>,
+) -> Result<LabelSpace, TrainError> {
+    let folder = staging.join("namespaces");
+    std::fs::create_dir_all(&folder).map_err(|e| io(&folder, e))?;
+    let saved = |module: &dyn Fn(&Path) -> Result<(), TrainError>, name: &str| {
+        let path = format!("namespaces/{}{name}", config.namespace);
+        module(&staging.join(&path))?;
+        Ok::<_, TrainError>((sha256_file(&staging.join(&path))?, path))
+    };
+    let (sha256, path) = saved(
+        &|file| Ok(save_module(&added.head, HashMap::new(), file)?),
+        ".safetensors",
+    )?;
+    let ngrams = match &added.reader {
+        Some(reader) => {
+            let (weights, bias) = reader.parts();
+            let module = NgramWeights::new(weights, bias, &Device::flex());
+            let (sha256, path) = saved(
+                &|file| Ok(save_module(&module, HashMap::new(), file)?),
+                ".ngrams.safetensors",
+            )?;
+            Some(NgramFile {
+                path,
+                sha256,
+                share: added.chosen.ngram_share,
+            })
+        }
+        None => None,
+    };
+    let (kind, activation) = if added.multi_label {
+        (LabelKind::MultiLabel, Activation::Sigmoid)
+    } else {
+        (LabelKind::SingleLabel, Activation::Softmax)
+    };
+    let mut space = model.space.clone();
+    let offset = space.len(Task::Cta);
+    let mut namespace = Namespace::new(
+        &config.namespace,
+        DatasetFormat::Labels,
+        kind,
+        offset,
+        added.labels.to_vec(),
+    );
+    namespace.activation = activation;
+    namespace.abstain_below = added.chosen.abstain_below;
+    namespace.head = Some(HeadFile {
+        path,
+        sha256,
+        ngrams,
+    });
+    space.cta.push(namespace);
+    Ok(space)
+}
+
+/// Writes the report beside the head, drops the feature cache and renames `staging` to `out`.
+fn complete(staging: &Path, out: &Path, report: &FineTuneReport) -> Result<(), TrainError> {
+    let path = staging.join(format!("namespaces/{}.json", report.namespace));
+    let json = serde_json::to_vec_pretty(report).map_err(|e| TrainError::Config(e.to_string()))?;
+    write_atomically(&path, &json)?;
     for cache in [FEATURES_FILE, FEATURES_KEY_FILE] {
         let _ = std::fs::remove_file(staging.join(cache));
     }
     if out.exists() {
         std::fs::remove_dir(out).map_err(|e| io(out, e))?;
     }
-    std::fs::rename(&staging, out).map_err(|e| io(out, e))?;
-    Ok(report)
+    std::fs::rename(staging, out).map_err(|e| io(out, e))
 }
 
 /// What the held-out slice chose.
