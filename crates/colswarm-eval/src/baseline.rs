@@ -31,7 +31,7 @@ use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
 use crate::compare::{TargetPrediction, score_predictions};
 use crate::header_peers::{HeaderMemory, HeaderRule};
 use crate::metrics::F1Report;
-use crate::ngram_classifier::{NgramClassifier, featurizer, sigmoid, softmax};
+use crate::ngram_classifier::{NgramClassifier, NgramTraining, sigmoid, softmax};
 use colswarm_model::{Namespace, Task, close_under};
 
 /// Which baseline to train.
@@ -358,7 +358,7 @@ pub fn train_baseline(
                     }
                 }
                 let linear =
-                    NgramClassifier::train(config, featurizer.buckets as usize, namespace, &data);
+                    train_classifier(config, featurizer.buckets as usize, namespace, &data);
                 let prior = config
                     .label_name_weight
                     .map(|weight| (LabelNames::new(&namespace.labels), weight));
@@ -459,6 +459,39 @@ pub fn baseline_predictions(
         }
     }
     predictions
+}
+
+/// The baseline's featurizer: [`NgramConfig`] from a [`BaselineConfig`].
+fn featurizer(config: &BaselineConfig) -> NgramConfig {
+    let min_n = config.ngram.0.max(1);
+    NgramConfig {
+        buckets: u32::try_from(config.buckets.max(1)).unwrap_or(u32::MAX),
+        min_n,
+        max_n: config.ngram.1.max(min_n),
+        max_cells: config.max_cells,
+        neighbours: false,
+    }
+}
+
+/// The n-gram classifier of a namespace, trained as `config` says.
+fn train_classifier(
+    config: &BaselineConfig,
+    buckets: usize,
+    namespace: &Namespace,
+    data: &[(SparseFeatures, Vec<usize>)],
+) -> NgramClassifier {
+    let training = NgramTraining {
+        seed: config.seed,
+        epochs: config.epochs,
+        learning_rate: config.learning_rate,
+    };
+    NgramClassifier::fit(
+        &training,
+        buckets,
+        namespace.labels.len(),
+        namespace.kind,
+        data,
+    )
 }
 
 #[cfg(test)]

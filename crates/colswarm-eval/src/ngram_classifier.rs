@@ -1,28 +1,13 @@
 //! The character n-gram baseline's classifier: a linear layer over hashed byte n-grams of a
-//! column ([`NgramConfig`]), trained with SGD (softmax and cross-entropy for single-label
+//! column (`colswarm_tables::NgramConfig`), trained with SGD (softmax and cross-entropy for single-label
 //! namespaces, one-vs-rest sigmoids and binary cross-entropy for multi-label ones). Its tests
 //! are the baseline's, in `baseline.rs`.
 
 use colswarm_swarm::LabelKind;
-use colswarm_tables::{NgramConfig, SparseFeatures};
+use colswarm_tables::SparseFeatures;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
-
-use crate::baseline::BaselineConfig;
-use colswarm_model::Namespace;
-
-/// The baseline's featurizer: [`NgramConfig`] from a [`BaselineConfig`].
-pub(crate) fn featurizer(config: &BaselineConfig) -> NgramConfig {
-    let min_n = config.ngram.0.max(1);
-    NgramConfig {
-        buckets: u32::try_from(config.buckets.max(1)).unwrap_or(u32::MAX),
-        min_n,
-        max_n: config.ngram.1.max(min_n),
-        max_cells: config.max_cells,
-        neighbours: false,
-    }
-}
 
 /// Scores `bias + xᵀW` over the labels; `W` is `buckets × labels`, row-major. The char n-gram
 /// baseline's classifier, and the n-gram reader of a fine-tuned namespace.
@@ -45,26 +30,6 @@ pub struct NgramTraining {
 }
 
 impl NgramClassifier {
-    pub(crate) fn train(
-        config: &BaselineConfig,
-        buckets: usize,
-        namespace: &Namespace,
-        data: &[(SparseFeatures, Vec<usize>)],
-    ) -> Self {
-        let training = NgramTraining {
-            seed: config.seed,
-            epochs: config.epochs,
-            learning_rate: config.learning_rate,
-        };
-        Self::fit(
-            &training,
-            buckets,
-            namespace.labels.len(),
-            namespace.kind,
-            data,
-        )
-    }
-
     /// Trains on `(features, gold label positions)` pairs: softmax and cross-entropy (gold
     /// spread evenly over a target's labels) for a single-label namespace, one-vs-rest sigmoids
     /// and binary cross-entropy for a multi-label one.

@@ -1,6 +1,5 @@
 //! What the model says about a table: types and relations per column, the router's gates.
 
-use burn::tensor::Tensor;
 use colswarm_tables::{NgramConfig, Table};
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +12,7 @@ use crate::error::ModelError;
 use crate::experts::{Expert, average_logits};
 use crate::label_names::LabelNames;
 use crate::labels::{Namespace, Task};
-use crate::model::{Model, SpecialistUse};
+use crate::model::{Model, SpecialistUse, rows_of};
 
 /// A label and the model's confidence in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -219,20 +218,6 @@ impl std::fmt::Debug for Outputs {
             .field("rows", &self.cta.len())
             .finish()
     }
-}
-
-/// A `[rows, n]` tensor as host rows.
-pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
-    let [_, n] = tensor.dims();
-    let values = tensor
-        .into_data()
-        .convert::<f32>()
-        .try_to_vec::<f32>()
-        .unwrap_or_default();
-    if n == 0 {
-        return Vec::new();
-    }
-    values.chunks(n).map(<[f32]>::to_vec).collect()
 }
 
 /// The namespaces a caller reads from a prediction, as indices into the label space's CTA and

@@ -47,7 +47,7 @@ pub use added_head::{
 };
 pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
-    TableAnnotation, TypeAnnotation, Wanted, rows_of,
+    TableAnnotation, TypeAnnotation, Wanted,
 };
 pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
@@ -59,7 +59,7 @@ pub use experts::{EXPERTS_FILE, Expert, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
     Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir, load_model_extras,
-    save_model_extras,
+    rows_of, save_model_extras,
 };
 pub use progress::{Progress, format_duration};
 pub use read::{

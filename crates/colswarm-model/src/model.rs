@@ -18,7 +18,6 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::added_head::{AddedHead, AddedNamespace, NgramScorer, added_features};
-use crate::annotation::rows_of;
 use crate::encode::{Columns, Example, Featurizer, encode, featurizer, to_batch};
 use crate::error::ModelError;
 use crate::experts::{Expert, ExpertList};
@@ -447,6 +446,20 @@ impl Model {
         };
         Ok(self.swarm.forward(&batch, routing)?)
     }
+}
+
+/// A `[rows, n]` tensor as host rows.
+pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+    let [_, n] = tensor.dims();
+    let values = tensor
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .unwrap_or_default();
+    if n == 0 {
+        return Vec::new();
+    }
+    values.chunks(n).map(<[f32]>::to_vec).collect()
 }
 
 #[cfg(test)]

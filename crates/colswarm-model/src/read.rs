@@ -91,14 +91,6 @@ mod tests {
         path
     }
 
-    #[cfg(not(feature = "parquet"))]
-    #[test]
-    fn a_parquet_file_without_the_feature_names_the_file_and_the_feature() {
-        let message = read_table("tables/t.parquet").unwrap_err().to_string();
-        assert!(message.starts_with("tables/t.parquet: "), "{message}");
-        assert!(message.contains("`parquet` feature"), "{message}");
-    }
-
     #[test]
     fn directories_list_their_table_files_sorted_and_missing_inputs_are_named() {
         let dir = tempfile::tempdir().unwrap();

@@ -331,7 +331,11 @@ impl TableError {
                 | std::io::ErrorKind::InvalidInput
                 | std::io::ErrorKind::UnexpectedEof
         );
-        if decoding && crate::compressed::is_gzip(&path) {
+        // A `.gz` name, as `compressed::is_gzip` says (not imported: that module uses this one).
+        let gzip = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".gz"));
+        if decoding && gzip {
             TableError::Gzip { path, source }
         } else {
             TableError::Io { path, source }

@@ -121,6 +121,17 @@ mod tests {
         dir
     }
 
+    #[cfg(not(feature = "parquet"))]
+    #[test]
+    fn a_parquet_file_without_the_feature_names_the_file_and_the_feature() {
+        let path = Path::new("tables/t.parquet");
+        let message = read_table_file(path, &ReadTableOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(message.starts_with("tables/t.parquet: "), "{message}");
+        assert!(message.contains("`parquet` feature"), "{message}");
+    }
+
     #[test]
     fn ragged_rows_are_padded_and_long_tables_sampled() {
         let dir = temp_dir("ragged");

@@ -10,7 +10,7 @@ use colswarm_rwkv::checkpoint::write_atomically;
 use colswarm_tables::{SparseFeatures, Table, fnv1a};
 use serde::{Deserialize, Serialize};
 
-use super::FineTuneConfig;
+use super::config::FineTuneConfig;
 use crate::error::TrainError;
 
 /// One labelled column's features and labels (positions in the label list).

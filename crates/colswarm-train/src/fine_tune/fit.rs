@@ -11,7 +11,7 @@ use colswarm_eval::{TargetPrediction, ThresholdRule, abstention_curve, choose_th
 use colswarm_model::{AddedHead, AddedHeadConfig, DatasetFormat, Namespace, Progress, rows_of};
 use colswarm_swarm::LabelKind;
 
-use super::FineTuneConfig;
+use super::config::FineTuneConfig;
 
 /// The shape of a fit.
 pub(super) struct Fit {
