@@ -128,24 +128,12 @@ pub struct AbstentionReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use colswarm_model::Activation;
     use colswarm_swarm::LabelKind;
     use colswarm_tables::DatasetFormat;
 
     fn namespace() -> Namespace {
-        Namespace {
-            name: "n".into(),
-            format: DatasetFormat::T2d,
-            kind: LabelKind::SingleLabel,
-            offset: 0,
-            labels: vec!["a".into(), "b".into()],
-            activation: Activation::Softmax,
-            ancestors: Vec::new(),
-            abstain_below: None,
-            label_name_weight: None,
-            label_name_skip_subject: false,
-            head: None,
-        }
+        let labels = vec!["a".into(), "b".into()];
+        Namespace::new("n", DatasetFormat::T2d, LabelKind::SingleLabel, 0, labels)
     }
 
     fn target(gold: &str, predicted: &str, p: f32) -> TargetPrediction {

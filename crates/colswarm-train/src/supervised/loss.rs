@@ -203,19 +203,9 @@ mod tests {
         ];
         let tensor =
             Tensor::<2>::from_data(TensorData::new(logits.concat(), [3, 5]), &Device::flex());
-        let mut namespace = Namespace {
-            name: "n".into(),
-            format: colswarm_tables::DatasetFormat::TurlCsv,
-            kind: LabelKind::MultiLabel,
-            offset: 1,
-            labels: vec!["a".into(), "b".into(), "c".into()],
-            activation: Activation::Softmax,
-            ancestors: Vec::new(),
-            abstain_below: None,
-            label_name_weight: None,
-            label_name_skip_subject: false,
-            head: None,
-        };
+        let labels = vec!["a".into(), "b".into(), "c".into()];
+        let format = colswarm_tables::DatasetFormat::TurlCsv;
+        let mut namespace = Namespace::new("n", format, LabelKind::MultiLabel, 1, labels);
         let targets: [&[usize]; 2] = [&[1, 3], &[2]];
         let gold: [&[usize]; 2] = [&[0, 2], &[1]];
         let rows = [logits[0], logits[2]].map(|r| [r[1], r[2], r[3]]);
