@@ -110,46 +110,17 @@ pub fn fine_tune(
         }
     };
 
-    let (shift, scale) = standardisation(&targets.features, targets.width);
-    let x: Vec<f32> = standardise(&targets.features, &shift, &scale);
-    let data = Fit {
-        width: targets.width,
-        classes: labels.len(),
-        multi_label,
-    };
     let buckets = model
         .swarm
         .orchestrator
         .column_ngrams()
         .map(|c| c.buckets as usize);
-    let chosen = choose_on_held_out(&x, &targets, &data, buckets, config);
-    let mut fitting = Progress::new("fitting", chosen.steps, config.progress);
-    let head = fit(
-        &x,
-        &targets.labels,
-        &data,
-        chosen.l2,
-        chosen.steps,
-        config,
-        |step| fitting.set(step, ""),
-    );
-    fitting.finish(&format!("l2 {}, {} steps", chosen.l2, chosen.steps));
-    let reader = buckets.filter(|_| chosen.ngram_share > 0.0).map(|buckets| {
-        let all = |_| true;
-        fit_reader(
-            &targets.bags,
-            &targets.labels,
-            all,
-            buckets,
-            labels.len(),
-            multi_label,
-            config.seed,
-        )
-    });
+    let (chosen, head, reader) =
+        fit_namespace(&targets, labels.len(), multi_label, buckets, config);
 
     copy_model_dir(model_dir, &staging)?;
     let added = Added {
-        head: head.with_standardisation(&shift, &scale),
+        head,
         reader,
         chosen: &chosen,
         labels: &labels,
@@ -176,6 +147,44 @@ pub fn fine_tune(
     };
     complete(&staging, out, &report)?;
     Ok(report)
+}
+
+/// The held-out slice's choices, then the head (its standardisation set) and the n-gram
+/// reader (where the slice gave it a share) fitted on every labelled column.
+fn fit_namespace(
+    targets: &features::Targets,
+    classes: usize,
+    multi_label: bool,
+    buckets: Option<usize>,
+    config: &FineTuneConfig,
+) -> (Chosen, AddedHead, Option<NgramClassifier>) {
+    let (shift, scale) = standardisation(&targets.features, targets.width);
+    let x: Vec<f32> = standardise(&targets.features, &shift, &scale);
+    let data = Fit {
+        width: targets.width,
+        classes,
+        multi_label,
+    };
+    let chosen = choose_on_held_out(&x, targets, &data, buckets, config);
+    let mut fitting = Progress::new("fitting", chosen.steps, config.progress);
+    let (l2, steps) = (chosen.l2, chosen.steps);
+    let head = fit(&x, &targets.labels, &data, l2, steps, config, |step| {
+        fitting.set(step, "")
+    });
+    fitting.finish(&format!("l2 {l2}, {steps} steps"));
+    let reader = buckets.filter(|_| chosen.ngram_share > 0.0).map(|buckets| {
+        let (bags, labels) = (&targets.bags, &targets.labels);
+        fit_reader(
+            bags,
+            labels,
+            |_| true,
+            buckets,
+            classes,
+            multi_label,
+            config.seed,
+        )
+    });
+    (chosen, head.with_standardisation(&shift, &scale), reader)
 }
 
 /// `out` must be new, or an empty folder.
