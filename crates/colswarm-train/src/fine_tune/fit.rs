@@ -41,8 +41,8 @@ pub(super) fn target_matrix(labels: &[Vec<usize>], fit: &Fit) -> Vec<f32> {
 }
 
 /// Fits a head on standardised features for `steps` full-batch Adam steps; `on_step` sees each
-/// step done, and `eval` (when given) the head every [`FineTuneConfig::eval_every`] steps.
-pub(super) fn fit_with(
+/// step's number and the head after it.
+pub(super) fn fit(
     x: &[f32],
     labels: &[Vec<usize>],
     data: &Fit,
@@ -73,18 +73,6 @@ pub(super) fn fit_with(
         on_step(step, &head);
     }
     head.valid()
-}
-
-pub(super) fn fit(
-    x: &[f32],
-    labels: &[Vec<usize>],
-    data: &Fit,
-    l2: f64,
-    steps: usize,
-    config: &FineTuneConfig,
-    mut on_step: impl FnMut(usize),
-) -> AddedHead {
-    fit_with(x, labels, data, l2, steps, config, |step, _| on_step(step))
 }
 
 /// Probabilities of standardised features under a head (without autodiff).
@@ -189,7 +177,7 @@ pub(super) fn choose_settings(
     let total = config.l2.len() * config.max_steps;
     let mut progress = Progress::new("choosing", total, config.progress);
     for (k, &l2) in config.l2.iter().enumerate() {
-        fit_with(
+        fit(
             &train_x,
             &train_y,
             data,
@@ -305,11 +293,11 @@ mod tests {
             multi_label: false,
         };
         let config = FineTuneConfig::new("t");
-        let head = fit(&x, &labels, &data, 1e-3, 100, &config, |_| {});
+        let head = fit(&x, &labels, &data, 1e-3, 100, &config, |_, _| {});
         let probs = probabilities(&head, &x, 40, &data);
         let gold: Vec<&Vec<usize>> = labels.iter().collect();
         assert_eq!(micro_f1(&probs, &gold, false), 1.0);
-        let again = fit(&x, &labels, &data, 1e-3, 100, &config, |_| {});
+        let again = fit(&x, &labels, &data, 1e-3, 100, &config, |_, _| {});
         assert_eq!(
             probabilities(&again, &x, 40, &data),
             probs,

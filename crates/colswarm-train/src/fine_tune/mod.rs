@@ -168,7 +168,7 @@ fn fit_namespace(
     let chosen = choose_on_held_out(&x, targets, &data, buckets, config);
     let mut fitting = Progress::new("fitting", chosen.steps, config.progress);
     let (l2, steps) = (chosen.l2, chosen.steps);
-    let head = fit(&x, &targets.labels, &data, l2, steps, config, |step| {
+    let head = fit(&x, &targets.labels, &data, l2, steps, config, |step, _| {
         fitting.set(step, "")
     });
     fitting.finish(&format!("l2 {l2}, {steps} steps"));
