@@ -2,11 +2,10 @@
 # What domain experts add to the recipe's models (docs/TRAINING.md, "Domain experts"): for each
 # fold model of scripts/wikitables-cross-validation.sh (WCV) and scripts/t2d-cross-validation.sh
 # (TCV), the same recipe is trained on that fold's training tables of one benchmark alone (no
-# specialists; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, default the recipe's, or per
-# benchmark $WIKITABLES_SHAPE, $GITTABLES_SHAPE and $T2D_SHAPE; any other `train` flags of the
-# expert, such as --neighbour-ngrams, go there too), joined to the fold model with `add-expert`,
-# and
-# scored where the fold model was:
+# specialists: recipes/expert.toml; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, `--set`
+# changes of the recipe, default none, or per benchmark $WIKITABLES_SHAPE, $GITTABLES_SHAPE and
+# $T2D_SHAPE; any other change of the expert, such as --set model.neighbour_ngrams=true, goes
+# there too), joined to the fold model with `add-expert`, and scored where the fold model was:
 #   - WikiTables: each held-out dev fold (the no-closure models, as shipped), a WikiTables expert;
 #   - GitTables cv_3: every WikiTables fold model, with a GitTables expert trained on cv_0–2;
 #   - T2D: each held-out fold, CPA and CTA, a T2D expert trained on the other four folds.
@@ -16,14 +15,13 @@
 # pooled predictions. Two runs at a time, one thread each: 5.5 minutes with version 13's shapes
 # and one OPEN_BELOW on the 2-core machine of docs/TRAINING.md. Writes $OUT (default runs/expert-cv).
 # Usage, after both cross-validations of the shipped recipe:
-#   V=models/colswarm-small/word_vectors.safetensors
-#   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/wikitables-cross-validation.sh
-#   TRAIN_ARGS="--word-vectors $V --table-topic" scripts/t2d-cross-validation.sh
+#   scripts/wikitables-cross-validation.sh
+#   scripts/t2d-cross-validation.sh
 #   WCV=runs/wikitables-cv TCV=runs/t2d-cv scripts/expert-cross-validation.sh
 # Version 13's experts (version 12's read 20 cells in the GitTables expert):
-#   N="--d-model 32 --layers 2 --head-size 32 --head-hidden 128"
-#   WIKITABLES_SHAPE="$N --neighbour-ngrams" T2D_SHAPE="$N" OPEN_BELOW="0.9 0.95" \
-#     GITTABLES_SHAPE="--d-model 64 --layers 1 --head-size 32 --head-hidden 128 --neighbour-ngrams --ngram-cells 100" \
+#   N="--set model.d_model=32"; M="--set model.neighbour_ngrams=true"
+#   WIKITABLES_SHAPE="$N $M" T2D_SHAPE="$N" OPEN_BELOW="0.9 0.95" \
+#     GITTABLES_SHAPE="--set model.n_layers=1 $M --set model.ngram_cells=100" \
 #     OUT=runs/expert-cv-v13 scripts/expert-cross-validation.sh
 # Versions 14 and 15: the same with T2D_EXTRA=t2d-silver=models/colswarm-small/experts/t2d-silver
 # and OPEN_BELOW=0.95; then `scripts/routing-report.py $OUT` prints how the cascade routes.
@@ -36,7 +34,7 @@ TCV=${TCV:-runs/t2d-cv}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 EXPERT_SEED=${EXPERT_SEED:-11}
 # The experts' shape (the recipe's by default; another shape reads tables the same way).
-EXPERT_SHAPE=${EXPERT_SHAPE:-"--d-model 64 --layers 2 --head-size 32 --head-hidden 128"}
+EXPERT_SHAPE=${EXPERT_SHAPE:-}
 WIKITABLES_SHAPE=${WIKITABLES_SHAPE:-$EXPERT_SHAPE}
 GITTABLES_SHAPE=${GITTABLES_SHAPE:-$EXPERT_SHAPE}
 T2D_SHAPE=${T2D_SHAPE:-$EXPERT_SHAPE}
@@ -46,7 +44,6 @@ T2D_EXTRA=${T2D_EXTRA:-}
 OPEN_BELOW=${OPEN_BELOW:-"0.5 0.7 0.8 0.9 0.95 0.99"}
 D=datasets
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
-V=models/colswarm-small/word_vectors.safetensors
 P=$OUT/predictions
 mkdir -p "$P"
 for k in 0 1 2 3 4; do
@@ -55,19 +52,16 @@ for k in 0 1 2 3 4; do
   done
 done
 
-# The recipe of docs/TRAINING.md without specialists: an expert reads tables as the primary does.
+# recipes/expert.toml: the shipped recipe without specialists, so that an expert reads tables as
+# the primary does; it averages the last six epochs into OUT_DIR/averaged.
 expert() {  # OUT_DIR SHAPE TRAIN_SPEC...
   local out=$1 shape=$2
   shift 2
   [ -d "$out-avg" ] && return
   # shellcheck disable=SC2086
-  $BIN --threads 1 train $shape --lr 5e-3 \
-    --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
-    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
-    --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 \
+  $BIN --threads 1 train --recipe recipes/expert.toml $shape \
     --seed "$EXPERT_SEED" --quiet "$@" --out "$out" > "$out.json"
-  # shellcheck disable=SC2046
-  $BIN average $(ls -d "$out"/checkpoints/step-*/model | tail -6) --out "$out-avg" > /dev/null
+  mv "$out/averaged" "$out-avg"
 }
 
 # Scores MODEL with EXPERT_DIR beside it as NAME, every way: NAME-alone, NAME-all, NAME-below-P.

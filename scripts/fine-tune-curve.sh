@@ -19,7 +19,6 @@ OUT=${OUT:-runs/fine-tune-curve}
 BIN=${BIN:-target/release/colswarm}
 [ -x "$BIN" ] || cargo build -q --release -p colswarm-cli
 MODEL=${MODEL:-models/colswarm-small}
-V=$MODEL/word_vectors.safetensors
 F=datasets/gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 mkdir -p "$OUT"
@@ -54,13 +53,9 @@ arm() { # NAME K SEED: predictions for both test sets
       model=$run ;;
     scratch)
       rm -rf "$run" "$run-avg"
-      $BIN --threads 1 train --lr 5e-3 --max-table-tokens 128 --max-rows 8 --query-cells 0 \
-        --query-header-bytes 0 --ngram-buckets 16384 --head-skip --column-dropout 0.3 \
-        --word-vectors "$V" --table-topic --epochs 10 --patience 10 --keep-last 6 --d-model 64 \
-        --layers 2 --head-size 32 --head-hidden 128 --seed $((12 + seed)) --quiet \
-        --train "sp=labels:$T,$train" --out "$run" >"$run.txt"
-      # shellcheck disable=SC2046
-      $BIN average $(ls -d "$run"/checkpoints/step-*/model | tail -6) --out "$run-avg" >/dev/null
+      $BIN --threads 1 train --recipe recipes/expert.toml --set run.keep_last=6 \
+        --seed $((12 + seed)) --quiet --train "sp=labels:$T,$train" --out "$run" >"$run.txt"
+      mv "$run/averaged" "$run-avg"
       model=$run-avg ;;
     char-ngram)
       for test in all unseen; do

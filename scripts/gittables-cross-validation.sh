@@ -17,35 +17,26 @@ BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 D=datasets
 W=$D/wikitables-turl-subset
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
-S=models/colswarm-small/specialists
-V=models/colswarm-small/word_vectors.safetensors
 mkdir -p "$OUT"
-READ="--lr 5e-3 --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
-  --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label --word-vectors $V \
-  --table-topic --epochs 10 --patience 10 --keep-last 10"
 
-# Trains OUT_DIR with the given flags unless its average exists, and averages the last six epochs.
+# Trains OUT_DIR with the given recipe and flags unless its average exists; the recipe averages
+# the last six epochs.
 train() {
   local out=$1
   shift
   [ -d "$out-avg" ] && return
-  # shellcheck disable=SC2086
-  $BIN --threads 1 train $READ --quiet "$@" --out "$out" >"$out.json"
-  # shellcheck disable=SC2046
-  $BIN average $(ls -d "$out"/checkpoints/step-*/model | tail -6) --out "$out-avg" >/dev/null
+  $BIN --threads 1 train --quiet "$@" --out "$out" >"$out.json"
+  mv "$out/averaged" "$out-avg"
 }
 
 fold() {
   local k=$1 others
   others=$(python3 -c "print(','.join(f'${G}{i}.csv.gz' for i in range(4) if i != $k))")
-  train "$OUT/model$k" --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --seed 12 \
-    --no-hierarchy-closure \
-    --specialist wikitables=$S/wikitables.safetensors --specialist gittables=$S/gittables.safetensors \
-    --specialist t2d=$S/t2d.safetensors \
+  train "$OUT/model$k" --recipe recipes/colswarm-small.toml \
     --train "wikitables=turl-csv:$W/train_wikitables_subset_20.csv.gz,$W/dev_wikitables_subset_2.csv.gz" \
     --train "gittables=sato-cv:$others" --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz"
-  train "$OUT/expert$k" --d-model 64 --layers 1 --head-size 32 --head-hidden 128 --seed 11 \
-    --neighbour-ngrams --ngram-cells 100 --train "gittables=sato-cv:$others"
+  train "$OUT/expert$k" --recipe recipes/expert.toml --set model.n_layers=1 \
+    --set model.neighbour_ngrams=true --set model.ngram_cells=100 --train "gittables=sato-cv:$others"
   rm -rf "$OUT/swarm$k"
   $BIN add-expert --model "$OUT/model$k-avg" --expert "gittables-expert=$OUT/expert$k-avg" \
     --open-below 0.95 --out "$OUT/swarm$k" >/dev/null

@@ -181,7 +181,7 @@ cli_check() {
   for device in cpu wgpu; do
     for shape in recipe d256; do
       local extra=()
-      [ "$shape" = d256 ] && extra=(--d-model 256 --layers 4)
+      [ "$shape" = d256 ] && extra=(--set model.d_model=256 --set model.n_layers=4)
       { time timeout 200 "$colswarm" train --device "$device" --epochs 1 --max-tables 200 \
         --train t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train --out "$runs/$device-$shape" "${extra[@]}"; } \
         >>"$out/train-$device-$shape.txt" 2>&1 || echo "train on $device FAILED" >>"$out/train-$device-$shape.txt"

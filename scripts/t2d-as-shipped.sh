@@ -21,7 +21,6 @@ WEIGHT=${WEIGHT:-12}
 CTA_WEIGHT=${CTA_WEIGHT:-16}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 T=datasets/t2d-webtables/t2d.tar.gz
-V=models/colswarm-small/word_vectors.safetensors
 SILVER=t2d-silver=models/colswarm-small/experts/t2d-silver
 mkdir -p "$OUT"
 
@@ -30,13 +29,9 @@ fold() {
   others=$(python3 -c "print(','.join(str(i) for i in range(5) if i != $k))")
   [ -d "$model" ] || { echo "no $model: run scripts/t2d-cross-validation.sh first" >&2; exit 1; }
   if [ ! -d "$expert-avg" ]; then
-    $BIN --threads 1 train --d-model 32 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
-      --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
-      --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
-      --word-vectors $V --table-topic --epochs 10 --patience 10 --keep-last 10 --seed 11 --quiet \
+    $BIN --threads 1 train --recipe recipes/expert.toml --set model.d_model=32 --quiet \
       --train "t2d=t2d:$T#folds=$others" --out "$expert" >"$expert.json"
-    # shellcheck disable=SC2046
-    $BIN average $(ls -d "$expert"/checkpoints/step-*/model | tail -6) --out "$expert-avg" >/dev/null
+    mv "$expert/averaged" "$expert-avg"
   fi
   rm -rf "$OUT/fold$k" "$OUT/fold$k-prior" "$OUT/fold$k-one"
   $BIN calibrate --model "$model" --label-names "cpa:t2d=$WEIGHT" --label-names "cta:t2d=$CTA_WEIGHT" \

@@ -17,13 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/wikitables-cv}
 BIN=${BIN:-"cargo run -q -p colswarm-cli --"}
-# Extra arguments of the recipe's train command, e.g. TRAIN_ARGS="--word-vectors FILE".
+# Changes of the recipe (recipes/colswarm-small.toml), e.g. version 6's reading without word
+# vectors: TRAIN_ARGS="--set model.word_vectors= --set model.table_topic=false".
 TRAIN_ARGS=${TRAIN_ARGS:-}
 SEED=${SEED:-12}
 D=datasets
 W=$D/wikitables-turl-subset
 G=$D/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
-S=models/colswarm-small/specialists
 mkdir -p "$OUT/predictions"
 
 # Fold files: $OUT/data/foldK/{train,dev}.csv beside the label and hierarchy files, and the
@@ -55,19 +55,15 @@ PY
 
 fold() {
   local k=$1 F="$OUT/data/fold$1"
-  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
-    --max-table-tokens 128 --max-rows 8 --query-cells 0 --query-header-bytes 0 \
-    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
-    --specialist wikitables=$S/wikitables.safetensors --specialist gittables=$S/gittables.safetensors \
-    --specialist t2d=$S/t2d.safetensors \
+  # shellcheck disable=SC2086
+  $BIN --threads 1 train --recipe recipes/colswarm-small.toml --set model.hierarchy_closure=true \
     --train "wikitables=turl-csv:$F/train.csv" \
     --train gittables=sato-cv:${G}0.csv.gz,${G}1.csv.gz,${G}2.csv.gz --train "t2d=t2d:$D/t2d-webtables/t2d.tar.gz#train" \
     --dev "wikitables=turl-csv:$F/dev.csv" \
-    --epochs 10 --patience 10 --keep-last 10 --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
-  # The last six epoch checkpoints (steps per epoch depend on the fold's size).
+    --seed "$SEED" --quiet $TRAIN_ARGS --out "$OUT/fold$k" > "$OUT/fold$k-train.json"
+  # The mean of the last six epochs (the recipe's averaging).
   rm -rf "$OUT/fold$k-avg"
-  # shellcheck disable=SC2046
-  $BIN average $(ls -d "$OUT/fold$k"/checkpoints/step-*/model | tail -6) --out "$OUT/fold$k-avg" > /dev/null
+  mv "$OUT/fold$k/averaged" "$OUT/fold$k-avg"
   rm -rf "$OUT/fold$k-avg-flat" && cp -r "$OUT/fold$k-avg" "$OUT/fold$k-avg-flat"
   python3 -c "
 import json, sys

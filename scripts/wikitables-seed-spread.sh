@@ -6,12 +6,12 @@
 # For each seed in $SEEDS a primary is trained on the WikiTables training subset alone (version
 # 6's flags, no specialists, 10 epochs), its last six epochs are averaged as version 6's were,
 # and the average is scored on the dev split; then the baseline is trained with SGD orders 0–4.
-# $TRAIN_EXTRA goes to `train` (e.g. TRAIN_EXTRA="--lr-decay linear"), and $TOKENS sets the
+# $TRAIN_EXTRA goes to `train` (e.g. TRAIN_EXTRA="--set optimizer.lr_decay=linear"), and $TOKENS sets the
 # table read's length (default 128, version 6's).
 # One thread per run, two runs at a time: about one minute per pair of seeds on the 2-core
 # machine of docs/TRAINING.md. Writes $OUT (default runs/wikitables-seeds) and prints one line
 # per run and the means.
-# Usage: [SEEDS="11 12 13 14 15"] [TRAIN_EXTRA=--lr-decay\ linear] [TOKENS=128] scripts/wikitables-seed-spread.sh
+# Usage: [SEEDS="11 12 13 14 15"] [TRAIN_EXTRA=--set\ optimizer.lr_decay=linear] [TOKENS=128] scripts/wikitables-seed-spread.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/wikitables-seeds}
@@ -29,10 +29,11 @@ micro_f1() { python3 -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["
 run() {
   local seed=$1 dir="$OUT/seed$1"
   # shellcheck disable=SC2086
-  $BIN --threads 1 train --d-model 64 --layers 2 --head-size 32 --head-hidden 128 --lr 5e-3 \
-    --max-table-tokens "$TOKENS" --max-rows 8 --query-cells 0 --query-header-bytes 0 \
-    --ngram-buckets 16384 --head-skip --column-dropout 0.3 --sigmoid-multi-label \
-    --epochs 10 --patience 10 --keep-last 6 --seed "$seed" --quiet $TRAIN_EXTRA \
+  # Version 6: the shipped recipe without specialists and word vectors, closing its predictions.
+  $BIN --threads 1 train --recipe recipes/colswarm-small.toml --set 'model.specialists=[]' \
+    --set model.word_vectors= --set model.table_topic=false --set model.hierarchy_closure=true \
+    --set data.serialize.max_table_tokens="$TOKENS" --set run.keep_last=6 --set averaging.last_epochs=0 \
+    --seed "$seed" --quiet $TRAIN_EXTRA \
     --train "$TRAIN_SET" --dev "$DEV_SET" --out "$dir" > "$dir.train.json"
   # shellcheck disable=SC2046
   $BIN average $(ls -d "$dir"/checkpoints/step-*/model) --out "$dir-avg" > /dev/null

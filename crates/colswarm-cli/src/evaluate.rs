@@ -80,8 +80,8 @@ pub(crate) struct BaselineArgs {
     /// Also write every scored target to this file (JSON Lines, as `eval --predictions`).
     #[arg(long)]
     predictions: Option<PathBuf>,
-    /// Leave multi-label predictions unclosed under the label hierarchy (as `train
-    /// --no-hierarchy-closure`).
+    /// Leave multi-label predictions unclosed under the label hierarchy (as a model trained
+    /// with the recipe setting `model.hierarchy_closure = false`).
     #[arg(long)]
     no_hierarchy_closure: bool,
 }

@@ -96,8 +96,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Supervised training of a specialist (no --specialist) or of a primary with its heads;
-    /// the defaults are the shipped model's recipe.
+    /// Supervised training of a specialist (no specialists) or of a primary with its heads,
+    /// from a recipe file (`--recipe recipes/colswarm-small.toml`: the shipped model's).
     Train(TrainArgs),
     /// Pretrains a knowledge specialist on a corpus from `scripts/knowledge/`.
     Pretrain(pretrain::PretrainArgs),

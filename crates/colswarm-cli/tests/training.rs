@@ -1,11 +1,17 @@
-//! `colswarm train`: resuming a killed run, the recipe's defaults, averaging the last epochs,
-//! word vectors.
+//! `colswarm train`: resuming a killed run, the defaults, the shipped recipe file, averaging
+//! the last epochs, word vectors.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use colswarm_model::SerializeSettings;
+use colswarm_swarm::FusionMode;
+use colswarm_train::{
+    DataSettings, LossSettings, ModelSettings, OptimizerSettings, Recipe, Regularization,
+    RunSettings, SpecialistSpec, Stopping, TrainConfig, TrainOptions, average_last_epochs, train,
+};
 use common::{colswarm, root, stdout};
 
 #[test]
@@ -16,30 +22,30 @@ fn a_killed_training_resumes_to_the_same_weights() {
         command.current_dir(root()).args([
             "train",
             "--quiet",
-            "--d-model",
-            "32",
-            "--layers",
-            "1",
-            "--head-size",
-            "16",
-            "--head-hidden",
-            "16",
+            "--set",
+            "model.d_model=32",
+            "--set",
+            "model.n_layers=1",
+            "--set",
+            "model.head_size=16",
+            "--set",
+            "model.d_head_hidden=16",
             "--epochs",
             "4",
-            "--batch-size",
-            "2",
+            "--set",
+            "optimizer.batch_size=2",
             "--max-tables",
             "12",
-            "--max-table-tokens",
-            "96",
-            "--max-rows",
-            "4",
-            "--max-cell-bytes",
-            "12",
-            "--checkpoint-every",
-            "1",
-            "--keep-last",
-            "100",
+            "--set",
+            "data.serialize.max_table_tokens=96",
+            "--set",
+            "data.serialize.max_rows=4",
+            "--set",
+            "data.serialize.max_cell_bytes=12",
+            "--set",
+            "run.checkpoint_every=1",
+            "--set",
+            "run.keep_last=100",
             "--seed",
             "9",
             "--train",
@@ -101,7 +107,7 @@ fn a_killed_training_resumes_to_the_same_weights() {
 }
 
 #[test]
-fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
+fn train_defaults_have_the_shipped_shape_and_set_turns_them_off() {
     let dir = tempfile::tempdir().unwrap();
     let train = |out: &Path, extra: &[&str]| {
         let mut args = vec![
@@ -150,11 +156,12 @@ fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
     let (run, swarm) = train(
         &off,
         &[
-            "--head-skip",
-            "false",
-            "--sigmoid-multi-label=false",
-            "--quantity-negatives",
-            "false",
+            "--set",
+            "model.head_skip=false",
+            "--set",
+            "model.sigmoid_multi_label=false",
+            "--set",
+            "loss.quantity_negatives=false",
         ],
     );
     assert!(swarm["config"]["head_skip"].is_null());
@@ -163,37 +170,193 @@ fn train_defaults_are_the_shipped_recipe_and_flags_turn_them_off() {
     assert_eq!(run["loss"]["quantity_negatives"], false);
 }
 
+/// The shipped recipe as `colswarm_train` spells it out: every setting of the command that
+/// trained the shipped model before its recipe was a file (docs/TRAINING.md), on `train`.
+fn shipped_recipe_in_code(train: Vec<String>, max_tables: usize, epochs: usize) -> TrainConfig {
+    let at = |path: &str| root().join(path);
+    let specialist = |name: &str| SpecialistSpec {
+        name: name.to_string(),
+        path: at(&format!(
+            "models/colswarm-small/specialists/{name}.safetensors"
+        )),
+    };
+    TrainConfig {
+        model: ModelSettings {
+            d_model: 64,
+            n_layers: 2,
+            head_size: 32,
+            d_head_hidden: 128,
+            specialists: ["wikitables", "gittables", "t2d"].map(specialist).to_vec(),
+            fusion: FusionMode::WeightedSum,
+            ngram_buckets: 16384,
+            ngram_cells: 20,
+            neighbour_ngrams: false,
+            head_skip: true,
+            column_fusion: false,
+            word_vectors: Some(at("models/colswarm-small/word_vectors.safetensors")),
+            table_topic: true,
+            sigmoid_multi_label: true,
+            hierarchy_closure: false,
+            init_from: None,
+        },
+        data: DataSettings {
+            train: train.iter().map(|s| s.parse().unwrap()).collect(),
+            dev: Vec::new(),
+            max_tables,
+            serialize: SerializeSettings {
+                max_table_tokens: 128,
+                max_rows: 8,
+                max_cell_bytes: 24,
+                query_cells: 0,
+                query_header_bytes: 0,
+                query_cell_bytes: 16,
+                ..SerializeSettings::default()
+            },
+        },
+        optimizer: OptimizerSettings {
+            batch_size: 8,
+            learning_rate: 5e-3,
+            ..OptimizerSettings::default()
+        },
+        loss: LossSettings {
+            cpa_weight: 1.0,
+            quantity_negatives: true,
+        },
+        regularization: Regularization {
+            column_dropout: 0.3,
+        },
+        stopping: Stopping {
+            epochs,
+            patience: 10,
+        },
+        run: RunSettings {
+            seed: 12,
+            keep_last: 10,
+            ..RunSettings::default()
+        },
+    }
+}
+
+#[test]
+fn the_shipped_recipe_file_trains_what_its_settings_in_code_train() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = [
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz",
+        "gittables=sato-cv:datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_0.csv.gz",
+    ];
+    let from_file = dir.path().join("file");
+    stdout(&colswarm(&[
+        "train",
+        "--quiet",
+        "--recipe",
+        "recipes/colswarm-small.toml",
+        "--train",
+        data[0],
+        "--train",
+        data[1],
+        "--max-tables",
+        "6",
+        "--epochs",
+        "2",
+        "--set",
+        "averaging.last_epochs=2",
+        "--out",
+        from_file.to_str().unwrap(),
+    ]));
+
+    let in_code = dir.path().join("code");
+    let absolute = data.map(|spec| {
+        let (head, path) = spec.split_once(':').unwrap();
+        format!("{head}:{}", root().join(path).display())
+    });
+    let config = shipped_recipe_in_code(absolute.to_vec(), 6, 2);
+    let summary = train(&config, &in_code, &TrainOptions::default()).unwrap();
+    assert!(summary.finished);
+    average_last_epochs(&in_code, 2, &in_code.join("averaged")).unwrap();
+
+    for model in ["best", "averaged"] {
+        let files = |run: &Path| -> Vec<(String, Vec<u8>)> {
+            let mut files: Vec<_> = std::fs::read_dir(run.join(model))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_file())
+                .map(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, std::fs::read(&p).unwrap())
+                })
+                .collect();
+            files.sort();
+            files
+        };
+        let (file, code) = (files(&from_file), files(&in_code));
+        assert!(file.len() >= 10, "{model}: {} files", file.len());
+        let names = |f: &[(String, Vec<u8>)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&file), names(&code), "{model}");
+        for ((name, a), (_, b)) in file.iter().zip(&code) {
+            assert!(a == b, "{model}/{name} differs");
+        }
+    }
+
+    // `--print` shows the file's settings with the command line's changes.
+    let printed = stdout(&colswarm(&[
+        "train",
+        "--recipe",
+        "recipes/colswarm-small.toml",
+        "--epochs",
+        "3",
+        "--set",
+        "model.d_model=32",
+        "--print",
+    ]));
+    let mut expected = Recipe::read(&root().join("recipes/colswarm-small.toml")).unwrap();
+    expected.train.stopping.epochs = 3;
+    expected.train.model.d_model = 32;
+    assert_eq!(Recipe::parse(&printed, "printed").unwrap(), expected);
+    assert_eq!(expected.average_last, 6);
+
+    // A misspelt setting stops the command before it reads any data, naming the setting.
+    let refused = colswarm(&["train", "--set", "model.d_modle=32", "--print"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("unknown setting `model.d_modle`"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let args = |average: &'static str, keep: &'static str| -> Vec<String> {
+    // `--set` applies in order: the number of epochs averaged is checked against the
+    // checkpoints kept once both are set.
+    let args = |keep: &'static str, average: &'static str| -> Vec<String> {
         [
             "train",
             "--quiet",
-            "--d-model",
-            "16",
-            "--layers",
-            "1",
-            "--head-size",
-            "16",
-            "--head-hidden",
-            "16",
-            "--ngram-buckets",
-            "64",
+            "--set",
+            "model.d_model=16",
+            "--set",
+            "model.n_layers=1",
+            "--set",
+            "model.head_size=16",
+            "--set",
+            "model.d_head_hidden=16",
+            "--set",
+            "model.ngram_buckets=64",
             "--epochs",
             "3",
-            "--patience",
-            "3",
-            "--batch-size",
-            "2",
+            "--set",
+            "stopping.patience=3",
+            "--set",
+            "optimizer.batch_size=2",
             "--max-tables",
             "4",
-            "--checkpoint-every",
-            "1",
-            "--keep-last",
+            "--set",
+            "run.checkpoint_every=1",
+            "--set",
             keep,
-            "--average-last",
+            "--set",
             average,
             "--train",
             "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
@@ -206,14 +369,18 @@ fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
     let run_with = |a: Vec<String>| colswarm(&a.iter().map(String::as_str).collect::<Vec<_>>());
 
     // Refused before training when the checkpoints it needs would not be kept.
-    let refused = run_with(args("4", "3"));
+    let refused = run_with(args("run.keep_last=3", "averaging.last_epochs=4"));
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--keep-last 4"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("run.keep_last ≥ 4"), "{stderr}");
     assert!(!run.join("checkpoints").exists());
 
     // A checkpoint every step, 2 steps per epoch (epoch ends at steps 2, 4 and 6): the
     // mid-epoch checkpoints do not push the last two epochs out.
-    stdout(&run_with(args("2", "2")));
+    stdout(&run_with(args(
+        "run.keep_last=2",
+        "averaging.last_epochs=2",
+    )));
     let kept: Vec<String> = std::fs::read_dir(run.join("checkpoints"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -239,7 +406,7 @@ fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
         );
     }
     // Running the finished command again keeps the average.
-    let again = run_with(args("2", "2"));
+    let again = run_with(args("run.keep_last=2", "averaging.last_epochs=2"));
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("left as it is"));
 }
@@ -262,23 +429,24 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
         colswarm(&[
             "train",
             "--quiet",
-            "--d-model",
-            "16",
-            "--layers",
-            "1",
-            "--head-size",
-            "16",
-            "--head-hidden",
-            "16",
-            "--ngram-buckets",
-            "64",
+            "--set",
+            "model.d_model=16",
+            "--set",
+            "model.n_layers=1",
+            "--set",
+            "model.head_size=16",
+            "--set",
+            "model.d_head_hidden=16",
+            "--set",
+            "model.ngram_buckets=64",
             "--epochs",
             "1",
             "--max-tables",
             "3",
-            "--word-vectors",
-            vectors.to_str().unwrap(),
-            "--table-topic",
+            "--set",
+            &format!("model.word_vectors={}", vectors.display()),
+            "--set",
+            "model.table_topic=true",
             "--train",
             "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
             "--out",
@@ -315,12 +483,16 @@ fn word_vectors_are_read_trained_and_shipped_with_the_model() {
     // The table's topic comes from word vectors: asking for it without them is refused.
     let refused = colswarm(&[
         "train",
-        "--table-topic",
+        "--set",
+        "model.table_topic=true",
         "--train",
         "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
+        "--out",
+        dir.path().join("topic").to_str().unwrap(),
     ]);
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--word-vectors"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("model.word_vectors"), "{stderr}");
 
     // A missing file is an error that names it, before any training.
     let missing = dir.path().join("absent.safetensors");

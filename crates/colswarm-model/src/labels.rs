@@ -292,7 +292,7 @@ impl LabelSpace {
 
     /// Forgets every namespace's hierarchy ([`Namespace::ancestors`]): multi-label predictions
     /// are then the labels the model itself gives, not closed under super-types. Which decodes
-    /// better depends on the training data (see `colswarm train --no-hierarchy-closure`).
+    /// better depends on the training data (see the recipe setting `model.hierarchy_closure`).
     pub fn clear_hierarchies(&mut self) {
         for namespace in self.cta.iter_mut().chain(&mut self.cpa) {
             namespace.ancestors.clear();

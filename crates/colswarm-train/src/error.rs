@@ -36,6 +36,14 @@ pub enum TrainError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A recipe file or a `--set` change of one is malformed or names an unknown setting.
+    #[error("{origin}: {reason}")]
+    Recipe {
+        /// The recipe file, or the change.
+        origin: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The training configuration is invalid.
     #[error("invalid training configuration: {0}")]
     Config(String),

@@ -34,6 +34,7 @@ mod param_ids;
 mod parl;
 mod pretrain;
 mod probe;
+mod recipe;
 mod run;
 mod supervised;
 
@@ -49,6 +50,7 @@ pub use pretrain::{
     PretrainSummary, REPORT_FILE, SPECIALIST_FILE, Teacher, pretrain,
 };
 pub use probe::{ProbeConfig, ProbeReport, ProbeScore, probe};
+pub use recipe::Recipe;
 pub use run::{LrDecay, NonFinitePolicy, OptimizerSettings, RunSettings};
 pub use supervised::{
     DataSettings, LossSettings, ModelSettings, Regularization, SpecialistSpec, Stopping,

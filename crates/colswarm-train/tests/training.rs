@@ -251,7 +251,7 @@ fn ngram_cells_are_saved_with_the_model_and_must_be_positive() {
 
     config.model.ngram_cells = 0;
     let err = train_quietly(&config, &dir.path().join("none")).unwrap_err();
-    assert!(err.to_string().contains("--ngram-cells 0"), "{err}");
+    assert!(err.to_string().contains("model.ngram_cells = 0"), "{err}");
 }
 
 #[test]

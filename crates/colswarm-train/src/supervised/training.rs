@@ -66,7 +66,14 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
         ));
     }
     if config.model.ngram_cells == 0 {
-        return fail("--ngram-cells 0: a column's n-gram bag needs at least one cell".into());
+        return fail("model.ngram_cells = 0: a column's n-gram bag needs at least one cell".into());
+    }
+    if config.model.table_topic && config.model.word_vectors.is_none() {
+        return fail(
+            "model.table_topic is the mean of a table's word vectors: it needs \
+             model.word_vectors"
+                .into(),
+        );
     }
     if config.model.neighbour_ngrams && config.model.ngram_buckets == 0 {
         return fail(
