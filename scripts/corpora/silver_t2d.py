@@ -9,9 +9,9 @@ properties' URIs (`http://dbpedia.org/ontology/city`). A label whose normalised 
 exactly one without a class prefix: `weight`, not `Person/weight`) becomes that URI; the other
 labelled columns become unlabelled (`NaN`, `-1`). Class ids are renumbered from 0 in order of first use,
 as the reader expects. The output keeps the gold folds' layout
-(`table_id,col_idx,class,class_id,data`), so that
-`colswarm train --train t2d=sato-cv:.corpora/opendata/silver-t2d.csv` trains a model (a domain
-expert) in the `t2d` namespace on the silver columns. Stdlib only."""
+(`table_id,col_idx,class,class_id,data`), so that `colswarm train --recipe recipes/expert.toml
+--set model.d_model=32 --train t2d=sato-cv:.corpora/opendata/silver-t2d.csv` trains a model (a
+domain expert) in the `t2d` namespace on the silver columns. Stdlib only."""
 from __future__ import annotations
 
 import argparse

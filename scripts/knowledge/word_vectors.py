@@ -1,5 +1,5 @@
-"""Write a word-vector file for `colswarm train --word-vectors`: GloVe 6B 50-d, trimmed to its
-most frequent words, stored as f16.
+"""Write a word-vector file for `colswarm train`'s recipe setting `model.word_vectors`: GloVe 6B
+50-d, trimmed to its most frequent words, stored as f16.
 
 GloVe lists its words by frequency, so the first N rows are the N most frequent words. The file
 is a safetensors file with one F16 tensor `vectors` [N, 50] and the words, one per line, in its
