@@ -106,7 +106,7 @@ pub(crate) struct TrainRouterArgs {
     /// activated specialist finishes).
     #[arg(long)]
     step_budget: Option<u64>,
-    /// Evaluate on the dev sets every N steps.
+    /// Evaluate on the dev sets every N steps (0: only after the last).
     #[arg(long, default_value_t = ParlConfig::default().eval_every)]
     eval_every: usize,
     #[arg(long, default_value_t = ParlConfig::default().run.seed)]

@@ -15,14 +15,17 @@
 //! - [`average_model_dirs`]: the mean of a run's checkpoints' weights.
 //!
 //! The three stages have one shape: a folder each (`supervised/`, `parl/`, `pretrain/`) with
-//! `config` (data only), `data`, `step` and `training` (the checks and the loop). They share
+//! `config` (data only), `data`, `step` and `training` (the checks, and the stage's step and
+//! evaluation, which one training loop in `run/` drives). They share
 //! [`OptimizerSettings`] (batch size, learning rate, warm-up and decay, clipping, weight decay)
 //! and [`RunSettings`] (seed, checkpoint cadence, checkpoints kept, logging, non-finite steps),
 //! and the run machinery: a run directory (`run.json`, `log.jsonl`, atomic checkpoints,
 //! `best/`) from whose newest checkpoint a stage resumes.
 //!
-//! The stages read their data through `colswarm_eval::DataSpec` (`NAME=FORMAT:PATH[#SPLIT]`,
-//! re-exported here) and score each epoch on dev with `colswarm_eval::evaluate`.
+//! The stages read their data through `colswarm_tables::DataSpec` (`NAME=FORMAT:PATH[#SPLIT]`,
+//! re-exported here) and score their dev sets with `colswarm_eval::evaluate`. A supervised
+//! run's settings can live in a TOML file, a [`Recipe`] (`recipes/colswarm-small.toml` is the
+//! shipped model's).
 
 #![warn(missing_docs)]
 

@@ -66,7 +66,8 @@ pub struct ParlConfig {
     pub dev: Vec<DataSpec>,
     /// Optimizer steps.
     pub steps: usize,
-    /// Steps between dev evaluations (each also writes a checkpoint).
+    /// Steps between dev evaluations, each of which also writes a checkpoint (0: only after the
+    /// last step).
     pub eval_every: usize,
     /// Rollouts per table (K ≥ 2).
     pub rollouts: usize,

@@ -6,20 +6,21 @@ use std::time::Instant;
 
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
-use colswarm_model::{Example, Progress, featurizer, load_model_extras};
-use colswarm_parl::AdvantageConfig;
+use colswarm_model::{Example, LabelSpace, SerializeSettings, featurizer, load_model_extras};
+use colswarm_parl::{AdvantageConfig, RewardConfig};
+use colswarm_swarm::manifest::SwarmManifest;
 use colswarm_swarm::{FrozenSpecialist, OrchestratorConfig, Swarm};
 use colswarm_tables::{DataSpec, LoadedData};
 
 use super::config::{ParlConfig, ParlOptions, ParlSummary};
 use super::data::load_train_examples;
 use super::step::parl_step;
-use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Checkpoints, Log, ModelParts, ROLLOUT_STREAM, Retention, RunDir, build_optimizer,
-    check_optimizer, dev_reports, epoch_order, learning_rate, resume, rng_for,
+    Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROLLOUT_STREAM, Retention, RunDir,
+    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_reports, epoch_order,
+    resume, rng_for,
 };
 
 /// Refuses configurations that cannot run.
@@ -33,6 +34,130 @@ fn check(config: &ParlConfig) -> Result<(), TrainError> {
         return Err(TrainError::Config("steps must be at least 1".into()));
     }
     check_optimizer(&config.optimizer)
+}
+
+/// The PARL stage for the [`Driver`]: `K` sampled router masks per table, rewarded.
+struct Parl<'a> {
+    config: &'a ParlConfig,
+    space: &'a LabelSpace,
+    serialize: &'a SerializeSettings,
+    train: &'a [Example],
+    dev: &'a [(DataSpec, LoadedData)],
+    reward: RewardConfig,
+    advantage: AdvantageConfig,
+    /// The mean activation rate of the last dev evaluation.
+    last_rate: Option<f64>,
+}
+
+impl Stage for Parl<'_> {
+    type Model = Swarm;
+
+    fn batches(&self) -> usize {
+        self.train.len().div_ceil(self.config.optimizer.batch_size)
+    }
+
+    fn gradients(&mut self, swarm: &Swarm, state: &RunState) -> Result<Computed, TrainError> {
+        let started = Instant::now();
+        let config = self.config;
+        let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
+        let order = epoch_order(seed, state.step / self.batches(), self.train.len());
+        let at = (state.step % self.batches()) * batch_size;
+        let picked: Vec<&Example> = order[at..(at + batch_size).min(self.train.len())]
+            .iter()
+            .map(|&i| &self.train[i])
+            .collect();
+        let p = state.step as f64 / config.steps as f64;
+        let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
+        let (loss, stats) = parl_step(
+            swarm,
+            self.space,
+            &picked,
+            config,
+            &self.reward,
+            &self.advantage,
+            p,
+            &mut rng,
+        )?;
+        let grads = GradientsParams::from_grads(loss.backward(), &swarm.orchestrator);
+        let n_specialists = swarm.specialists.len().max(1);
+        let progress = format!(
+            "reward {:.3} F1 {:.3} active {:.2}",
+            stats.reward,
+            stats.r_perf,
+            stats.activation_rate.iter().sum::<f64>() / n_specialists as f64
+        );
+        let mut entry = serde_json::to_value(&stats).unwrap_or_default();
+        entry["progress"] = p.into();
+        entry["seconds"] = started.elapsed().as_secs_f64().into();
+        Ok(Computed {
+            loss: stats.loss,
+            grads,
+            tables: picked.iter().map(|e| e.table_id.clone()).collect(),
+            columns: picked.iter().map(|e| e.columns.len()).sum(),
+            tokens: picked.iter().map(|e| e.n_tokens()).sum(),
+            entry,
+            progress: Some(progress),
+        })
+    }
+
+    fn evaluate(&mut self, swarm: &Swarm) -> Result<Evaluation, TrainError> {
+        let batch_size = self.config.optimizer.batch_size * 4;
+        let reports = dev_reports(swarm, self.space, self.serialize, self.dev, batch_size)?;
+        let mut entry = serde_json::Map::new();
+        if reports.is_empty() {
+            return Ok(Evaluation {
+                score: None,
+                event: "dev",
+                entry,
+                summary: None,
+            });
+        }
+        let n = reports.len() as f64;
+        let score = reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / n;
+        let rate = reports.iter().map(|r| r.activation_rate).sum::<f64>() / n;
+        self.last_rate = Some(rate);
+        entry.insert("activation_rate".into(), rate.into());
+        entry.insert(
+            "dev".into(),
+            reports
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
+                        "macro_f1": r.f1.macro_f1, "activation_rate": r.activation_rate,
+                    })
+                })
+                .collect(),
+        );
+        Ok(Evaluation {
+            score: Some(score),
+            event: "dev",
+            entry,
+            summary: None,
+        })
+    }
+}
+
+/// The swarm of the model directory `dir`, for routing: it must have specialists, and they are
+/// held in memory (no source path), so every model the run saves carries its own copies and
+/// stays self-contained wherever it is moved.
+fn routed_swarm(dir: &Path, device: &Device) -> Result<(Swarm, SwarmManifest), TrainError> {
+    let (loaded, manifest) = Swarm::load(dir, device)?;
+    if loaded.specialists.is_empty() {
+        return Err(TrainError::Config(format!(
+            "{} has no specialist: there is nothing to route",
+            dir.display()
+        )));
+    }
+    let specialists = loaded
+        .specialists
+        .iter()
+        .map(|s| FrozenSpecialist::from_model(s.name(), s.model().clone(), s.config().clone()))
+        .collect();
+    Ok((
+        Swarm::new(renumber(loaded.orchestrator), specialists)?,
+        manifest,
+    ))
 }
 
 /// Runs (or resumes) the PARL stage in `out`.
@@ -49,27 +174,12 @@ pub fn train_router(
         .clone()
         .unwrap_or_else(Device::flex)
         .autodiff();
-    let (loaded, manifest) = Swarm::load(&config.model, &device)?;
+    let (swarm, manifest) = routed_swarm(&config.model, &device)?;
     let (space, serialize) = load_model_extras(&config.model, &manifest)?;
     let orchestrator_config: OrchestratorConfig = manifest.config.clone();
-    if loaded.specialists.is_empty() {
-        return Err(TrainError::Config(format!(
-            "{} has no specialist: there is nothing to route",
-            config.model.display()
-        )));
-    }
-    // In-memory specialists (no source path), so every model this run saves carries its own
-    // copies and stays self-contained wherever it is moved.
-    let specialists = loaded
-        .specialists
-        .iter()
-        .map(|s| FrozenSpecialist::from_model(s.name(), s.model().clone(), s.config().clone()))
-        .collect();
-    let swarm = Swarm::new(renumber(loaded.orchestrator), specialists)?;
     let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
-    let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
-    let mut state = resumed.state.unwrap_or_default();
-    let features = featurizer(&swarm.orchestrator);
+    let state = resumed.state.clone().unwrap_or_default();
+    let features = featurizer(&resumed.swarm.orchestrator);
     let train = load_train_examples(&config.train, &space, &serialize, &features)?;
     let dev: Vec<(DataSpec, LoadedData)> = config
         .dev
@@ -79,15 +189,6 @@ pub fn train_router(
     let log = Log::open(&run.log_path(), state.step)?;
     let mut reward = config.reward.clone();
     reward.schedule = config.schedule.schedule();
-    let advantage = AdvantageConfig {
-        group_size: config.rollouts,
-        ..AdvantageConfig::default()
-    };
-    let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-    let batches = train.len().div_ceil(batch_size);
-    let n_specialists = swarm.specialists.len();
-    let mut progress = Progress::new("parl", config.steps, options.progress);
-    let mut last_rate = None;
     let checkpoints = Checkpoints {
         run: &run,
         parts: ModelParts {
@@ -97,88 +198,41 @@ pub fn train_router(
         },
         retention: Retention::Newest(config.run.keep_last),
     };
-    while state.step < config.steps {
-        let started = Instant::now();
-        let epoch = state.step / batches;
-        let order = epoch_order(seed, epoch, train.len());
-        let at = (state.step % batches) * batch_size;
-        let picked: Vec<&Example> = order[at..(at + batch_size).min(train.len())]
-            .iter()
-            .map(|&i| &train[i])
-            .collect();
-        let p = state.step as f64 / config.steps as f64;
-        let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
-        let (loss, stats) = parl_step(
-            &swarm, &space, &picked, config, &reward, &advantage, p, &mut rng,
-        )?;
-        let grads = GradientsParams::from_grads(loss.backward(), &swarm.orchestrator);
-        let bad_gradients = non_finite_gradients(&swarm.orchestrator, &grads);
-        let policy = config.run.on_non_finite;
-        if policy.take_step(stats.loss, bad_gradients, epoch, state.step)? {
-            let rate = learning_rate(&config.optimizer, state.step, config.steps);
-            swarm.orchestrator = optim.step(rate, swarm.orchestrator.clone(), grads);
-        } else {
-            log.write(&serde_json::json!({
-                "event": "skip", "step": state.step, "loss": stats.loss.to_string(),
-                "non_finite_gradients": bad_gradients,
-                "tables": picked.iter().map(|e| e.table_id.as_str()).collect::<Vec<_>>(),
-            }))?;
-        }
-        state.step += 1;
-        state.batch = state.step;
-        if state.step.is_multiple_of(config.run.log_every.max(1)) {
-            let mut entry = serde_json::to_value(&stats).unwrap_or_default();
-            entry["event"] = "step".into();
-            entry["step"] = state.step.into();
-            entry["progress"] = p.into();
-            entry["seconds"] = started.elapsed().as_secs_f64().into();
-            log.write(&entry)?;
-        }
-        progress.set(
-            state.step,
-            &format!(
-                "reward {:.3} F1 {:.3} active {:.2}",
-                stats.reward,
-                stats.r_perf,
-                stats.activation_rate.iter().sum::<f64>() / n_specialists as f64
-            ),
-        );
-        let every = config.run.checkpoint_every;
-        let evaluate =
-            state.step.is_multiple_of(config.eval_every.max(1)) || state.step == config.steps;
-        if !evaluate && every > 0 && state.step.is_multiple_of(every) {
-            checkpoints.save(&swarm, &optim, &state)?;
-        }
-        if evaluate {
-            let reports = dev_reports(&swarm, &space, &serialize, &dev, batch_size * 4)?;
-            if !reports.is_empty() {
-                let score =
-                    reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64;
-                let rate =
-                    reports.iter().map(|r| r.activation_rate).sum::<f64>() / reports.len() as f64;
-                last_rate = Some(rate);
-                let improved = state.best_score.is_none_or(|b| score > b);
-                if improved {
-                    state.best_score = Some(score);
-                    state.best_epoch = Some(state.step);
-                    checkpoints.save_best(&swarm)?;
-                }
-                log.write(&serde_json::json!({
-                    "event": "dev", "step": state.step, "dev_score": score,
-                    "activation_rate": rate, "best": improved,
-                    "dev": reports.iter().map(|r| serde_json::json!({
-                        "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
-                        "macro_f1": r.f1.macro_f1, "activation_rate": r.activation_rate,
-                    })).collect::<Vec<_>>(),
-                }))?;
-            } else if state.step == config.steps {
-                checkpoints.save_best(&swarm)?;
-            }
-            state.finished = state.step == config.steps;
-            checkpoints.save(&swarm, &optim, &state)?;
-        }
-    }
-    progress.finish("done");
+    let driver = Driver {
+        schedule: Schedule::Steps {
+            steps: config.steps,
+            eval_every: config.eval_every,
+        },
+        optimizer: &config.optimizer,
+        run: &config.run,
+        weights: &checkpoints,
+        log: &log,
+        label: "parl",
+        progress: options.progress,
+        stop_after_steps: None,
+        epoch_fields: serde_json::Map::new(),
+    };
+    let mut stage = Parl {
+        config,
+        space: &space,
+        serialize: &serialize,
+        train: &train,
+        dev: &dev,
+        reward,
+        advantage: AdvantageConfig {
+            group_size: config.rollouts,
+            ..AdvantageConfig::default()
+        },
+        last_rate: None,
+    };
+    let mut at = Trained {
+        model: resumed.swarm,
+        optim: resumed.optim,
+        state,
+    };
+    driver.drive(&mut stage, &mut at)?;
+    let state = at.state;
+    let last_rate = stage.last_rate;
     Ok(ParlSummary {
         steps: state.step,
         best: state.best_score.zip(state.best_epoch),

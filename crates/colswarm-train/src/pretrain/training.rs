@@ -8,13 +8,13 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
-use colswarm_model::{Progress, format_duration};
+use colswarm_model::format_duration;
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::save_checkpoint;
 use serde::{Deserialize, Serialize};
 
 use super::config::{Objective, PretrainConfig, encoder_config};
-use super::corpus::KnowledgeCorpus;
+use super::corpus::{KnowledgeCorpus, Teacher};
 use super::data::{Sampler, Target, held_out_tables, train_tables};
 use super::model::{PretrainModel, PretrainModelConfig};
 use super::step::Batch;
@@ -23,8 +23,8 @@ use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::probe::argmax;
 use crate::run::{
-    Log, Retention, RunDir, RunState, build_optimizer, check_optimizer, commit_with_optimizer,
-    learning_rate, load_optimizer,
+    Computed, Driver, Evaluation, Log, Retention, RunDir, RunState, Schedule, Stage, Trained,
+    Weights, build_optimizer, check_optimizer, commit_with_optimizer, load_optimizer,
 };
 
 /// The file the specialist is written to, in the run directory.
@@ -91,6 +91,29 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
     f64::from(dot / (na * nb).max(1e-12))
+}
+
+/// The share of `outputs` whose nearest candidate header (by the teacher's embeddings) is their
+/// column's own.
+fn header_top1(
+    outputs: &[Vec<f32>],
+    headers: &[String],
+    candidates: &[String],
+    teacher: &Teacher,
+) -> f64 {
+    let embedded: Vec<&[f32]> = candidates
+        .iter()
+        .filter_map(|h| teacher.embedding(h))
+        .collect();
+    let right = outputs
+        .iter()
+        .zip(headers)
+        .filter(|(o, header)| {
+            let scores: Vec<f64> = embedded.iter().map(|e| cosine(o, e)).collect();
+            candidates.get(argmax(&scores)) == Some(*header)
+        })
+        .count();
+    right as f64 / outputs.len().max(1) as f64
 }
 
 /// Scores `model` on the held-out batch (in chunks, without gradients).
@@ -166,19 +189,12 @@ fn score(
         && let Some(teacher) = corpus.teacher.as_ref()
     {
         let candidates = sampler.held_out_headers();
-        let embedded: Vec<&[f32]> = candidates
-            .iter()
-            .filter_map(|h| teacher.embedding(h))
-            .collect();
-        let right = outputs
-            .iter()
-            .zip(&held_out.headers)
-            .filter(|(o, header)| {
-                let scores: Vec<f64> = embedded.iter().map(|e| cosine(o, e)).collect();
-                candidates.get(argmax(&scores)) == Some(*header)
-            })
-            .count();
-        result.header_top1 = Some(right as f64 / n.max(1) as f64);
+        result.header_top1 = Some(header_top1(
+            &outputs,
+            &held_out.headers,
+            &candidates,
+            teacher,
+        ));
         result.header_candidates = Some(candidates.len());
     }
     result
@@ -229,6 +245,176 @@ fn save_checkpoint_dir(
     commit_with_optimizer(run, &temp, optim, state, Retention::Newest(keep_last))
 }
 
+/// Pretraining for the [`Driver`]: every batch drawn afresh from the corpus, the held-out
+/// tables scored as the schedule says.
+struct Pretraining<'a> {
+    config: &'a PretrainConfig,
+    sampler: &'a Sampler<'a>,
+    corpus: &'a KnowledgeCorpus,
+    held_out: Batch,
+    started: Instant,
+    /// The losses since the last held-out score (the progress line's mean).
+    losses: (f64, usize),
+    /// The last held-out score.
+    last: Option<HeldOutScore>,
+}
+
+impl Stage for Pretraining<'_> {
+    type Model = PretrainModel;
+
+    fn batches(&self) -> usize {
+        // No epochs: the sampler draws each step's tables from the step's seed.
+        usize::MAX
+    }
+
+    fn gradients(
+        &mut self,
+        model: &PretrainModel,
+        state: &RunState,
+    ) -> Result<Computed, TrainError> {
+        let batch = Batch::of(
+            train_tables(self.sampler, self.config, state.step),
+            self.config,
+        );
+        let loss = batch.loss(batch.forward(model));
+        let value = f64::from(loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(loss.backward(), model);
+        self.losses.0 += value;
+        self.losses.1 += 1;
+        let tokens: usize = batch.tokens.iter().map(Vec::len).sum();
+        let columns = batch.targets.len();
+        Ok(Computed {
+            loss: value,
+            grads,
+            // Drawn tables, named by no file.
+            tables: Vec::new(),
+            columns,
+            tokens,
+            entry: serde_json::json!({
+                "loss": value, "columns": columns, "tokens": tokens,
+                "seconds": self.started.elapsed().as_secs_f64(),
+            }),
+            progress: Some(format!(
+                "loss {:.4}",
+                self.losses.0 / self.losses.1.max(1) as f64
+            )),
+        })
+    }
+
+    fn evaluate(&mut self, model: &PretrainModel) -> Result<Evaluation, TrainError> {
+        let held = score(
+            &model.valid(),
+            &self.held_out,
+            self.sampler,
+            self.corpus,
+            self.config.objective,
+        );
+        self.losses = (0.0, 0);
+        let mut entry = serde_json::Map::new();
+        entry.insert(
+            "score".into(),
+            serde_json::to_value(&held).unwrap_or_default(),
+        );
+        self.last = Some(held);
+        // No best model: the specialist is the last step's encoder.
+        Ok(Evaluation {
+            score: None,
+            event: "held-out",
+            entry,
+            summary: None,
+        })
+    }
+}
+
+/// A pretraining checkpoint: the model in one file beside the optimizer's state.
+struct PretrainWeights<'a> {
+    run: &'a RunDir,
+    keep_last: usize,
+}
+
+impl Weights<PretrainModel> for PretrainWeights<'_> {
+    fn non_finite(&self, model: &PretrainModel, grads: &GradientsParams) -> usize {
+        non_finite_gradients(model, grads)
+    }
+
+    fn step(
+        &self,
+        model: &mut PretrainModel,
+        optim: &mut ModuleOptimizer,
+        rate: f64,
+        grads: GradientsParams,
+    ) {
+        *model = optim.step(rate, model.clone(), grads);
+    }
+
+    fn save(
+        &self,
+        model: &PretrainModel,
+        optim: &ModuleOptimizer,
+        state: &RunState,
+    ) -> Result<(), TrainError> {
+        save_checkpoint_dir(self.run, model, optim, state, self.keep_last)
+    }
+
+    fn save_best(&self, _: &PretrainModel) -> Result<(), TrainError> {
+        Ok(())
+    }
+}
+
+/// The corpus in `dir`, saying what it holds when `progress`.
+fn open_corpus(
+    dir: &Path,
+    config: &PretrainConfig,
+    progress: bool,
+) -> Result<KnowledgeCorpus, TrainError> {
+    let started = Instant::now();
+    let corpus = KnowledgeCorpus::open(dir, config.objective.needs_teacher())?;
+    if progress {
+        eprintln!(
+            "corpus {}: {} gazetteers, {} tables, {} teacher strings (read in {})",
+            dir.display(),
+            corpus.gazetteers.len(),
+            corpus.tables.len(),
+            corpus.teacher.as_ref().map_or(0, |t| t.len()),
+            format_duration(started.elapsed().as_secs_f64())
+        );
+    }
+    Ok(corpus)
+}
+
+/// Where a pretraining run starts.
+enum Start {
+    /// Training continues from here.
+    At(Box<Trained<PretrainModel>>),
+    /// The run finished after this many steps and wrote its specialist.
+    Finished(usize),
+}
+
+/// `fresh`, or the newest checkpoint of the run in `out` loaded into it; nothing is loaded for
+/// a run that has finished (the optimizer's state is read lazily, from files the caller may
+/// have removed).
+fn resume_pretraining(
+    run: &RunDir,
+    out: &Path,
+    config: &PretrainConfig,
+    fresh: Trained<PretrainModel>,
+    device: &Device,
+) -> Result<Start, TrainError> {
+    let Some(checkpoint) = run.latest()? else {
+        return Ok(Start::At(Box::new(fresh)));
+    };
+    let done = &checkpoint.state;
+    if done.finished && done.step >= config.steps && out.join(SPECIALIST_FILE).exists() {
+        return Ok(Start::Finished(done.step));
+    }
+    let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
+    Ok(Start::At(Box::new(Trained {
+        model: renumber(file.load_into(fresh.model, device)?),
+        optim: load_optimizer(&checkpoint, fresh.optim)?,
+        state: checkpoint.state,
+    })))
+}
+
 /// Runs (or resumes) pretraining of one specialist from the corpus in `corpus_dir`, in the run
 /// directory `out`. When it finishes, `out` holds [`SPECIALIST_FILE`] (an RWKV-7 checkpoint
 /// any swarm can load as a specialist) and [`REPORT_FILE`].
@@ -240,19 +426,8 @@ pub fn pretrain(
 ) -> Result<PretrainSummary, TrainError> {
     check(config)?;
     let run = RunDir::for_config(out, config, |stored| resumable(config, stored))?;
-    let load_start = Instant::now();
-    let corpus = KnowledgeCorpus::open(corpus_dir, config.objective.needs_teacher())?;
+    let corpus = open_corpus(corpus_dir, config, options.progress)?;
     let sampler = Sampler::new(&corpus, config)?;
-    if options.progress {
-        eprintln!(
-            "corpus {}: {} gazetteers, {} tables, {} teacher strings (read in {})",
-            corpus_dir.display(),
-            corpus.gazetteers.len(),
-            corpus.tables.len(),
-            corpus.teacher.as_ref().map_or(0, |t| t.len()),
-            format_duration(load_start.elapsed().as_secs_f64())
-        );
-    }
     let device = options
         .device
         .clone()
@@ -262,163 +437,77 @@ pub fn pretrain(
         encoder: encoder_config(&config.encoder),
         outputs: sampler.outputs(),
     };
-    let mut model = renumber(model_config.init(config.run.seed, &device));
-    let mut optim = build_optimizer(&config.optimizer);
-    let mut state = RunState::default();
-    let latest = run.latest()?;
-    let specialist = out.join(SPECIALIST_FILE);
-    if let Some(done) = latest.as_ref().map(|c| &c.state)
-        && done.finished
-        && done.step >= config.steps
-        && specialist.exists()
-    {
-        // Nothing left to do: report what the finished run measured (and load nothing: the
-        // optimizer's state is read lazily, from files the caller may remove).
-        return Ok(PretrainSummary {
-            steps: done.step,
-            finished: true,
-            score: finished_score(&out.join(REPORT_FILE)),
-            specialist,
-        });
-    }
-    if let Some(checkpoint) = latest {
-        let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
-        model = renumber(file.load_into(model, &device)?);
-        optim = load_optimizer(&checkpoint, optim)?;
-        state = checkpoint.state;
-        if options.progress {
-            eprintln!("resuming {} from step {}", out.display(), state.step);
-        }
-    }
-    let log = Log::open(&run.log_path(), state.step)?;
-    let held_out = Batch::of(held_out_tables(&sampler, config), config);
-    let evaluate = |model: &PretrainModel| {
-        score(
-            &model.valid(),
-            &held_out,
-            &sampler,
-            &corpus,
-            config.objective,
-        )
+    let fresh = Trained {
+        model: renumber(model_config.init(config.run.seed, &device)),
+        optim: build_optimizer(&config.optimizer),
+        state: RunState::default(),
     };
-    let mut progress = Progress::new(
-        format!("pretrain {}", config.objective.name()),
-        config.steps,
-        options.progress,
-    );
-    let started = Instant::now();
-    let mut steps_here = 0;
-    // Columns and tokens this process read, for its throughput.
-    let (mut columns_here, mut tokens_here) = (0usize, 0usize);
-    while state.step < config.steps {
-        if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
-            save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
+    let specialist = out.join(SPECIALIST_FILE);
+    let mut at = match resume_pretraining(&run, out, config, fresh, &device)? {
+        Start::At(at) => *at,
+        // Nothing left to do: report what the finished run measured.
+        Start::Finished(steps) => {
             return Ok(PretrainSummary {
-                steps: state.step,
-                finished: false,
-                specialist: out.join(SPECIALIST_FILE),
-                score: None,
+                steps,
+                finished: true,
+                score: finished_score(&out.join(REPORT_FILE)),
+                specialist,
             });
         }
-        let batch = Batch::of(train_tables(&sampler, config, state.step), config);
-        let loss = batch.loss(batch.forward(&model));
-        let value = f64::from(loss.clone().into_scalar::<f32>());
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        let bad = if value.is_finite() {
-            non_finite_gradients(&model, &grads)
-        } else {
-            0
-        };
-        // A non-finite loss or gradient stops the run (the last checkpoint stays), or skips the
-        // step.
-        if config
-            .run
-            .on_non_finite
-            .take_step(value, bad, 0, state.step)?
-        {
-            let rate = learning_rate(&config.optimizer, state.step, config.steps);
-            model = optim.step(rate, model, grads);
-        }
-        state.step += 1;
-        state.batch = state.step;
-        state.epoch_loss.0 += value;
-        state.epoch_loss.1 += 1;
-        steps_here += 1;
-        let tokens: usize = batch.tokens.iter().map(Vec::len).sum();
-        columns_here += batch.targets.len();
-        tokens_here += tokens;
-        if state.step.is_multiple_of(config.run.log_every.max(1)) {
-            log.write(&serde_json::json!({
-                "event": "step", "step": state.step, "loss": value,
-                "columns": batch.targets.len(),
-                "tokens": tokens,
-                "seconds": started.elapsed().as_secs_f64(),
-            }))?;
-        }
-        progress.set(
-            state.step,
-            &format!(
-                "loss {:.4}",
-                state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
-            ),
-        );
-        if config.eval_every > 0
-            && state.step.is_multiple_of(config.eval_every)
-            && state.step < config.steps
-        {
-            let held = evaluate(&model);
-            log.write(
-                &serde_json::json!({"event": "held-out", "step": state.step, "score": held}),
-            )?;
-            state.epoch_loss = (0.0, 0);
-        }
-        if state
-            .step
-            .is_multiple_of(config.run.checkpoint_every.max(1))
-            && state.step < config.steps
-        {
-            save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
-        }
+    };
+    if options.progress && at.state.step > 0 {
+        eprintln!("resuming {} from step {}", out.display(), at.state.step);
     }
-    let seconds = started.elapsed().as_secs_f64().max(1e-9);
-    progress.finish(&format!(
-        "done, {:.0} columns/s, {:.0} tokens/s",
-        columns_here as f64 / seconds,
-        tokens_here as f64 / seconds
-    ));
-    let held = evaluate(&model);
-    log.write(&serde_json::json!({"event": "held-out", "step": state.step, "score": held}))?;
-    state.finished = true;
-    save_checkpoint_dir(&run, &model, &optim, &state, config.run.keep_last)?;
+    let log = Log::open(&run.log_path(), at.state.step)?;
+    let weights = PretrainWeights {
+        run: &run,
+        keep_last: config.run.keep_last,
+    };
+    let driver = Driver {
+        schedule: Schedule::Steps {
+            steps: config.steps,
+            eval_every: config.eval_every,
+        },
+        optimizer: &config.optimizer,
+        run: &config.run,
+        weights: &weights,
+        log: &log,
+        label: &format!("pretrain {}", config.objective.name()),
+        progress: options.progress,
+        stop_after_steps: options.stop_after_steps,
+        epoch_fields: serde_json::Map::new(),
+    };
+    let mut stage = Pretraining {
+        config,
+        sampler: &sampler,
+        corpus: &corpus,
+        held_out: Batch::of(held_out_tables(&sampler, config), config),
+        started: Instant::now(),
+        losses: (0.0, 0),
+        last: None,
+    };
+    if !driver.drive(&mut stage, &mut at)? {
+        // Interrupted: the steps done so far are kept, to resume from.
+        weights.save(&at.model, &at.optim, &at.state)?;
+        return Ok(PretrainSummary {
+            steps: at.state.step,
+            finished: false,
+            specialist: out.join(SPECIALIST_FILE),
+            score: None,
+        });
+    }
+    let (model, state) = (at.model, at.state);
+    let held = stage
+        .last
+        .take()
+        .expect("a finished run scored its held-out tables after its last step");
     save_checkpoint(
         &model.encoder.valid(),
         &encoder_config(&config.encoder),
         &specialist,
     )?;
-    let report = serde_json::json!({
-        "objective": config.objective.name(),
-        "steps": state.step,
-        "seed": config.run.seed,
-        "batch_size": config.optimizer.batch_size,
-        "held_out": held,
-        "corpus": {
-            "gazetteers": corpus.gazetteers.len(),
-            "gazetteer_entries": corpus.gazetteers.iter().map(|g| g.entries.len()).sum::<usize>(),
-            "tables": corpus.tables.len(),
-            "table_columns": corpus.tables.iter().map(|t| t.columns.len()).sum::<usize>(),
-            "teacher_strings": corpus.teacher.as_ref().map_or(0, |t| t.len()),
-            "classes": (config.objective == Objective::Gazetteer)
-                .then(|| corpus.gazetteers.iter().map(|g| g.name.clone()).collect::<Vec<_>>()),
-        },
-        "seconds_in_last_session": started.elapsed().as_secs_f64(),
-        "specialist_bytes": std::fs::metadata(&specialist).map(|m| m.len()).unwrap_or(0),
-    });
-    let path = out.join(REPORT_FILE);
-    let bytes = serde_json::to_vec_pretty(&report).map_err(|e| TrainError::Run {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    colswarm_rwkv::checkpoint::write_atomically(&path, &bytes)?;
+    let seconds = stage.started.elapsed().as_secs_f64();
+    write_report(config, &corpus, (state.step, seconds), &held, out)?;
     if options.progress {
         eprintln!(
             "held-out: {}",
@@ -431,6 +520,42 @@ pub fn pretrain(
         specialist,
         score: Some(held),
     })
+}
+
+/// Writes [`REPORT_FILE`] of a finished run of `steps` steps beside its specialist, atomically;
+/// `seconds` is this process's share of the run.
+fn write_report(
+    config: &PretrainConfig,
+    corpus: &KnowledgeCorpus,
+    (steps, seconds): (usize, f64),
+    held: &HeldOutScore,
+    out: &Path,
+) -> Result<(), TrainError> {
+    let specialist = out.join(SPECIALIST_FILE);
+    let report = serde_json::json!({
+        "objective": config.objective.name(),
+        "steps": steps,
+        "seed": config.run.seed,
+        "batch_size": config.optimizer.batch_size,
+        "held_out": held,
+        "corpus": {
+            "gazetteers": corpus.gazetteers.len(),
+            "gazetteer_entries": corpus.gazetteers.iter().map(|g| g.entries.len()).sum::<usize>(),
+            "tables": corpus.tables.len(),
+            "table_columns": corpus.tables.iter().map(|t| t.columns.len()).sum::<usize>(),
+            "teacher_strings": corpus.teacher.as_ref().map_or(0, |t| t.len()),
+            "classes": (config.objective == Objective::Gazetteer)
+                .then(|| corpus.gazetteers.iter().map(|g| g.name.clone()).collect::<Vec<_>>()),
+        },
+        "seconds_in_last_session": seconds,
+        "specialist_bytes": std::fs::metadata(&specialist).map(|m| m.len()).unwrap_or(0),
+    });
+    let path = out.join(REPORT_FILE);
+    let bytes = serde_json::to_vec_pretty(&report).map_err(|e| TrainError::Run {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    Ok(colswarm_rwkv::checkpoint::write_atomically(&path, &bytes)?)
 }
 
 /// The held-out score a finished run wrote into its report.

@@ -4,11 +4,14 @@
 //!
 //! A stage (supervised, PARL, pretraining) takes its [`OptimizerSettings`] and [`RunSettings`]
 //! from here, binds its configuration to a [`RunDir`] ([`RunDir::for_config`]), resumes from its
-//! newest checkpoint ([`resume`]), draws its random choices from [`rng_for`], checks each step
-//! with [`NonFinitePolicy::take_step`], scores its dev sets with [`dev_reports`], and writes
-//! checkpoints and its best model through [`Checkpoints`].
+//! newest checkpoint ([`resume`]), and hands the loop to the one [`Driver`]: the stage computes
+//! each step's gradients from the random streams of [`rng_for`] and scores its dev sets (with
+//! [`dev_reports`]); the driver checks each step with [`NonFinitePolicy::take_step`], steps the
+//! optimizer, logs, and writes checkpoints and the best model through [`Weights`] (for a swarm,
+//! [`Checkpoints`]).
 
 mod dir;
+mod driver;
 mod log;
 mod rng;
 mod settings;
@@ -25,12 +28,11 @@ use colswarm_swarm::{OrchestratorConfig, Swarm};
 use serde::{Deserialize, Serialize};
 
 pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
+pub(crate) use driver::{Computed, Driver, Evaluation, Schedule, Stage, Trained, Weights};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
-pub use settings::{
-    LrDecay, OptimizerSettings, RunSettings, build_optimizer, check_optimizer, learning_rate,
-};
+pub use settings::{LrDecay, OptimizerSettings, RunSettings, build_optimizer, check_optimizer};
 
 use crate::error::TrainError;
 use crate::param_ids::renumber;

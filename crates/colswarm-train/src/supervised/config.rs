@@ -47,8 +47,9 @@ impl FromStr for SpecialistSpec {
 
 /// Everything a supervised run depends on (stored as `run.json`).
 ///
-/// Its default is the shipped model's recipe (as `colswarm train`'s flags are); a run needs only
-/// its data:
+/// Its default is the shipped model's recipe without its specialists and word vectors, with
+/// the hierarchy closure on, 2 checkpoints kept and a patience of 3 (the shipped recipe itself
+/// is `recipes/colswarm-small.toml`, read by [`crate::Recipe`]); a run needs only its data:
 ///
 /// ```no_run
 /// use colswarm_train::{DataSettings, TrainConfig, TrainOptions, train};
@@ -142,7 +143,8 @@ fn default_ngram_cells() -> usize {
     ColumnNgramsConfig::new().max_cells
 }
 
-/// The shipped model's recipe (docs/TRAINING.md), as are the other settings' defaults.
+/// The shipped model's shape and reading, without its specialists and word vectors
+/// (`recipes/colswarm-small.toml` adds them).
 impl Default for ModelSettings {
     fn default() -> Self {
         ModelSettings {

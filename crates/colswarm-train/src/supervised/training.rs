@@ -3,28 +3,29 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 use burn::tensor::Device;
-use colswarm_model::{Example, LabelSpace, Progress, Task, format_duration};
+use colswarm_model::{Example, LabelSpace, Task};
 use colswarm_swarm::{
     FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm, WordVectors,
 };
 
 use super::config::{
-    SpecialistSpec, TrainConfig, TrainOptions, TrainSummary, orchestrator_config, primary_config,
+    SpecialistSpec, Stopping, TrainConfig, TrainOptions, TrainSummary, orchestrator_config,
+    primary_config,
 };
-use super::data::load_run_data;
+use super::data::{RunData, load_run_data};
 use super::loss::TargetCounts;
 use super::step::{
     DropoutDraw, ShardInput, shard_routing_rng, shard_step, specialists_on, sum_parts,
 };
-use crate::data_parallel::{Shard, data_parallel_grads, non_finite_gradients, shard_ranges};
+use crate::data_parallel::{Shard, data_parallel_grads, shard_ranges};
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Checkpoints, Log, ModelParts, ROUTING_STREAM, Retention, RunDir, RunState, build_optimizer,
-    check_optimizer, dev_reports, epoch_order, learning_rate, resume, rng_for,
+    Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROUTING_STREAM, Retention, RunDir,
+    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_reports, epoch_order,
+    resume, rng_for,
 };
 
 // The loading of a specialist spec is behaviour, so it lives here rather than with the
@@ -199,6 +200,142 @@ fn initial_weights(
     Ok(orchestrator)
 }
 
+/// The counters a run continues from: a checkpoint's, with `finished` judged anew by the
+/// stopping rules, which may have changed (more epochs, more patience); zero for a new run.
+fn resumed_state(checkpoint: Option<RunState>, stopping: &Stopping) -> RunState {
+    let Some(mut state) = checkpoint else {
+        return RunState::default();
+    };
+    state.finished = state.epoch >= stopping.epochs
+        || (state.best_score.is_some()
+            && state.epochs_without_improvement >= stopping.patience.max(1));
+    state
+}
+
+/// The supervised stage for the [`Driver`]: a batch's loss split into one shard per device.
+struct Supervised<'a> {
+    config: &'a TrainConfig,
+    data: &'a RunData,
+    /// The training devices; the first holds the model and the optimizer.
+    devices: Vec<Device>,
+    /// Each device's copies of the frozen specialists, made once.
+    replica_specialists: Vec<Vec<FrozenSpecialist>>,
+}
+
+impl Stage for Supervised<'_> {
+    type Model = Swarm;
+
+    fn batches(&self) -> usize {
+        self.data
+            .train
+            .len()
+            .div_ceil(self.config.optimizer.batch_size)
+    }
+
+    fn gradients(&mut self, swarm: &Swarm, state: &RunState) -> Result<Computed, TrainError> {
+        let (config, train) = (self.config, &self.data.train);
+        let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
+        let order = epoch_order(seed, state.epoch, train.len());
+        let start = state.batch * batch_size;
+        let picked: Vec<&Example> = order[start..(start + batch_size).min(train.len())]
+            .iter()
+            .map(|&i| &train[i])
+            .collect();
+        // One shard per device (fewer when the batch is smaller), each with its part of the
+        // batch's loss and the router draws the undivided batch would give its tables.
+        let dropout = config.regularization.column_dropout;
+        let rng = rng_for(seed, ROUTING_STREAM, state.step as u64);
+        let counts = TargetCounts::of(&picked);
+        let shards = shard_ranges(picked.len(), self.devices.len())
+            .into_iter()
+            .zip(self.devices.iter().zip(&self.replica_specialists))
+            .map(|(range, (device, specialists))| Shard {
+                device: device.clone(),
+                input: ShardInput {
+                    routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
+                    dropout: (dropout > 0.0).then_some(DropoutDraw {
+                        p: dropout,
+                        seed,
+                        step: state.step,
+                        batch_size,
+                        first: range.start,
+                    }),
+                    examples: &picked[range],
+                    specialists: specialists.clone(),
+                },
+            })
+            .collect();
+        let (space, cpa_weight) = (&self.data.space, config.loss.cpa_weight);
+        let parallel = data_parallel_grads(
+            &swarm.orchestrator,
+            &self.devices[0],
+            shards,
+            |replica, input| shard_step(replica, input, space, counts, cpa_weight),
+        )?;
+        let reports = &parallel.outputs;
+        let loss: f64 = reports.iter().map(|r| r.loss).sum();
+        let active: usize = reports.iter().map(|r| r.active).sum();
+        let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
+        let tokens: usize = picked.iter().map(|e| e.n_tokens()).sum();
+        let entry = serde_json::json!({
+            "epoch": state.epoch, "loss": loss,
+            "cta_loss": sum_parts(reports.iter().map(|r| r.cta)),
+            "cpa_loss": sum_parts(reports.iter().map(|r| r.cpa)),
+            "activation_rate": active as f64 / gates as f64,
+            "tokens": tokens,
+        });
+        Ok(Computed {
+            loss,
+            grads: parallel.grads,
+            tables: picked.iter().map(|e| e.table_id.clone()).collect(),
+            columns: picked.iter().map(|e| e.columns.len()).sum(),
+            tokens,
+            entry,
+            progress: None,
+        })
+    }
+
+    fn evaluate(&mut self, swarm: &Swarm) -> Result<Evaluation, TrainError> {
+        let (config, data) = (self.config, self.data);
+        let batch_size = config.optimizer.batch_size * 2;
+        let reports = dev_reports(
+            swarm,
+            &data.space,
+            &config.data.serialize,
+            &data.dev,
+            batch_size,
+        )?;
+        let score = (!reports.is_empty())
+            .then(|| reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64);
+        let mut entry = serde_json::Map::new();
+        entry.insert(
+            "dev".into(),
+            reports
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
+                        "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
+                    })
+                })
+                .collect(),
+        );
+        let summary = (!reports.is_empty()).then(|| {
+            let dev: Vec<String> = reports
+                .iter()
+                .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
+                .collect();
+            dev.join(", ")
+        });
+        Ok(Evaluation {
+            score,
+            event: "epoch",
+            entry,
+            summary,
+        })
+    }
+}
+
 /// Runs (or resumes) a supervised training run in `out`.
 pub fn train(
     config: &TrainConfig,
@@ -218,36 +355,24 @@ pub fn train(
     let (swarm, orchestrator_config) =
         fresh_swarm(config, &data.space, data.words.as_ref(), &device)?;
     let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
-    let (mut swarm, mut optim) = (resumed.swarm, resumed.optim);
-    let (epochs, patience) = (config.stopping.epochs, config.stopping.patience.max(1));
-    let mut state = RunState::default();
-    if let Some(resumed) = resumed.state {
-        state = resumed;
-        // The stopping rules may have changed (more epochs, more patience): re-judge.
-        state.finished = state.epoch >= epochs
-            || (state.best_score.is_some() && state.epochs_without_improvement >= patience);
-        if options.progress {
-            eprintln!(
-                "resuming {} from step {} (epoch {}, batch {})",
-                out.display(),
-                state.step,
-                state.epoch + 1,
-                state.batch
-            );
-        }
+    let (epochs, patience) = (config.stopping.epochs, config.stopping.patience);
+    let state = resumed_state(resumed.state.clone(), &config.stopping);
+    if options.progress && state.step > 0 {
+        eprintln!(
+            "resuming {} from step {} (epoch {}, batch {})",
+            out.display(),
+            state.step,
+            state.epoch + 1,
+            state.batch
+        );
     }
-    // Specialists never change: each replica's device gets its copies once.
-    let replica_specialists: Vec<Vec<FrozenSpecialist>> = devices
-        .iter()
-        .map(|d| specialists_on(&swarm.specialists, d, &device))
-        .collect();
     if options.progress && devices.len() > 1 {
         eprintln!("data-parallel: {} replicas on {devices:?}", devices.len());
     }
     let log = Log::open(&run.log_path(), state.step)?;
-    let n = data.train.len();
-    let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-    let batches = n.div_ceil(batch_size);
+    let mut epoch_fields = serde_json::Map::new();
+    epoch_fields.insert("replicas".into(), devices.len().into());
+    epoch_fields.insert("device".into(), format!("{device:?}").into());
     let checkpoints = Checkpoints {
         run: &run,
         parts: ModelParts {
@@ -257,198 +382,38 @@ pub fn train(
         },
         retention: Retention::EpochEnds(config.run.keep_last),
     };
-    let total_steps = epochs * batches;
-    let cpa_weight = config.loss.cpa_weight;
-    let mut steps_here = 0;
-    while !state.finished && state.epoch < epochs {
-        let order = epoch_order(seed, state.epoch, n);
-        let train = &data.train;
-        let mut progress = Progress::new(
-            format!("epoch {}/{}", state.epoch + 1, epochs),
-            batches,
-            options.progress,
-        );
-        let epoch_start = Instant::now();
-        // What this process read this epoch, for its throughput (a resumed epoch counts its
-        // remaining batches only, as its time does).
-        let (mut epoch_columns, mut epoch_tokens) = (0usize, 0usize);
-        while state.batch < batches {
-            if options.stop_after_steps.is_some_and(|s| steps_here >= s) {
-                return Ok(TrainSummary {
-                    steps: state.step,
-                    epochs: state.epoch,
-                    best: state.best_score.zip(state.best_epoch),
-                    finished: false,
-                    model_dir: run.best_dir(),
-                });
-            }
-            let start = state.batch * batch_size;
-            let picked: Vec<&Example> = order[start..(start + batch_size).min(n)]
-                .iter()
-                .map(|&i| &train[i])
-                .collect();
-            // One shard per device (fewer when the batch is smaller), each with its part of the
-            // batch's loss and the router draws the undivided batch would give its tables.
-            let dropout = config.regularization.column_dropout;
-            let rng = rng_for(seed, ROUTING_STREAM, state.step as u64);
-            let counts = TargetCounts::of(&picked);
-            let shards = shard_ranges(picked.len(), devices.len())
-                .into_iter()
-                .zip(devices.iter().zip(&replica_specialists))
-                .map(|(range, (device, specialists))| Shard {
-                    device: device.clone(),
-                    input: ShardInput {
-                        routing: shard_routing_rng(&rng, range.start, swarm.specialists.len()),
-                        dropout: (dropout > 0.0).then_some(DropoutDraw {
-                            p: dropout,
-                            seed,
-                            step: state.step,
-                            batch_size,
-                            first: range.start,
-                        }),
-                        examples: &picked[range],
-                        specialists: specialists.clone(),
-                    },
-                })
-                .collect();
-            let parallel =
-                data_parallel_grads(&swarm.orchestrator, &device, shards, |replica, input| {
-                    shard_step(replica, input, &data.space, counts, cpa_weight)
-                })?;
-            let reports = &parallel.outputs;
-            let value: f64 = reports.iter().map(|r| r.loss).sum();
-            // Only a finite loss gets its gradients checked (a non-finite one is reported as is).
-            let bad_gradients = if value.is_finite() {
-                non_finite_gradients(&swarm.orchestrator, &parallel.grads)
-            } else {
-                0
-            };
-            let policy = config.run.on_non_finite;
-            if !policy.take_step(value, bad_gradients, state.epoch, state.step)? {
-                log.write(&serde_json::json!({
-                    "event": "skip", "epoch": state.epoch, "step": state.step,
-                    "batch": state.batch, "loss": value.to_string(),
-                    "non_finite_gradients": bad_gradients,
-                    "tables": picked.iter().map(|e| e.table_id.as_str()).collect::<Vec<_>>(),
-                }))?;
-                state.batch += 1;
-                state.step += 1;
-                steps_here += 1;
-                continue;
-            }
-            let (cta_loss, cpa_loss) = (
-                sum_parts(reports.iter().map(|r| r.cta)),
-                sum_parts(reports.iter().map(|r| r.cpa)),
-            );
-            let active: usize = reports.iter().map(|r| r.active).sum();
-            let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
-            swarm.orchestrator = optim.step(
-                learning_rate(&config.optimizer, state.step, total_steps),
-                swarm.orchestrator.clone(),
-                parallel.grads,
-            );
-            state.epoch_loss.0 += value;
-            state.epoch_loss.1 += 1;
-            let tokens: usize = picked.iter().map(|e| e.n_tokens()).sum();
-            epoch_tokens += tokens;
-            epoch_columns += picked.iter().map(|e| e.columns.len()).sum::<usize>();
-            state.batch += 1;
-            state.step += 1;
-            steps_here += 1;
-            if state.step.is_multiple_of(config.run.log_every.max(1)) {
-                log.write(&serde_json::json!({
-                    "event": "step", "epoch": state.epoch, "step": state.step, "loss": value,
-                    "cta_loss": cta_loss, "cpa_loss": cpa_loss,
-                    "activation_rate": active as f64 / gates as f64,
-                    "tokens": tokens,
-                }))?;
-            }
-            progress.set(
-                state.batch,
-                &format!(
-                    "loss {:.4}",
-                    state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
-                ),
-            );
-            let every = config.run.checkpoint_every;
-            if every > 0 && state.step.is_multiple_of(every) && state.batch < batches {
-                checkpoints.save(&swarm, &optim, &state)?;
-            }
-        }
-        let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
-        let train_seconds = epoch_start.elapsed().as_secs_f64().max(1e-9);
-        progress.finish(&format!(
-            "loss {train_loss:.4}, {:.0} columns/s, {:.0} tokens/s",
-            epoch_columns as f64 / train_seconds,
-            epoch_tokens as f64 / train_seconds
-        ));
-        // Dev evaluation, best model, early stopping.
-        let reports = dev_reports(
-            &swarm,
-            &data.space,
-            &config.data.serialize,
-            &data.dev,
-            batch_size * 2,
-        )?;
-        let score = if reports.is_empty() {
-            None
-        } else {
-            Some(reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64)
-        };
-        // Without dev sets, the last epoch counts as the best.
-        let improved = match (score, state.best_score) {
-            (None, _) | (Some(_), None) => true,
-            (Some(s), Some(best)) => s > best,
-        };
-        if improved {
-            state.best_score = score.or(state.best_score);
-            state.best_epoch = Some(state.epoch);
-            state.epochs_without_improvement = 0;
-            checkpoints.save_best(&swarm)?;
-        } else {
-            state.epochs_without_improvement += 1;
-        }
-        log.write(&serde_json::json!({
-            "event": "epoch", "epoch": state.epoch, "step": state.step,
-            "train_loss": train_loss,
-            "seconds": epoch_start.elapsed().as_secs_f64(), "replicas": devices.len(),
-            "train_seconds": train_seconds, "train_columns": epoch_columns,
-            "train_tokens": epoch_tokens, "device": format!("{device:?}"),
-            "dev_score": score, "best": improved,
-            "dev": reports.iter().map(|r| serde_json::json!({
-                "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
-                "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
-            })).collect::<Vec<_>>(),
-        }))?;
-        if options.progress {
-            let dev: Vec<String> = reports
-                .iter()
-                .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
-                .collect();
-            eprintln!(
-                "epoch {} done in {}: {}{}",
-                state.epoch + 1,
-                format_duration(epoch_start.elapsed().as_secs_f64()),
-                if dev.is_empty() {
-                    "no dev set".into()
-                } else {
-                    dev.join(", ")
-                },
-                if improved { " (best)" } else { "" }
-            );
-        }
-        state.epoch += 1;
-        state.batch = 0;
-        state.epoch_loss = (0.0, 0);
-        state.finished = state.epoch >= epochs
-            || (score.is_some() && state.epochs_without_improvement >= patience);
-        checkpoints.save(&swarm, &optim, &state)?;
-    }
+    let driver = Driver {
+        schedule: Schedule::Epochs { epochs, patience },
+        optimizer: &config.optimizer,
+        run: &config.run,
+        weights: &checkpoints,
+        log: &log,
+        label: "epoch",
+        progress: options.progress,
+        stop_after_steps: options.stop_after_steps,
+        epoch_fields,
+    };
+    let mut stage = Supervised {
+        config,
+        data: &data,
+        // Specialists never change: each replica's device gets its copies once.
+        replica_specialists: devices
+            .iter()
+            .map(|d| specialists_on(&resumed.swarm.specialists, d, &device))
+            .collect(),
+        devices,
+    };
+    let mut at = Trained {
+        model: resumed.swarm,
+        optim: resumed.optim,
+        state,
+    };
+    let finished = driver.drive(&mut stage, &mut at)?;
     Ok(TrainSummary {
-        steps: state.step,
-        epochs: state.epoch,
-        best: state.best_score.zip(state.best_epoch),
-        finished: true,
+        steps: at.state.step,
+        epochs: at.state.epoch,
+        best: at.state.best_score.zip(at.state.best_epoch),
+        finished,
         model_dir: run.best_dir(),
     })
 }

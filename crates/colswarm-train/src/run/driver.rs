@@ -1,0 +1,670 @@
+//! The one training loop of every stage (supervised, PARL, pretraining): a [`Stage`] computes a
+//! step's gradients and scores its held-out data; [`Weights`] steps and saves the model; the
+//! [`Driver`] owns everything around them: the non-finite policy, the learning rate, the log,
+//! progress lines, checkpoints, the best model and when to stop.
+
+use std::time::Instant;
+
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use colswarm_model::{Progress, format_duration};
+use colswarm_swarm::Swarm;
+
+use super::settings::{OptimizerSettings, RunSettings, learning_rate};
+use super::{Checkpoints, Log, RunState};
+use crate::data_parallel::non_finite_gradients;
+use crate::error::TrainError;
+
+/// One step's gradients and what the driver logs about it.
+pub(crate) struct Computed {
+    /// The batch's loss (read to the host once per step).
+    pub(crate) loss: f64,
+    /// The gradients of the trained weights.
+    pub(crate) grads: GradientsParams,
+    /// The batch's tables, named in the log when the step is skipped.
+    pub(crate) tables: Vec<String>,
+    /// Columns and tokens the step read (throughput lines).
+    pub(crate) columns: usize,
+    /// See `columns`.
+    pub(crate) tokens: usize,
+    /// The step's log entry, without its `event` and `step` (the driver adds them).
+    pub(crate) entry: serde_json::Value,
+    /// The progress line's text; `None`: the epoch's mean loss.
+    pub(crate) progress: Option<String>,
+}
+
+/// A dev evaluation.
+pub(crate) struct Evaluation {
+    /// The score the best model is chosen by (the mean micro-F1 over the dev sets); `None`
+    /// without one.
+    pub(crate) score: Option<f64>,
+    /// The log entry's `event` in a [`Schedule::Steps`] run (an epoch's entry is `epoch`).
+    pub(crate) event: &'static str,
+    /// Fields of the log entry (`dev`: one object per set, and the stage's own); an
+    /// evaluation with neither these nor a score is not logged.
+    pub(crate) entry: serde_json::Map<String, serde_json::Value>,
+    /// One line for the progress output (`None`: nothing to say).
+    pub(crate) summary: Option<String>,
+}
+
+/// What a stage does; the [`Driver`] does the rest.
+pub(crate) trait Stage {
+    /// What the stage trains.
+    type Model;
+
+    /// Optimizer steps in an epoch (the batches of the training set); `usize::MAX` for a stage
+    /// that draws every batch afresh.
+    fn batches(&self) -> usize;
+
+    /// The gradients of step `state.step` (batch `state.batch` of epoch `state.epoch`) at the
+    /// weights of `model`.
+    fn gradients(&mut self, model: &Self::Model, state: &RunState) -> Result<Computed, TrainError>;
+
+    /// Scores the held-out data with the weights of `model`.
+    fn evaluate(&mut self, model: &Self::Model) -> Result<Evaluation, TrainError>;
+}
+
+/// How a stage's model takes an optimizer step and is saved.
+pub(crate) trait Weights<M> {
+    /// Parameter tensors of `model` whose gradient in `grads` is not finite.
+    fn non_finite(&self, model: &M, grads: &GradientsParams) -> usize;
+
+    /// One optimizer step of `model`'s trained weights.
+    fn step(&self, model: &mut M, optim: &mut ModuleOptimizer, rate: f64, grads: GradientsParams);
+
+    /// A checkpoint: the model, the optimizer's state and the counters, atomically.
+    fn save(&self, model: &M, optim: &ModuleOptimizer, state: &RunState) -> Result<(), TrainError>;
+
+    /// The model as the run's best, atomically.
+    fn save_best(&self, model: &M) -> Result<(), TrainError>;
+}
+
+/// A swarm stage trains the orchestrator; the specialists stay frozen.
+impl Weights<Swarm> for Checkpoints<'_> {
+    fn non_finite(&self, swarm: &Swarm, grads: &GradientsParams) -> usize {
+        non_finite_gradients(&swarm.orchestrator, grads)
+    }
+
+    fn step(
+        &self,
+        swarm: &mut Swarm,
+        optim: &mut ModuleOptimizer,
+        rate: f64,
+        grads: GradientsParams,
+    ) {
+        swarm.orchestrator = optim.step(rate, swarm.orchestrator.clone(), grads);
+    }
+
+    fn save(
+        &self,
+        swarm: &Swarm,
+        optim: &ModuleOptimizer,
+        state: &RunState,
+    ) -> Result<(), TrainError> {
+        Checkpoints::save(self, swarm, optim, state)
+    }
+
+    fn save_best(&self, swarm: &Swarm) -> Result<(), TrainError> {
+        Checkpoints::save_best(self, swarm)
+    }
+}
+
+/// When a stage evaluates and stops.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Schedule {
+    /// Epochs of every batch, the dev sets scored after each; stops after `epochs`, or after
+    /// `patience` epochs without a better dev score.
+    Epochs { epochs: usize, patience: usize },
+    /// `steps` steps; the held-out data scored every `eval_every` steps (0: never) and after
+    /// the last.
+    Steps { steps: usize, eval_every: usize },
+}
+
+/// The loop around a [`Stage`] that trains an `M`, for one run.
+pub(crate) struct Driver<'a, M> {
+    pub(crate) schedule: Schedule,
+    pub(crate) optimizer: &'a OptimizerSettings,
+    pub(crate) run: &'a RunSettings,
+    pub(crate) weights: &'a dyn Weights<M>,
+    pub(crate) log: &'a Log,
+    /// The progress line's label in a [`Schedule::Steps`] run.
+    pub(crate) label: &'a str,
+    /// Print progress lines.
+    pub(crate) progress: bool,
+    /// Stop (as if killed) after this many steps in this process (tests).
+    pub(crate) stop_after_steps: Option<usize>,
+    /// Fields every epoch's log entry carries (the devices, for instance).
+    pub(crate) epoch_fields: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where a run stands between two steps.
+pub(crate) struct Trained<M> {
+    pub(crate) model: M,
+    pub(crate) optim: ModuleOptimizer,
+    pub(crate) state: RunState,
+}
+
+/// What an epoch has read so far in this process, for its throughput line.
+struct EpochClock {
+    started: Instant,
+    columns: usize,
+    tokens: usize,
+}
+
+impl<M> Driver<'_, M> {
+    fn total_steps(&self, batches: usize) -> usize {
+        match self.schedule {
+            Schedule::Epochs { epochs, .. } => epochs * batches,
+            Schedule::Steps { steps, .. } => steps,
+        }
+    }
+
+    fn done(&self, state: &RunState) -> bool {
+        match self.schedule {
+            Schedule::Epochs { epochs, .. } => state.finished || state.epoch >= epochs,
+            Schedule::Steps { steps, .. } => state.step >= steps,
+        }
+    }
+
+    /// Runs `stage` from `at` until the schedule ends (`Ok(true)`) or `stop_after_steps`
+    /// (`Ok(false)`), checkpointing as the run's settings say.
+    pub(crate) fn drive(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+    ) -> Result<bool, TrainError> {
+        let batches = stage.batches();
+        if batches == 0 {
+            return Err(TrainError::Config(
+                "the training sets hold no labelled column to train on".into(),
+            ));
+        }
+        let total_steps = self.total_steps(batches);
+        let mut progress = match self.schedule {
+            Schedule::Steps { steps, .. } => Progress::new(self.label, steps, self.progress),
+            Schedule::Epochs { .. } => self.epoch_progress(&at.state, batches),
+        };
+        let mut clock = EpochClock {
+            started: Instant::now(),
+            columns: 0,
+            tokens: 0,
+        };
+        let mut steps_here = 0;
+        while !self.done(&at.state) {
+            if self.stop_after_steps.is_some_and(|s| steps_here >= s) {
+                return Ok(false);
+            }
+            let computed = stage.gradients(&at.model, &at.state)?;
+            let epoch = match self.schedule {
+                Schedule::Epochs { .. } => at.state.epoch,
+                Schedule::Steps { .. } => at.state.step / batches.max(1),
+            };
+            self.step(
+                at,
+                computed,
+                (epoch, total_steps),
+                &mut clock,
+                &mut progress,
+            )?;
+            steps_here += 1;
+            match self.schedule {
+                Schedule::Epochs { .. } if at.state.batch == batches => {
+                    self.end_epoch(stage, at, &clock, &mut progress)?;
+                    progress = self.epoch_progress(&at.state, batches);
+                    clock = EpochClock {
+                        started: Instant::now(),
+                        columns: 0,
+                        tokens: 0,
+                    };
+                }
+                Schedule::Epochs { .. } => {
+                    let every = self.run.checkpoint_every;
+                    if every > 0 && at.state.step.is_multiple_of(every) {
+                        self.weights.save(&at.model, &at.optim, &at.state)?;
+                    }
+                }
+                Schedule::Steps { steps, eval_every } => {
+                    let step = at.state.step;
+                    if (eval_every > 0 && step.is_multiple_of(eval_every)) || step == steps {
+                        self.evaluate_steps(stage, at, steps)?;
+                    } else if self.run.checkpoint_every > 0
+                        && step.is_multiple_of(self.run.checkpoint_every)
+                    {
+                        self.weights.save(&at.model, &at.optim, &at.state)?;
+                    }
+                }
+            }
+        }
+        if let Schedule::Steps { .. } = self.schedule {
+            let seconds = clock.started.elapsed().as_secs_f64().max(1e-9);
+            progress.finish(&format!(
+                "done, {:.0} columns/s, {:.0} tokens/s",
+                clock.columns as f64 / seconds,
+                clock.tokens as f64 / seconds
+            ));
+        }
+        Ok(true)
+    }
+
+    fn epoch_progress(&self, state: &RunState, batches: usize) -> Progress {
+        let epochs = match self.schedule {
+            Schedule::Epochs { epochs, .. } => epochs,
+            Schedule::Steps { .. } => 0,
+        };
+        Progress::new(
+            format!("epoch {}/{}", state.epoch + 1, epochs),
+            batches,
+            self.progress,
+        )
+    }
+
+    /// Takes (or skips, as the non-finite policy says) one computed step of `epoch` and logs
+    /// it.
+    fn step(
+        &self,
+        at: &mut Trained<M>,
+        computed: Computed,
+        (epoch, total_steps): (usize, usize),
+        clock: &mut EpochClock,
+        progress: &mut Progress,
+    ) -> Result<(), TrainError> {
+        let state = &mut at.state;
+        let epochs = matches!(self.schedule, Schedule::Epochs { .. });
+        let value = computed.loss;
+        // Only a finite loss gets its gradients checked (a non-finite one is reported as is).
+        let bad_gradients = if value.is_finite() {
+            self.weights.non_finite(&at.model, &computed.grads)
+        } else {
+            0
+        };
+        let taken = self
+            .run
+            .on_non_finite
+            .take_step(value, bad_gradients, epoch, state.step)?;
+        if taken {
+            let rate = learning_rate(self.optimizer, state.step, total_steps);
+            self.weights
+                .step(&mut at.model, &mut at.optim, rate, computed.grads);
+            if epochs {
+                state.epoch_loss.0 += value;
+                state.epoch_loss.1 += 1;
+            }
+            clock.columns += computed.columns;
+            clock.tokens += computed.tokens;
+        } else {
+            self.log.write(&serde_json::json!({
+                "event": "skip", "epoch": epoch, "step": state.step,
+                "batch": state.batch, "loss": value.to_string(),
+                "non_finite_gradients": bad_gradients, "tables": computed.tables,
+            }))?;
+        }
+        state.step += 1;
+        state.batch = if epochs { state.batch + 1 } else { state.step };
+        if taken && state.step.is_multiple_of(self.run.log_every.max(1)) {
+            let mut entry = computed.entry;
+            entry["event"] = "step".into();
+            entry["step"] = state.step.into();
+            self.log.write(&entry)?;
+        }
+        let text = computed.progress.unwrap_or_else(|| {
+            format!(
+                "loss {:.4}",
+                state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
+            )
+        });
+        progress.set(state.batch, &text);
+        Ok(())
+    }
+
+    /// The end of an epoch: its throughput, the dev score, the best model, early stopping and
+    /// the epoch's checkpoint.
+    fn end_epoch(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+        clock: &EpochClock,
+        progress: &mut Progress,
+    ) -> Result<(), TrainError> {
+        let Schedule::Epochs { epochs, patience } = self.schedule else {
+            unreachable!("only an epoch schedule has epochs")
+        };
+        let state = &mut at.state;
+        let train_loss = state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64;
+        let train_seconds = clock.started.elapsed().as_secs_f64().max(1e-9);
+        progress.finish(&format!(
+            "loss {train_loss:.4}, {:.0} columns/s, {:.0} tokens/s",
+            clock.columns as f64 / train_seconds,
+            clock.tokens as f64 / train_seconds
+        ));
+        let evaluation = stage.evaluate(&at.model)?;
+        let score = evaluation.score;
+        // Without dev sets, the last epoch counts as the best.
+        let improved = match (score, state.best_score) {
+            (None, _) | (Some(_), None) => true,
+            (Some(s), Some(best)) => s > best,
+        };
+        if improved {
+            state.best_score = score.or(state.best_score);
+            state.best_epoch = Some(state.epoch);
+            state.epochs_without_improvement = 0;
+            self.weights.save_best(&at.model)?;
+        } else {
+            state.epochs_without_improvement += 1;
+        }
+        let mut entry = serde_json::json!({
+            "event": "epoch", "epoch": state.epoch, "step": state.step,
+            "train_loss": train_loss,
+            "seconds": clock.started.elapsed().as_secs_f64(),
+            "train_seconds": train_seconds, "train_columns": clock.columns,
+            "train_tokens": clock.tokens, "dev_score": score, "best": improved,
+        });
+        let fields = self.epoch_fields.iter().chain(&evaluation.entry);
+        entry
+            .as_object_mut()
+            .expect("a JSON object")
+            .extend(fields.map(|(k, v)| (k.clone(), v.clone())));
+        self.log.write(&entry)?;
+        if self.progress {
+            eprintln!(
+                "epoch {} done in {}: {}{}",
+                state.epoch + 1,
+                format_duration(clock.started.elapsed().as_secs_f64()),
+                evaluation.summary.as_deref().unwrap_or("no dev set"),
+                if improved { " (best)" } else { "" }
+            );
+        }
+        state.epoch += 1;
+        state.batch = 0;
+        state.epoch_loss = (0.0, 0);
+        state.finished = state.epoch >= epochs
+            || (score.is_some() && state.epochs_without_improvement >= patience.max(1));
+        self.weights.save(&at.model, &at.optim, &at.state)
+    }
+
+    /// A dev evaluation of a step schedule: the best model and a checkpoint.
+    fn evaluate_steps(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+        steps: usize,
+    ) -> Result<(), TrainError> {
+        let evaluation = stage.evaluate(&at.model)?;
+        let state = &mut at.state;
+        let mut entry = serde_json::Map::new();
+        entry.insert("event".into(), evaluation.event.into());
+        entry.insert("step".into(), state.step.into());
+        if let Some(score) = evaluation.score {
+            let improved = state.best_score.is_none_or(|b| score > b);
+            if improved {
+                state.best_score = Some(score);
+                state.best_epoch = Some(state.step);
+                self.weights.save_best(&at.model)?;
+            }
+            entry.insert("dev_score".into(), score.into());
+            entry.insert("best".into(), improved.into());
+        } else if state.step == steps {
+            self.weights.save_best(&at.model)?;
+        }
+        if evaluation.score.is_some() || !evaluation.entry.is_empty() {
+            entry.extend(evaluation.entry);
+            self.log.write(&serde_json::Value::Object(entry))?;
+        }
+        state.finished = state.step == steps;
+        self.weights.save(&at.model, &at.optim, &at.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::run::{NonFinitePolicy, build_optimizer};
+
+    /// A stage whose model is the number of optimizer steps taken; its losses and dev scores
+    /// are given by step and by evaluation.
+    struct Counting {
+        batches: usize,
+        nan_at: Option<usize>,
+        scores: Vec<Option<f64>>,
+        evaluations: Vec<usize>,
+    }
+
+    impl Stage for Counting {
+        type Model = usize;
+
+        fn batches(&self) -> usize {
+            self.batches
+        }
+
+        fn gradients(&mut self, _: &usize, state: &RunState) -> Result<Computed, TrainError> {
+            let loss = if self.nan_at == Some(state.step) {
+                f64::NAN
+            } else {
+                1.0
+            };
+            Ok(Computed {
+                loss,
+                grads: GradientsParams::new(),
+                tables: vec![format!("table{}", state.step)],
+                columns: 2,
+                tokens: 10,
+                entry: serde_json::json!({ "loss": loss }),
+                progress: None,
+            })
+        }
+
+        fn evaluate(&mut self, taken: &usize) -> Result<Evaluation, TrainError> {
+            self.evaluations.push(*taken);
+            let score = self
+                .scores
+                .get(self.evaluations.len() - 1)
+                .copied()
+                .flatten();
+            Ok(Evaluation {
+                score,
+                event: "dev",
+                entry: serde_json::Map::new(),
+                summary: None,
+            })
+        }
+    }
+
+    /// Counts steps and records what was saved, at which step.
+    #[derive(Default)]
+    struct Recorder {
+        checkpoints: RefCell<Vec<usize>>,
+        best: RefCell<Vec<usize>>,
+    }
+
+    impl Weights<usize> for Recorder {
+        fn non_finite(&self, _: &usize, _: &GradientsParams) -> usize {
+            0
+        }
+
+        fn step(&self, taken: &mut usize, _: &mut ModuleOptimizer, _: f64, _: GradientsParams) {
+            *taken += 1;
+        }
+
+        fn save(&self, _: &usize, _: &ModuleOptimizer, state: &RunState) -> Result<(), TrainError> {
+            self.checkpoints.borrow_mut().push(state.step);
+            Ok(())
+        }
+
+        fn save_best(&self, taken: &usize) -> Result<(), TrainError> {
+            self.best.borrow_mut().push(*taken);
+            Ok(())
+        }
+    }
+
+    fn run(
+        schedule: Schedule,
+        stage: &mut Counting,
+        settings: RunSettings,
+        stop_after_steps: Option<usize>,
+    ) -> (bool, Trained<usize>, Recorder, Vec<serde_json::Value>) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
+        let optimizer = OptimizerSettings::default();
+        let recorder = Recorder::default();
+        let driver = Driver {
+            schedule,
+            optimizer: &optimizer,
+            run: &settings,
+            weights: &recorder,
+            log: &log,
+            label: "test",
+            progress: false,
+            stop_after_steps,
+            epoch_fields: serde_json::Map::new(),
+        };
+        let mut at = Trained {
+            model: 0,
+            optim: build_optimizer(&optimizer),
+            state: RunState::default(),
+        };
+        let finished = driver.drive(stage, &mut at).unwrap();
+        let entries = std::fs::read_to_string(dir.path().join("log.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (finished, at, recorder, entries)
+    }
+
+    fn counting(batches: usize, scores: Vec<Option<f64>>) -> Counting {
+        Counting {
+            batches,
+            nan_at: None,
+            scores,
+            evaluations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_step_schedule_evaluates_at_its_cadence_and_after_the_last_step() {
+        let settings = RunSettings {
+            checkpoint_every: 2,
+            ..RunSettings::default()
+        };
+        let mut stage = counting(3, vec![Some(0.5), Some(0.4), Some(0.7)]);
+        let steps = Schedule::Steps {
+            steps: 7,
+            eval_every: 3,
+        };
+        let (finished, at, saved, log) = run(steps, &mut stage, settings.clone(), None);
+        assert!(finished && at.state.finished);
+        assert_eq!(stage.evaluations, [3, 6, 7]);
+        // A checkpoint at every evaluation, and every second step between them.
+        assert_eq!(*saved.checkpoints.borrow(), [2, 3, 4, 6, 7]);
+        assert_eq!(*saved.best.borrow(), [3, 7]);
+        assert_eq!(at.state.best_score, Some(0.7));
+        let dev: Vec<bool> = log
+            .iter()
+            .filter(|e| e["event"] == "dev")
+            .map(|e| e["best"].as_bool().unwrap())
+            .collect();
+        assert_eq!(dev, [true, false, true]);
+
+        let mut stage = counting(3, vec![Some(0.5)]);
+        let only_at_the_end = Schedule::Steps {
+            steps: 7,
+            eval_every: 0,
+        };
+        run(only_at_the_end, &mut stage, settings, None);
+        assert_eq!(stage.evaluations, [7]);
+    }
+
+    #[test]
+    fn epochs_stop_after_patience_epochs_without_a_better_score() {
+        let mut stage = counting(
+            3,
+            vec![Some(0.5), Some(0.6), Some(0.6), Some(0.55), Some(0.9)],
+        );
+        let schedule = Schedule::Epochs {
+            epochs: 10,
+            patience: 2,
+        };
+        let (finished, at, saved, log) = run(schedule, &mut stage, RunSettings::default(), None);
+        assert!(finished);
+        assert_eq!(
+            at.state.epoch, 4,
+            "two epochs without improvement after the second"
+        );
+        assert_eq!(at.state.best_epoch, Some(1));
+        assert_eq!(*saved.best.borrow(), [3, 6]);
+        // A checkpoint at each epoch's end, none between (checkpoint_every 0).
+        assert_eq!(*saved.checkpoints.borrow(), [3, 6, 9, 12]);
+        let epochs: Vec<&serde_json::Value> =
+            log.iter().filter(|e| e["event"] == "epoch").collect();
+        assert_eq!(epochs.len(), 4);
+        assert_eq!(epochs[0]["train_columns"], 6);
+    }
+
+    #[test]
+    fn a_non_finite_step_is_skipped_and_logged_or_stops_the_run() {
+        let skip = RunSettings {
+            on_non_finite: NonFinitePolicy::Skip,
+            log_every: 1,
+            ..RunSettings::default()
+        };
+        let mut stage = counting(4, vec![]);
+        stage.nan_at = Some(1);
+        let steps = Schedule::Steps {
+            steps: 4,
+            eval_every: 0,
+        };
+        let (_, at, _, log) = run(steps, &mut stage, skip, None);
+        assert_eq!(at.model, 3, "the skipped step changed nothing");
+        assert_eq!(at.state.step, 4);
+        let skipped: Vec<&serde_json::Value> =
+            log.iter().filter(|e| e["event"] == "skip").collect();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0]["tables"][0], "table1");
+        assert_eq!(log.iter().filter(|e| e["event"] == "step").count(), 3);
+
+        let mut stage = counting(4, vec![]);
+        stage.nan_at = Some(2);
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
+        let (optimizer, settings, recorder) = (
+            OptimizerSettings::default(),
+            RunSettings::default(),
+            Recorder::default(),
+        );
+        let driver = Driver {
+            schedule: steps,
+            optimizer: &optimizer,
+            run: &settings,
+            weights: &recorder,
+            log: &log,
+            label: "test",
+            progress: false,
+            stop_after_steps: None,
+            epoch_fields: serde_json::Map::new(),
+        };
+        let mut at = Trained {
+            model: 0,
+            optim: build_optimizer(&optimizer),
+            state: RunState::default(),
+        };
+        let err = driver.drive(&mut stage, &mut at).unwrap_err();
+        assert!(
+            matches!(err, TrainError::NonFinite { step: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(at.model, 2);
+    }
+
+    #[test]
+    fn stop_after_steps_leaves_the_run_unfinished() {
+        let mut stage = counting(5, vec![]);
+        let schedule = Schedule::Epochs {
+            epochs: 3,
+            patience: 3,
+        };
+        let (finished, at, saved, _) = run(schedule, &mut stage, RunSettings::default(), Some(7));
+        assert!(!finished);
+        assert_eq!((at.state.step, at.state.epoch, at.state.batch), (7, 1, 2));
+        assert_eq!(*saved.checkpoints.borrow(), [5]);
+    }
+}
