@@ -1,5 +1,5 @@
-//! `annotate`, `inspect` and `bench`: everything that runs a trained model goes through the
-//! [`Annotator`].
+//! `annotate`, `embed`, `inspect` and `bench`: everything that runs a trained model goes
+//! through the [`Annotator`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,6 +56,24 @@ pub(crate) struct AnnotateArgs {
     #[arg(long)]
     lossy: bool,
     /// Tables per forward pass (each thread runs its own passes).
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    #[command(flatten)]
+    device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct EmbedArgs {
+    /// Model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// Table files or directories (as `annotate` reads them); `-` reads a CSV from stdin.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
+    #[arg(long)]
+    lossy: bool,
+    /// Tables per forward pass.
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
     #[command(flatten)]
@@ -151,6 +169,24 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
                 Output::Json => writeln!(out, "{}", serde_json::to_string(annotation)?)?,
                 Output::Csv => write_csv(&mut out, annotation)?,
             }
+        }
+        done += chunk.len();
+        progress.set(done, "");
+    }
+    progress.finish("");
+    Ok(())
+}
+
+pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
+    let annotator = load_annotator(&args.model, 1, args.batch_size, args.device)?;
+    let files = table_files(&args.inputs)?;
+    let mut out = Stdout::lock();
+    let mut progress = Progress::on_terminal("embed: tables", files.len());
+    let mut done = 0;
+    for chunk in files.chunks(annotator.tables_per_round()) {
+        let tables = read_inputs(chunk, args.lossy)?;
+        for embedded in annotator.embed(&tables)? {
+            writeln!(out, "{}", serde_json::to_string(&embedded)?)?;
         }
         done += chunk.len();
         progress.set(done, "");

@@ -26,7 +26,7 @@ mod probe;
 mod shard;
 mod train;
 
-use annotate::{AnnotateArgs, BenchArgs, InspectArgs};
+use annotate::{AnnotateArgs, BenchArgs, EmbedArgs, InspectArgs};
 use evaluate::{BaselineArgs, CompareArgs, EvalArgs};
 use train::{AverageArgs, TrainArgs, TrainRouterArgs};
 
@@ -109,6 +109,9 @@ enum Command {
     Eval(EvalArgs),
     /// Annotates tables: types, relations to the subject column, router decisions.
     Annotate(AnnotateArgs),
+    /// Writes every column's embedding, the vector the model's heads read, one JSON line per
+    /// table: for similarity search, clustering or a model of your own.
+    Embed(EmbedArgs),
     /// Chooses, per namespace (types, or relations with `--task cpa`) and on labelled dev tables,
     /// the probability below which the model gives no label ("none fits"), and stores it in the
     /// model directory.
@@ -148,6 +151,7 @@ fn main() -> ExitCode {
         Command::TrainRouter(args) => train::cmd_train_router(args),
         Command::Eval(args) => evaluate::cmd_eval(args),
         Command::Annotate(args) => annotate::cmd_annotate(args),
+        Command::Embed(args) => annotate::cmd_embed(args),
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
         Command::AddExpert(args) => expert::cmd_add_expert(args),
         Command::FineTune(args) => fine_tune::cmd_fine_tune(args),

@@ -1,4 +1,5 @@
-//! The command-line contract: `eval --json`, `annotate` (JSON, CSV, shards), `inspect`, errors.
+//! The command-line contract: `eval --json`, `annotate` (JSON, CSV, shards), `embed`, `inspect`,
+//! errors.
 
 mod common;
 
@@ -345,6 +346,67 @@ fn shards_concatenate_to_the_unsharded_output() {
     let column = &first["columns"][1];
     assert!(column["types"][0]["labels"][0]["confidence"].is_number());
     assert_eq!(column["types"][0]["top_k"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn embed_writes_each_column_s_vector_one_line_per_table() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let tables = tables_dir(3);
+    let dir = tables.path().to_str().unwrap();
+    let lines = stdout(&colswarm(&["embed", "--model", &model, dir]));
+    let embedded: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(embedded.len(), 3);
+    let annotated = stdout(&colswarm(&["annotate", "--model", &model, dir]));
+    for (embedding, annotation) in embedded.iter().zip(annotated.lines()) {
+        let annotation: serde_json::Value = serde_json::from_str(annotation).unwrap();
+        assert_eq!(embedding["table"], annotation["table"]);
+        let columns = embedding["columns"].as_array().unwrap();
+        assert_eq!(
+            columns.len(),
+            annotation["columns"].as_array().unwrap().len()
+        );
+        for (c, column) in columns.iter().enumerate() {
+            assert_eq!(column["index"], c);
+            assert_eq!(column["header"], annotation["columns"][c]["header"]);
+            // The tiny model's width.
+            assert_eq!(column["vector"].as_array().unwrap().len(), 32);
+        }
+    }
+    // The same tables give the same vectors, whatever the batch.
+    let one_by_one = stdout(&colswarm(&[
+        "embed",
+        "--model",
+        &model,
+        dir,
+        "--batch-size",
+        "1",
+    ]));
+    let again: Vec<serde_json::Value> = one_by_one
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (a, b) in embedded.iter().zip(&again) {
+        for (x, y) in a["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b["columns"].as_array().unwrap())
+        {
+            let (x, y) = (
+                x["vector"].as_array().unwrap(),
+                y["vector"].as_array().unwrap(),
+            );
+            for (u, v) in x.iter().zip(y) {
+                assert!((u.as_f64().unwrap() - v.as_f64().unwrap()).abs() < 1e-4);
+            }
+        }
+    }
+    let missing = colswarm(&["embed", "--model", &model, "no/such/table.csv"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/table.csv"));
 }
 
 #[test]

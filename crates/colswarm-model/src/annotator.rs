@@ -6,10 +6,32 @@ use std::sync::Arc;
 use burn::tensor::Device;
 use colswarm_rwkv::DeviceChoice;
 use colswarm_tables::Table;
+use serde::Serialize;
 
 use crate::annotation::{AnnotateOptions, TableAnnotation};
+use crate::encode::{Columns, Example};
 use crate::error::ModelError;
-use crate::model::{Model, SpecialistUse};
+use crate::model::{Model, SpecialistUse, rows_of};
+
+/// One table's column embeddings ([`Annotator::embed`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TableEmbedding {
+    /// The table's id.
+    pub table: String,
+    /// The columns the model reads, in order.
+    pub columns: Vec<ColumnEmbedding>,
+}
+
+/// One column's embedding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ColumnEmbedding {
+    /// The column's index in its table.
+    pub index: usize,
+    /// Its header, if it has one.
+    pub header: Option<String>,
+    /// The primary's representation of the column: the vector the heads read.
+    pub vector: Vec<f32>,
+}
 
 /// Configures and loads an [`Annotator`].
 #[derive(Clone, Debug)]
@@ -189,6 +211,51 @@ impl Annotator {
         Ok(annotations)
     }
 
+    /// Every column's embedding: the primary's representation of it (its reading of the table,
+    /// pooled over the column, with its n-grams and word vectors), the vector the CTA and CPA
+    /// heads and fine-tuned namespaces read; the primary reads alone. Tables are read in
+    /// passes of the annotator's batch size; a column's vector does not depend on the tables
+    /// beside it in its pass. For similarity search, clustering or a model of your own.
+    ///
+    /// ```no_run
+    /// # use colswarm_model::{Annotator, read_table};
+    /// let annotator = Annotator::builder("models/colswarm-small").build()?;
+    /// let table = read_table("datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv")?;
+    /// let embedded = annotator.embed(&[table])?;
+    /// println!("{} columns of {} numbers", embedded[0].columns.len(), embedded[0].columns[0].vector.len());
+    /// # Ok::<(), colswarm_model::ModelError>(())
+    /// ```
+    pub fn embed(&self, tables: &[Table]) -> Result<Vec<TableEmbedding>, ModelError> {
+        let width = self.model.swarm.orchestrator.primary.d_model();
+        let mut embedded = Vec::with_capacity(tables.len());
+        for pass in tables.chunks(self.options.batch_size.max(1)) {
+            let examples = self.model.encode(pass, Columns::All);
+            let refs: Vec<&Example> = examples.iter().collect();
+            // Each row: the column's representation, then the CTA logits.
+            let mut rows = rows_of(self.model.column_features(&refs)?).into_iter();
+            for (table, example) in pass.iter().zip(&examples) {
+                let columns = example
+                    .columns
+                    .iter()
+                    .zip(rows.by_ref())
+                    .map(|(&index, mut row)| {
+                        row.truncate(width);
+                        ColumnEmbedding {
+                            index,
+                            header: table.columns[index].header.clone(),
+                            vector: row,
+                        }
+                    })
+                    .collect();
+                embedded.push(TableEmbedding {
+                    table: table.id.clone(),
+                    columns,
+                });
+            }
+        }
+        Ok(embedded)
+    }
+
     /// How many tables [`Annotator::annotate_all`] keeps every thread busy with for one
     /// forward pass each: a caller reading tables from files reads this many at a time.
     pub fn tables_per_round(&self) -> usize {
@@ -229,6 +296,51 @@ mod tests {
     #[test]
     fn annotator_is_send_sync_and_clone() {
         assert_send_sync::<Annotator>();
+    }
+
+    #[test]
+    fn a_column_embedding_is_what_the_heads_read_whatever_the_tables_beside_it() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+        let annotator = Annotator::builder(format!("{root}models/colswarm-small"))
+            .batch_size(3)
+            .build()
+            .unwrap();
+        let samples = PathBuf::from(format!("{root}datasets/t2d-webtables/samples"));
+        let tables: Vec<Table> = crate::table_files(&[samples])
+            .unwrap()
+            .iter()
+            .take(4)
+            .map(|p| crate::read_table(p).unwrap())
+            .collect();
+        let together = annotator.embed(&tables).unwrap();
+        assert_eq!(together.len(), tables.len());
+        let width = annotator.model().swarm.orchestrator.primary.d_model();
+        for (table, embedded) in tables.iter().zip(&together) {
+            assert_eq!(embedded.table, table.id);
+            assert_eq!(embedded.columns.len(), table.columns.len());
+            assert!(embedded.columns.iter().all(|c| c.vector.len() == width));
+            let alone = annotator.embed(std::slice::from_ref(table)).unwrap();
+            for (a, b) in alone[0].columns.iter().zip(&embedded.columns) {
+                let gap = a.vector.iter().zip(&b.vector).map(|(x, y)| (x - y).abs());
+                assert!(
+                    gap.fold(0f32, f32::max) < 1e-4,
+                    "{} column {}",
+                    table.id,
+                    a.index
+                );
+            }
+        }
+        // The vector the heads read: the shared CTA head on it gives the annotation's answer.
+        let examples = annotator.model().encode(&tables[..1], Columns::All);
+        let features = rows_of(
+            annotator
+                .model()
+                .column_features(&examples.iter().collect::<Vec<_>>())
+                .unwrap(),
+        );
+        assert_eq!(features[0][..width], together[0].columns[0].vector[..]);
+        let distinct = together[0].columns[0].vector != together[0].columns[1].vector;
+        assert!(distinct, "two columns of a table, one vector");
     }
 
     #[test]

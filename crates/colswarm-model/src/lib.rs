@@ -49,7 +49,9 @@ pub use annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
     TableAnnotation, TypeAnnotation, Wanted,
 };
-pub use annotator::{Annotator, AnnotatorBuilder, AnnotatorDevice};
+pub use annotator::{
+    Annotator, AnnotatorBuilder, AnnotatorDevice, ColumnEmbedding, TableEmbedding,
+};
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
 pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
