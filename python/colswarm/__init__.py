@@ -23,6 +23,7 @@ import math as _math
 import os as _os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+import numpy as _np
 import pandas as _pd
 
 from . import _colswarm
@@ -273,6 +274,29 @@ class Annotator:
         (or, with ``parse=True``, the parsed objects)."""
         lines = self._inner.annotate_json(_inputs(tables, names))
         return [_json.loads(line) for line in lines] if parse else lines
+
+    def embed(
+        self,
+        tables: Iterable[TableInput],
+        names: Optional[Sequence[Optional[str]]] = None,
+    ) -> _pd.DataFrame:
+        """Every column's embedding, the vector the model's heads read (``colswarm embed``):
+        one row per column, with ``table``, ``column``, ``header`` and ``embedding`` (a float32
+        NumPy array). The primary reads alone; a column's vector does not depend on the tables
+        beside it. ``numpy.stack(frame["embedding"])`` gives one matrix, for similarity search,
+        clustering or a model of your own.
+        """
+        rows = [
+            {
+                "table": table,
+                "column": index,
+                "header": header,
+                "embedding": _np.asarray(vector, dtype=_np.float32),
+            }
+            for table, columns in self._inner.embed(_inputs(tables, names))
+            for index, header, vector in columns
+        ]
+        return _pd.DataFrame(rows, columns=["table", "column", "header", "embedding"])
 
     def __repr__(self) -> str:
         i = self._info

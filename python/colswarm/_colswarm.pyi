@@ -22,6 +22,10 @@ class Annotator:
     ) -> None: ...
     def annotate_json(self, items: Sequence[Union[str, RawTable]]) -> List[str]:
         """One JSON object per table (file path or raw table), as `colswarm annotate` prints."""
+    def embed(
+        self, items: Sequence[Union[str, RawTable]]
+    ) -> List[Tuple[str, List[Tuple[int, Optional[str], List[float]]]]]:
+        """Per table: its id and, per column, ``(index, header, vector)`` (`colswarm embed`)."""
     def describe(self) -> Dict[str, Any]: ...
 
 def read_table(path: str, lossy: bool = False, sample_rows: int = 1000) -> RawTable: ...

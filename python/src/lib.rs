@@ -235,6 +235,35 @@ struct PyAnnotator {
     batch_size: usize,
 }
 
+impl PyAnnotator {
+    /// Reads `inputs` (files read here, tables as given) `batch_size × threads` at a time and
+    /// hands each round's tables to `each`, in order.
+    fn in_rounds(
+        &self,
+        inputs: Vec<Input>,
+        mut each: impl FnMut(&[Table]) -> Result<(), ModelError>,
+    ) -> Result<(), ModelError> {
+        let options = ReadTableOptions {
+            lossy: self.lossy,
+            sample_rows: self.sample_rows,
+        };
+        let chunk = self.batch_size * self.inner.threads();
+        let mut inputs = inputs.into_iter().peekable();
+        while inputs.peek().is_some() {
+            let tables = inputs
+                .by_ref()
+                .take(chunk)
+                .map(|input| match input {
+                    Input::Path(path) => read_table_with(&path, &options),
+                    Input::Table(table) => Ok(table),
+                })
+                .collect::<Result<Vec<Table>, ModelError>>()?;
+            each(&tables)?;
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl PyAnnotator {
     #[new]
@@ -301,27 +330,45 @@ impl PyAnnotator {
             .iter()
             .map(extract_input)
             .collect::<PyResult<Vec<Input>>>()?;
-        let options = ReadTableOptions {
-            lossy: self.lossy,
-            sample_rows: self.sample_rows,
-        };
-        let chunk = self.batch_size * self.inner.threads();
-        let result: Result<Vec<String>, ModelError> = py.detach(|| {
+        let result = py.detach(|| {
             let mut out = Vec::with_capacity(inputs.len());
-            let mut inputs = inputs.into_iter().peekable();
-            while inputs.peek().is_some() {
-                let tables = inputs
-                    .by_ref()
-                    .take(chunk)
-                    .map(|input| match input {
-                        Input::Path(path) => read_table_with(&path, &options),
-                        Input::Table(table) => Ok(table),
-                    })
-                    .collect::<Result<Vec<Table>, ModelError>>()?;
-                for annotation in self.inner.annotate_all(&tables)? {
+            self.in_rounds(inputs, |tables| {
+                for annotation in self.inner.annotate_all(tables)? {
                     out.push(to_json(&annotation));
                 }
-            }
+                Ok(())
+            })?;
+            Ok(out)
+        });
+        result.map_err(|e| model_err(py, e))
+    }
+
+    /// Every column's embedding, the vector the model's heads read (`colswarm embed`): per
+    /// table, its id and `(index, header, vector)` per column. Read and computed with the GIL
+    /// released, `batch_size × threads` tables at a time.
+    #[allow(clippy::type_complexity)]
+    fn embed(
+        &self,
+        py: Python<'_>,
+        items: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<(String, Vec<(usize, Option<String>, Vec<f32>)>)>> {
+        let inputs = items
+            .iter()
+            .map(extract_input)
+            .collect::<PyResult<Vec<Input>>>()?;
+        let result = py.detach(|| {
+            let mut out = Vec::with_capacity(inputs.len());
+            self.in_rounds(inputs, |tables| {
+                for table in self.inner.embed(tables)? {
+                    let columns = table
+                        .columns
+                        .into_iter()
+                        .map(|c| (c.index, c.header, c.vector))
+                        .collect();
+                    out.push((table.table, columns));
+                }
+                Ok(())
+            })?;
             Ok(out)
         });
         result.map_err(|e| model_err(py, e))

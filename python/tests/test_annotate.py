@@ -165,3 +165,31 @@ def test_read_table_takes_the_first_row_as_headers_as_the_cli_does(tmp_path):
     assert list(frame.columns) == ["Paris", "France"]
     assert frame.values.tolist() == [["Rome", "Italy"]]
     assert frame.attrs["colswarm_table"] == "bare"
+
+
+def test_embed_gives_the_cli_s_vectors_one_row_per_column(annotator):
+    import json
+    import subprocess
+
+    import numpy as np
+    from conftest import cli_binary
+
+    paths = sample_tables()[:3]
+    frame = annotator.embed(paths + [CITIES], names=[None, None, None, "cities"])
+    assert list(frame.columns) == ["table", "column", "header", "embedding"]
+    cities = frame[frame["table"] == "cities"]
+    assert list(cities["header"]) == ["city", "country", "population"]
+    assert list(cities["column"]) == [0, 1, 2]
+    matrix = np.stack(frame["embedding"])
+    assert matrix.dtype == np.float32 and matrix.shape == (len(frame), 64)
+    assert not np.allclose(matrix[0], matrix[1])
+    lines = subprocess.run(
+        [str(cli_binary()), "embed", "--model", str(MODEL)] + [str(p) for p in paths],
+        check=True, capture_output=True, text=True,
+    ).stdout.splitlines()
+    for line in lines:
+        table = json.loads(line)
+        rows = frame[frame["table"] == table["table"]]
+        for column, row in zip(table["columns"], rows.itertuples()):
+            assert column["index"] == row.column
+            np.testing.assert_allclose(row.embedding, column["vector"], atol=1e-5)
