@@ -1,17 +1,17 @@
 //! The one training loop of every stage (supervised, PARL, pretraining): a [`Stage`] computes a
 //! step's gradients and scores its held-out data; [`Weights`] steps and saves the model; the
 //! [`Driver`] owns everything around them: the non-finite policy, the learning rate, the log,
-//! progress lines, checkpoints, the best model and when to stop.
+//! progress lines, checkpoints, the best model and when to stop. A swarm's [`Weights`] are its
+//! `Checkpoints` (in `mod.rs`).
 
 use std::time::Instant;
 
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use colswarm_model::{Progress, format_duration};
-use colswarm_swarm::Swarm;
 
+use super::dir::RunState;
+use super::log::Log;
 use super::settings::{OptimizerSettings, RunSettings, learning_rate};
-use super::{Checkpoints, Log, RunState};
-use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 
 /// One step's gradients and what the driver logs about it.
@@ -76,36 +76,6 @@ pub(crate) trait Weights<M> {
 
     /// The model as the run's best, atomically.
     fn save_best(&self, model: &M) -> Result<(), TrainError>;
-}
-
-/// A swarm stage trains the orchestrator; the specialists stay frozen.
-impl Weights<Swarm> for Checkpoints<'_> {
-    fn non_finite(&self, swarm: &Swarm, grads: &GradientsParams) -> usize {
-        non_finite_gradients(&swarm.orchestrator, grads)
-    }
-
-    fn step(
-        &self,
-        swarm: &mut Swarm,
-        optim: &mut ModuleOptimizer,
-        rate: f64,
-        grads: GradientsParams,
-    ) {
-        swarm.orchestrator = optim.step(rate, swarm.orchestrator.clone(), grads);
-    }
-
-    fn save(
-        &self,
-        swarm: &Swarm,
-        optim: &ModuleOptimizer,
-        state: &RunState,
-    ) -> Result<(), TrainError> {
-        Checkpoints::save(self, swarm, optim, state)
-    }
-
-    fn save_best(&self, swarm: &Swarm) -> Result<(), TrainError> {
-        Checkpoints::save_best(self, swarm)
-    }
 }
 
 /// When a stage evaluates and stops.
@@ -418,7 +388,7 @@ mod tests {
     use std::cell::RefCell;
 
     use super::*;
-    use crate::run::{NonFinitePolicy, build_optimizer};
+    use crate::run::settings::{NonFinitePolicy, build_optimizer};
 
     /// A stage whose model is the number of optimizer steps taken; its losses and dev scores
     /// are given by step and by evaluation.

@@ -19,63 +19,27 @@ mod settings;
 use std::path::Path;
 
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
 use colswarm_model::{
     LabelSpace, Model, SerializeSettings, SpecialistUse, Task, save_model_extras,
 };
 use colswarm_swarm::{OrchestratorConfig, Swarm};
-use serde::{Deserialize, Serialize};
 
 pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
 pub(crate) use driver::{Computed, Driver, Evaluation, Schedule, Stage, Trained, Weights};
 pub use log::Log;
 pub use rng::epoch_order;
 pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
-pub use settings::{LrDecay, OptimizerSettings, RunSettings, build_optimizer, check_optimizer};
+pub use settings::{
+    LrDecay, NonFinitePolicy, OptimizerSettings, RunSettings, build_optimizer, check_optimizer,
+};
 
+use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use colswarm_eval::{EvalOptions, EvalReport, default_task, evaluate};
 use colswarm_tables::{DataSpec, LoadedData};
-
-/// What to do when a batch's loss or one of its gradients is NaN or infinite.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NonFinitePolicy {
-    /// Stop with [`TrainError::NonFinite`] or [`TrainError::NonFiniteGradients`] (the last
-    /// checkpoint stays).
-    #[default]
-    Stop,
-    /// Skip the batch (no update) and log it.
-    Skip,
-}
-
-impl NonFinitePolicy {
-    /// Whether the step of `loss`, whose gradients hold `bad_gradients` non-finite tensors,
-    /// is taken: `Ok(true)` when all is finite, `Ok(false)` when it is to be skipped, an error
-    /// naming the step when the policy stops.
-    pub fn take_step(
-        self,
-        loss: f64,
-        bad_gradients: usize,
-        epoch: usize,
-        step: usize,
-    ) -> Result<bool, TrainError> {
-        if loss.is_finite() && bad_gradients == 0 {
-            return Ok(true);
-        }
-        match self {
-            NonFinitePolicy::Stop if bad_gradients > 0 => Err(TrainError::NonFiniteGradients {
-                epoch,
-                step,
-                tensors: bad_gradients,
-            }),
-            NonFinitePolicy::Stop => Err(TrainError::NonFinite { epoch, step, loss }),
-            NonFinitePolicy::Skip => Ok(false),
-        }
-    }
-}
 
 /// What a model directory holds besides the swarm's weights.
 #[derive(Clone, Copy, Debug)]
@@ -151,6 +115,36 @@ impl Checkpoints<'_> {
     /// Writes `swarm` as the run's `best/`, atomically.
     pub(crate) fn save_best(&self, swarm: &Swarm) -> Result<(), TrainError> {
         self.parts.save_best(self.run, swarm)
+    }
+}
+
+/// A swarm stage trains the orchestrator; the specialists stay frozen.
+impl Weights<Swarm> for Checkpoints<'_> {
+    fn non_finite(&self, swarm: &Swarm, grads: &GradientsParams) -> usize {
+        non_finite_gradients(&swarm.orchestrator, grads)
+    }
+
+    fn step(
+        &self,
+        swarm: &mut Swarm,
+        optim: &mut ModuleOptimizer,
+        rate: f64,
+        grads: GradientsParams,
+    ) {
+        swarm.orchestrator = optim.step(rate, swarm.orchestrator.clone(), grads);
+    }
+
+    fn save(
+        &self,
+        swarm: &Swarm,
+        optim: &ModuleOptimizer,
+        state: &RunState,
+    ) -> Result<(), TrainError> {
+        Checkpoints::save(self, swarm, optim, state)
+    }
+
+    fn save_best(&self, swarm: &Swarm) -> Result<(), TrainError> {
+        Checkpoints::save_best(self, swarm)
     }
 }
 

@@ -7,8 +7,45 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, AdamWConfig, ModuleOptimizer};
 use serde::{Deserialize, Serialize};
 
-use super::NonFinitePolicy;
 use crate::error::TrainError;
+
+/// What to do when a batch's loss or one of its gradients is NaN or infinite.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonFinitePolicy {
+    /// Stop with [`TrainError::NonFinite`] or [`TrainError::NonFiniteGradients`] (the last
+    /// checkpoint stays).
+    #[default]
+    Stop,
+    /// Skip the batch (no update) and log it.
+    Skip,
+}
+
+impl NonFinitePolicy {
+    /// Whether the step of `loss`, whose gradients hold `bad_gradients` non-finite tensors,
+    /// is taken: `Ok(true)` when all is finite, `Ok(false)` when it is to be skipped, an error
+    /// naming the step when the policy stops.
+    pub fn take_step(
+        self,
+        loss: f64,
+        bad_gradients: usize,
+        epoch: usize,
+        step: usize,
+    ) -> Result<bool, TrainError> {
+        if loss.is_finite() && bad_gradients == 0 {
+            return Ok(true);
+        }
+        match self {
+            NonFinitePolicy::Stop if bad_gradients > 0 => Err(TrainError::NonFiniteGradients {
+                epoch,
+                step,
+                tensors: bad_gradients,
+            }),
+            NonFinitePolicy::Stop => Err(TrainError::NonFinite { epoch, step, loss }),
+            NonFinitePolicy::Skip => Ok(false),
+        }
+    }
+}
 
 /// How the learning rate falls after the warm-up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
