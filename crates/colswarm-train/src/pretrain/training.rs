@@ -443,7 +443,7 @@ pub fn pretrain(
         state: RunState::default(),
     };
     let specialist = out.join(SPECIALIST_FILE);
-    let mut at = match resume_pretraining(&run, out, config, fresh, &device)? {
+    let at = match resume_pretraining(&run, out, config, fresh, &device)? {
         Start::At(at) => *at,
         // Nothing left to do: report what the finished run measured.
         Start::Finished(steps) => {
@@ -458,9 +458,22 @@ pub fn pretrain(
     if options.progress && at.state.step > 0 {
         eprintln!("resuming {} from step {}", out.display(), at.state.step);
     }
+    train_from(at, config, (&run, out), (&corpus, &sampler), options)
+}
+
+/// Runs the pretraining stage from `at` in the run directory `run` (at `out`) and, when it
+/// reaches its last step, writes the specialist and the report.
+fn train_from(
+    mut at: Trained<PretrainModel>,
+    config: &PretrainConfig,
+    (run, out): (&RunDir, &Path),
+    (corpus, sampler): (&KnowledgeCorpus, &Sampler<'_>),
+    options: &PretrainOptions,
+) -> Result<PretrainSummary, TrainError> {
+    let specialist = out.join(SPECIALIST_FILE);
     let log = Log::open(&run.log_path(), at.state.step)?;
     let weights = PretrainWeights {
-        run: &run,
+        run,
         keep_last: config.run.keep_last,
     };
     let driver = Driver {
@@ -479,9 +492,9 @@ pub fn pretrain(
     };
     let mut stage = Pretraining {
         config,
-        sampler: &sampler,
-        corpus: &corpus,
-        held_out: Batch::of(held_out_tables(&sampler, config), config),
+        sampler,
+        corpus,
+        held_out: Batch::of(held_out_tables(sampler, config), config),
         started: Instant::now(),
         losses: (0.0, 0),
         last: None,
@@ -492,22 +505,21 @@ pub fn pretrain(
         return Ok(PretrainSummary {
             steps: at.state.step,
             finished: false,
-            specialist: out.join(SPECIALIST_FILE),
+            specialist,
             score: None,
         });
     }
-    let (model, state) = (at.model, at.state);
-    let held = stage
-        .last
-        .take()
-        .expect("a finished run scored its held-out tables after its last step");
+    // The driver scores the held-out tables after the last step.
+    let held = stage.last.take().ok_or_else(|| {
+        TrainError::Config("pretraining finished without a held-out score".into())
+    })?;
     save_checkpoint(
-        &model.encoder.valid(),
+        &at.model.encoder.valid(),
         &encoder_config(&config.encoder),
         &specialist,
     )?;
     let seconds = stage.started.elapsed().as_secs_f64();
-    write_report(config, &corpus, (state.step, seconds), &held, out)?;
+    write_report(config, corpus, (at.state.step, seconds), &held, out)?;
     if options.progress {
         eprintln!(
             "held-out: {}",
@@ -515,7 +527,7 @@ pub fn pretrain(
         );
     }
     Ok(PretrainSummary {
-        steps: state.step,
+        steps: at.state.step,
         finished: true,
         specialist,
         score: Some(held),
