@@ -13,7 +13,7 @@ use colswarm_eval::{
     AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
     evaluate,
 };
-use colswarm_model::{LABELS_FILE, Namespace, SpecialistUse, Task};
+use colswarm_model::{LABELS_FILE, Model, Namespace, SpecialistUse, Task};
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
@@ -95,6 +95,40 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         .min_precision
         .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
     let mut model = load_model(&args.model, args.device)?;
+    let found = calibrate_on_dev(&args, &model, rule)?;
+    store_settings(&args, &mut model, &found)?;
+    let dir = match &args.out {
+        Some(out) => {
+            copy_model_dir(&args.model, out)?;
+            out.clone()
+        }
+        None => args.model.clone(),
+    };
+    // `--router-threshold` alone changes the manifest only.
+    let labels_changed = !(args.dev.is_empty()
+        && args.set.is_empty()
+        && args.label_names.is_empty()
+        && args.label_names_skip_subject.is_empty());
+    if labels_changed {
+        model.space.save(&dir.join(LABELS_FILE))?;
+    }
+    if let Some(threshold) = args.router_threshold {
+        set_router_threshold(&dir, threshold)
+            .with_context(|| format!("--router-threshold {threshold}"))?;
+    }
+    if args.json {
+        out!("{}", serde_json::to_string(&found)?);
+        return Ok(());
+    }
+    report(&args, &model, &found, &dir, labels_changed)
+}
+
+/// The threshold `rule` chooses on each `--dev` set, with its curve.
+fn calibrate_on_dev(
+    args: &CalibrateArgs,
+    model: &Model,
+    rule: ThresholdRule,
+) -> Result<Vec<Calibration>> {
     let mut found = Vec::new();
     for spec in &args.dev {
         let spec: DataSpec = spec.parse()?;
@@ -115,7 +149,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             progress: !args.json,
             probabilities: true,
         };
-        let report = evaluate(&model, &data.tables, spec.format, &options)?;
+        let report = evaluate(model, &data.tables, spec.format, &options)?;
         if report.targets.is_empty() {
             bail!(
                 "--dev {spec}: no labelled {} target to calibrate on",
@@ -133,11 +167,17 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
             curve: if args.curve { curve } else { Vec::new() },
         });
     }
+    Ok(found)
+}
+
+/// Writes the chosen thresholds and every `--set`, `--label-names` and
+/// `--label-names-skip-subject` into `model`'s label space.
+fn store_settings(args: &CalibrateArgs, model: &mut Model, found: &[Calibration]) -> Result<()> {
     let calibrated = match args.task {
         Task::Cta => &mut model.space.cta,
         Task::Cpa => &mut model.space.cpa,
     };
-    for c in &found {
+    for c in found {
         if let Some(n) = calibrated.iter_mut().find(|n| n.name == c.namespace) {
             n.abstain_below = Some(c.chosen.threshold);
         }
@@ -179,30 +219,18 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         let cta = &mut model.space.cta;
         task_namespace(cta, "CTA", flag, given, name)?.label_name_skip_subject = skip;
     }
-    let dir = match &args.out {
-        Some(out) => {
-            copy_model_dir(&args.model, out)?;
-            out.clone()
-        }
-        None => args.model.clone(),
-    };
-    // `--router-threshold` alone changes the manifest only.
-    let labels_changed = !(args.dev.is_empty()
-        && args.set.is_empty()
-        && args.label_names.is_empty()
-        && args.label_names_skip_subject.is_empty());
-    if labels_changed {
-        model.space.save(&dir.join(LABELS_FILE))?;
-    }
-    if let Some(threshold) = args.router_threshold {
-        set_router_threshold(&dir, threshold)
-            .with_context(|| format!("--router-threshold {threshold}"))?;
-    }
-    if args.json {
-        out!("{}", serde_json::to_string(&found)?);
-        return Ok(());
-    }
-    for c in &found {
+    Ok(())
+}
+
+/// Prints what was chosen and what the model now stores.
+fn report(
+    args: &CalibrateArgs,
+    model: &Model,
+    found: &[Calibration],
+    dir: &Path,
+    labels_changed: bool,
+) -> Result<()> {
+    for c in found {
         let (a, b) = (&c.never_abstaining, &c.chosen);
         out!(
             "{}: {} targets; never abstaining: precision {:.4}, micro-F1 {:.4}",
