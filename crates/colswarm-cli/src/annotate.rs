@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
+    Annotator, Model, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
     read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
@@ -245,151 +245,175 @@ pub(crate) fn cmd_inspect(args: InspectArgs) -> Result<()> {
         path.clone()
     };
     if manifest_path.extension().is_some_and(|e| e == "json") {
-        let bytes = std::fs::read(&manifest_path)
-            .with_context(|| format!("reading {}", manifest_path.display()))?;
-        let manifest: SwarmManifest = serde_json::from_slice(&bytes)
-            .with_context(|| format!("{}: not a swarm manifest", manifest_path.display()))?;
-        let dir = manifest_path.parent().unwrap_or(Path::new("."));
-        // Loading verifies every checksum and every tensor shape.
-        let annotator = load_annotator(dir, 1, 1, DeviceArg::default())?;
-        let model = annotator.model();
-        let mut files = vec![
-            ("primary", &manifest.primary),
-            ("router", &manifest.router),
-            ("fusion", &manifest.fusion),
-            ("cta head", &manifest.cta_head),
-            ("cpa head", &manifest.cpa_head),
-        ];
-        if let Some(ngrams) = &manifest.column_ngrams {
-            files.push(("n-grams", ngrams));
-        }
-        if let Some(words) = &manifest.column_words {
-            files.push(("word map", &words.projection));
-            files.push(("word table", &words.vectors));
-        }
-        for s in &manifest.specialists {
-            files.push(("specialist", &s.checkpoint));
-            files.push(("alignment", &s.alignment));
-        }
-        out!("model directory {}", dir.display());
-        out!(
-            "primary: d_model {} layers {} head size {} ({} parameters)",
-            manifest.config.primary.d_model,
-            manifest.config.primary.n_layers,
-            manifest.config.primary.head_size,
-            manifest.config.primary.num_params()
-        );
-        for s in &model.swarm.specialists {
-            let c = s.config();
-            out!(
-                "specialist {}: d_model {} layers {} ({} parameters)",
-                s.name(),
-                c.d_model,
-                c.n_layers,
-                c.num_params()
-            );
-        }
-        for e in &model.experts {
-            let p = &e.model.swarm.orchestrator.primary;
-            let opens = e.open_below.map_or("on every table".to_string(), |p| {
-                format!("where the primary's confidence in its labels is below {p}")
-            });
-            // Only where they differ from the primary's (line `column:` below).
-            let own = e.model.swarm.orchestrator.column_ngrams().copied();
-            let ngrams = match own {
-                Some(n) if own != manifest.config.column_ngrams => {
-                    format!(", its own n-grams: {}", ngrams_text(n))
-                }
-                _ => String::new(),
-            };
-            out!(
-                "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations{ngrams}, opens {opens}",
-                e.name,
-                p.d_model(),
-                p.blocks.len(),
-                e.shared_labels(colswarm_model::Task::Cta),
-                e.shared_labels(colswarm_model::Task::Cpa),
-            );
-        }
-        for ns in &model.space.cta {
-            out!(
-                "CTA namespace {} ({}, {:?}, {:?}): {} labels",
-                ns.name,
-                ns.format,
-                ns.kind,
-                ns.activation,
-                ns.labels.len()
-            );
-        }
-        for ns in &model.space.cpa {
-            out!(
-                "CPA namespace {} ({}): {} relations",
-                ns.name,
-                ns.format,
-                ns.labels.len()
-            );
-        }
-        out!(
-            "fusion {:?}, alignment identity where the shapes agree, else trained maps, threshold {}, budget {:?}",
-            manifest.config.fusion,
-            manifest.config.threshold,
-            manifest.config.budget
-        );
-        let c = &manifest.config;
-        out!(
-            "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",
-            c.column_ngrams.map_or("none".into(), ngrams_text),
-            model
-                .swarm
-                .orchestrator
-                .column_words()
-                .map_or("none".into(), |(c, v)| format!(
-                    "{} words of dimension {}, means over the header and {} cells{}",
-                    v.len(),
-                    c.dim,
-                    c.max_cells,
-                    if c.table_topic {
-                        ", and the table's topic"
-                    } else {
-                        ""
-                    }
-                )),
-            c.head_skip,
-            if c.column_fusion {
-                ", column fusion (specialists' column readings join the representations)"
-            } else {
-                ""
-            }
-        );
-        let mut total = 0;
-        for (what, file) in files {
-            let full = dir.join(&file.path);
-            let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
-            total += size;
-            out!(
-                "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
-                file.path,
-                size,
-                file.sha256
-            );
-        }
-        out!(
-            "total {:.2} MB, every checksum verified",
-            total as f64 / 1e6
-        );
+        inspect_model_dir(&manifest_path)
     } else {
-        let file = colswarm_rwkv::checkpoint::CheckpointFile::open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        let config = colswarm_rwkv::checkpoint::read_config(&file)?;
-        let size = std::fs::metadata(path)?.len();
-        out!("RWKV-7 checkpoint {}", path.display());
-        out!("{}", serde_json::to_string_pretty(&config)?);
+        inspect_checkpoint(path)
+    }
+}
+
+/// Shows the model directory of the manifest at `manifest_path`: its parts, namespaces and
+/// files, every checksum verified by loading it.
+fn inspect_model_dir(manifest_path: &Path) -> Result<()> {
+    let bytes = std::fs::read(manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let manifest: SwarmManifest = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not a swarm manifest", manifest_path.display()))?;
+    let dir = manifest_path.parent().unwrap_or(Path::new("."));
+    // Loading verifies every checksum and every tensor shape.
+    let annotator = load_annotator(dir, 1, 1, DeviceArg::default())?;
+    let model = annotator.model();
+    let mut files = vec![
+        ("primary", &manifest.primary),
+        ("router", &manifest.router),
+        ("fusion", &manifest.fusion),
+        ("cta head", &manifest.cta_head),
+        ("cpa head", &manifest.cpa_head),
+    ];
+    if let Some(ngrams) = &manifest.column_ngrams {
+        files.push(("n-grams", ngrams));
+    }
+    if let Some(words) = &manifest.column_words {
+        files.push(("word map", &words.projection));
+        files.push(("word table", &words.vectors));
+    }
+    for s in &manifest.specialists {
+        files.push(("specialist", &s.checkpoint));
+        files.push(("alignment", &s.alignment));
+    }
+    out!("model directory {}", dir.display());
+    print_parts(&manifest, model)?;
+    print_reading(&manifest, model)?;
+    let mut total = 0;
+    for (what, file) in files {
+        let full = dir.join(&file.path);
+        let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
+        total += size;
         out!(
-            "{} parameters, {size} bytes, sha256 {} (embedded checksum verified)",
-            config.num_params(),
-            sha256_file(path)?
+            "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
+            file.path,
+            size,
+            file.sha256
         );
     }
+    out!(
+        "total {:.2} MB, every checksum verified",
+        total as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// The primary, the specialists and the experts, with their shapes.
+fn print_parts(manifest: &SwarmManifest, model: &Model) -> Result<()> {
+    out!(
+        "primary: d_model {} layers {} head size {} ({} parameters)",
+        manifest.config.primary.d_model,
+        manifest.config.primary.n_layers,
+        manifest.config.primary.head_size,
+        manifest.config.primary.num_params()
+    );
+    for s in &model.swarm.specialists {
+        let c = s.config();
+        out!(
+            "specialist {}: d_model {} layers {} ({} parameters)",
+            s.name(),
+            c.d_model,
+            c.n_layers,
+            c.num_params()
+        );
+    }
+    for e in &model.experts {
+        let p = &e.model.swarm.orchestrator.primary;
+        let opens = e.open_below.map_or("on every table".to_string(), |p| {
+            format!("where the primary's confidence in its labels is below {p}")
+        });
+        // Only where they differ from the primary's (line `column:` below).
+        let own = e.model.swarm.orchestrator.column_ngrams().copied();
+        let ngrams = match own {
+            Some(n) if own != manifest.config.column_ngrams => {
+                format!(", its own n-grams: {}", ngrams_text(n))
+            }
+            _ => String::new(),
+        };
+        out!(
+            "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations{ngrams}, opens {opens}",
+            e.name,
+            p.d_model(),
+            p.blocks.len(),
+            e.shared_labels(colswarm_model::Task::Cta),
+            e.shared_labels(colswarm_model::Task::Cpa),
+        );
+    }
+    Ok(())
+}
+
+/// The namespaces, the fusion and how a column is read.
+fn print_reading(manifest: &SwarmManifest, model: &Model) -> Result<()> {
+    for ns in &model.space.cta {
+        out!(
+            "CTA namespace {} ({}, {:?}, {:?}): {} labels",
+            ns.name,
+            ns.format,
+            ns.kind,
+            ns.activation,
+            ns.labels.len()
+        );
+    }
+    for ns in &model.space.cpa {
+        out!(
+            "CPA namespace {} ({}): {} relations",
+            ns.name,
+            ns.format,
+            ns.labels.len()
+        );
+    }
+    out!(
+        "fusion {:?}, alignment identity where the shapes agree, else trained maps, threshold {}, budget {:?}",
+        manifest.config.fusion,
+        manifest.config.threshold,
+        manifest.config.budget
+    );
+    let c = &manifest.config;
+    out!(
+        "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",
+        c.column_ngrams.map_or("none".into(), ngrams_text),
+        model
+            .swarm
+            .orchestrator
+            .column_words()
+            .map_or("none".into(), |(c, v)| format!(
+                "{} words of dimension {}, means over the header and {} cells{}",
+                v.len(),
+                c.dim,
+                c.max_cells,
+                if c.table_topic {
+                    ", and the table's topic"
+                } else {
+                    ""
+                }
+            )),
+        c.head_skip,
+        if c.column_fusion {
+            ", column fusion (specialists' column readings join the representations)"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+/// Shows an RWKV-7 checkpoint: its configuration, size and checksum.
+fn inspect_checkpoint(path: &Path) -> Result<()> {
+    let file = colswarm_rwkv::checkpoint::CheckpointFile::open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let config = colswarm_rwkv::checkpoint::read_config(&file)?;
+    let size = std::fs::metadata(path)?.len();
+    out!("RWKV-7 checkpoint {}", path.display());
+    out!("{}", serde_json::to_string_pretty(&config)?);
+    out!(
+        "{} parameters, {size} bytes, sha256 {} (embedded checksum verified)",
+        config.num_params(),
+        sha256_file(path)?
+    );
     Ok(())
 }
 
