@@ -16,7 +16,7 @@ use colswarm_model::Progress;
 use colswarm_model::label_names::LabelNames;
 use colswarm_model::{Columns, Example};
 use colswarm_model::{Model, SpecialistUse, decode, namespace_probs};
-use colswarm_model::{Namespace, Task, Wanted};
+use colswarm_model::{Namespace, Outputs, Task, Wanted};
 use colswarm_tables::DatasetFormat;
 
 /// What to score.
@@ -118,6 +118,129 @@ pub fn pick_namespace<'m>(
     }
 }
 
+/// Each table's subject column: a CPA target's is the set's own (its pairs start there); types
+/// are predicted as at run time, where no gold key exists, from the model's own choice of
+/// subject column (which the label-name prior may leave out).
+fn subjects(tables: &[&Table], task: Task) -> Vec<usize> {
+    tables
+        .iter()
+        .map(|t| match task {
+            Task::Cpa => t
+                .cpa_targets
+                .first()
+                .map(|c| c.subject_column)
+                .unwrap_or_else(|| colswarm_model::subject_column(t)),
+            Task::Cta => colswarm_model::subject_column(t),
+        })
+        .collect()
+}
+
+/// One table of a forward pass: its place `b` in the pass and its subject column.
+struct TableRead<'a> {
+    table: &'a Table,
+    example: &'a Example,
+    outputs: &'a Outputs,
+    b: usize,
+    subject: usize,
+}
+
+/// How a target's logits become its scored prediction in the evaluated namespace.
+struct Predictor<'a> {
+    namespace: &'a Namespace,
+    label_names: Option<LabelNames>,
+    keep_probabilities: bool,
+}
+
+impl Predictor<'_> {
+    /// The predicted labels and every label's probability of the target in `column` (none for
+    /// a target the model did not score).
+    fn predict(
+        &self,
+        logits: Option<&[f32]>,
+        read: &TableRead<'_>,
+        column: usize,
+    ) -> TargetPrediction {
+        let namespace = self.namespace;
+        let header = read
+            .table
+            .columns
+            .get(column)
+            .and_then(|c| c.header.as_deref());
+        let header = namespace.prior_header(header, column, read.subject);
+        let header = header.zip(self.label_names.as_ref());
+        let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
+        let predicted = if probs.is_empty() {
+            Vec::new()
+        } else {
+            decode(namespace, &probs)
+                .into_iter()
+                .map(|i| namespace.labels[i].clone())
+                .collect()
+        };
+        let probabilities = if self.keep_probabilities {
+            namespace.labels.iter().cloned().zip(probs).collect()
+        } else {
+            Default::default()
+        };
+        TargetPrediction {
+            predicted,
+            probabilities,
+            ..TargetPrediction::default()
+        }
+    }
+
+    /// The table's labelled columns, scored.
+    fn cta_targets(&self, read: &TableRead<'_>) -> Vec<TargetPrediction> {
+        let outputs = read.outputs;
+        let mut scored = Vec::new();
+        for (q, &c) in read.example.columns.iter().enumerate() {
+            let gold = &read.table.columns[c].labels;
+            if gold.is_empty() {
+                continue;
+            }
+            let logits = &outputs.cta[outputs.row_start[read.b] + q];
+            scored.push(TargetPrediction {
+                table: read.table.id.clone(),
+                subject: None,
+                column: c,
+                gold: gold.clone(),
+                ..self.predict(Some(logits), read, c)
+            });
+        }
+        scored
+    }
+
+    /// The table's labelled pairs, scored. Pairs without a gold relation are not scored (as
+    /// columns without a type are not), the baseline's rule too.
+    fn cpa_targets(&self, read: &TableRead<'_>) -> Vec<TargetPrediction> {
+        let (table, example) = (read.table, read.example);
+        let query = |c| example.columns.iter().position(|&x| x == c);
+        table
+            .cpa_targets
+            .iter()
+            .filter(|t| !t.labels.is_empty())
+            .map(|target| {
+                let logits = match (query(target.subject_column), query(target.object_column)) {
+                    (Some(s), Some(o)) => read.outputs.cpa[read.b]
+                        .iter()
+                        .find(|(ps, po, _)| *ps == s && *po == o)
+                        .map(|(_, _, l)| l.as_slice()),
+                    _ => None,
+                };
+                TargetPrediction {
+                    table: table.id.clone(),
+                    subject: Some(target.subject_column),
+                    column: target.object_column,
+                    gold: target.labels.clone(),
+                    // A target whose subject differs from the table's first one gets no
+                    // prediction: a miss, never dropped.
+                    ..self.predict(logits, read, target.object_column)
+                }
+            })
+            .collect()
+    }
+}
+
 /// Scores `model` on `tables`.
 pub fn evaluate(
     model: &Model,
@@ -136,16 +259,20 @@ pub fn evaluate(
             Task::Cpa => t.cpa_targets.iter().any(|c| !c.labels.is_empty()),
         })
         .collect();
-    // Abstention is scored from each target's probabilities, kept for it.
-    let keep_probabilities = options.probabilities || namespace.abstain_below.is_some();
-    let label_names = LabelNames::of(namespace);
+    let predictor = Predictor {
+        namespace,
+        label_names: LabelNames::of(namespace),
+        // Abstention is scored from each target's probabilities, kept for it.
+        keep_probabilities: options.probabilities || namespace.abstain_below.is_some(),
+    };
     // Only the scored namespace's experts need to read the tables.
-    let scored_namespace = model
-        .space
-        .list(options.task)
-        .iter()
-        .position(|n| n.name == namespace.name);
-    let only = Vec::from_iter(scored_namespace);
+    let only = Vec::from_iter(
+        model
+            .space
+            .list(options.task)
+            .iter()
+            .position(|n| n.name == namespace.name),
+    );
     let wanted = match options.task {
         Task::Cta => Wanted {
             cta: &only,
@@ -160,20 +287,7 @@ pub fn evaluate(
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
-        // A CPA target is a pair from the set's own subject column. Types are predicted as at
-        // run time, where no gold key exists: from the model's own choice of subject column
-        // (which the label-name prior may leave out).
-        let subjects: Vec<usize> = chunk
-            .iter()
-            .map(|t| match options.task {
-                Task::Cpa => t
-                    .cpa_targets
-                    .first()
-                    .map(|c| c.subject_column)
-                    .unwrap_or_else(|| colswarm_model::subject_column(t)),
-                Task::Cta => colswarm_model::subject_column(t),
-            })
-            .collect();
+        let subjects = subjects(chunk, options.task);
         let start = Instant::now();
         let outputs = model.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
         seconds += start.elapsed().as_secs_f64();
@@ -185,72 +299,16 @@ pub fn evaluate(
             }
         }
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
-            // The predicted labels and every label's probability of one target (none for a
-            // target the model did not score).
-            let predict = |logits: Option<&[f32]>, column: usize| {
-                let header = table.columns.get(column).and_then(|c| c.header.as_deref());
-                let header = namespace.prior_header(header, column, subjects[b]);
-                let header = header.zip(label_names.as_ref());
-                let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
-                let predicted = if probs.is_empty() {
-                    Vec::new()
-                } else {
-                    decode(namespace, &probs)
-                        .into_iter()
-                        .map(|i| namespace.labels[i].clone())
-                        .collect()
-                };
-                let probabilities = if keep_probabilities {
-                    namespace.labels.iter().cloned().zip(probs).collect()
-                } else {
-                    Default::default()
-                };
-                TargetPrediction {
-                    predicted,
-                    probabilities,
-                    ..TargetPrediction::default()
-                }
+            let read = TableRead {
+                table,
+                example,
+                outputs: &outputs,
+                b,
+                subject: subjects[b],
             };
             match options.task {
-                Task::Cta => {
-                    for (q, &c) in example.columns.iter().enumerate() {
-                        let gold = &table.columns[c].labels;
-                        if gold.is_empty() {
-                            continue;
-                        }
-                        scored.push(TargetPrediction {
-                            table: table.id.clone(),
-                            subject: None,
-                            column: c,
-                            gold: gold.clone(),
-                            ..predict(Some(&outputs.cta[outputs.row_start[b] + q]), c)
-                        });
-                    }
-                }
-                Task::Cpa => {
-                    // Targets without a gold relation are not scored (as columns without a
-                    // type are not), the baseline's rule too.
-                    for target in table.cpa_targets.iter().filter(|t| !t.labels.is_empty()) {
-                        let query = |c| example.columns.iter().position(|&x| x == c);
-                        let logits =
-                            match (query(target.subject_column), query(target.object_column)) {
-                                (Some(s), Some(o)) => outputs.cpa[b]
-                                    .iter()
-                                    .find(|(ps, po, _)| *ps == s && *po == o)
-                                    .map(|(_, _, l)| l),
-                                _ => None,
-                            };
-                        scored.push(TargetPrediction {
-                            table: table.id.clone(),
-                            subject: Some(target.subject_column),
-                            column: target.object_column,
-                            gold: target.labels.clone(),
-                            // A target whose subject differs from the table's first one
-                            // gets no prediction: a miss, never dropped.
-                            ..predict(logits.map(Vec::as_slice), target.object_column)
-                        });
-                    }
-                }
+                Task::Cta => scored.extend(predictor.cta_targets(&read)),
+                Task::Cpa => scored.extend(predictor.cpa_targets(&read)),
             }
         }
         progress.set((done + 1) * options.batch_size.max(1), "");
