@@ -1,12 +1,12 @@
 //! One PARL step: `K` rollouts per table, their rewards and advantages, and the loss.
 
-use burn::tensor::{Bool, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Tensor, TensorData};
 use colswarm_model::{Example, LabelSpace, decode, namespace_probs, rows_of, to_batch};
 use colswarm_parl::{
     AdvantageConfig, RewardConfig, RolloutOutcome, TableLabels, bernoulli_log_probs,
     group_advantages, policy_loss, r_perf, score_batch,
 };
-use colswarm_swarm::{StageSteps, Swarm, TableRead, TableSteps};
+use colswarm_swarm::{RouterDecision, StageSteps, Swarm, SwarmOutput, TableRead, TableSteps};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -78,40 +78,69 @@ pub(super) fn parl_step(
     progress: f64,
     rng: &mut ChaCha8Rng,
 ) -> Result<(Tensor<1>, StepStats), TrainError> {
-    let orchestrator = &swarm.orchestrator;
     let batch = to_batch(examples);
     batch.validate()?;
-    let n_specialists = swarm.specialists.len();
+    let mut rolled = Rollouts::new(swarm.specialists.len(), examples.len(), config.rollouts);
     // Shared by every rollout: the primary's read and every specialist's (aligned) read.
-    let read: TableRead = orchestrator.read_tables(&batch)?;
-    let all_on = vec![vec![true; n_specialists]; examples.len()];
+    let read: TableRead = swarm.orchestrator.read_tables(&batch)?;
+    let all_on = vec![vec![true; swarm.specialists.len()]; examples.len()];
     let specialist_states = swarm.run_specialists(&batch, &all_on);
-    let k = config.rollouts;
-    let b = examples.len();
-    let mut outcomes: Vec<Option<RolloutOutcome>> = vec![None; b * k];
-    let mut log_probs: Vec<Option<Tensor<2>>> = vec![None; b * k];
-    let mut supervised: Vec<Tensor<1>> = Vec::new();
-    let mut stats = StepStats {
-        activation_rate: vec![0.0; n_specialists],
-        ..StepStats::default()
-    };
-    let query_tokens: Vec<usize> = examples
-        .iter()
-        .map(|e| e.queries.iter().map(Vec::len).max().unwrap_or(0))
-        .collect();
-    for rollout in 0..k {
+    for rollout in 0..config.rollouts {
+        let orchestrator = &swarm.orchestrator;
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
         let columns =
             orchestrator.columns(&fused, &batch, &read, &specialist_states, &decision.active);
         let out = orchestrator.output(columns, decision.clone(), TableSteps::default());
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
-            stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
-            supervised.push(losses.total);
+            rolled.stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
+            rolled.supervised.push(losses.total);
         }
+        rolled.score(swarm, space, examples, (&out, &decision), (rollout, reward))?;
+    }
+    let device = read.pooled.device();
+    rolled.objective(config, reward, advantage, progress, &device)
+}
+
+/// A step's rollouts: each table's outcome and gate probabilities per rollout, the supervised
+/// losses, and the statistics logged.
+struct Rollouts {
+    k: usize,
+    n_specialists: usize,
+    outcomes: Vec<Option<RolloutOutcome>>,
+    log_probs: Vec<Option<Tensor<2>>>,
+    supervised: Vec<Tensor<1>>,
+    stats: StepStats,
+}
+
+impl Rollouts {
+    fn new(n_specialists: usize, tables: usize, k: usize) -> Self {
+        Rollouts {
+            k,
+            n_specialists,
+            outcomes: vec![None; tables * k],
+            log_probs: vec![None; tables * k],
+            supervised: Vec::new(),
+            stats: StepStats {
+                activation_rate: vec![0.0; n_specialists],
+                ..StepStats::default()
+            },
+        }
+    }
+
+    /// Scores rollout `rollout` of every table: its predictions, reward terms and steps.
+    fn score(
+        &mut self,
+        swarm: &Swarm,
+        space: &LabelSpace,
+        examples: &[&Example],
+        (out, decision): (&SwarmOutput, &RouterDecision),
+        (rollout, reward): (usize, &RewardConfig),
+    ) -> Result<(), TrainError> {
+        let (k, n_specialists) = (self.k, self.n_specialists);
         let cta_rows = rows_of(out.cta_logits.clone());
+        let entropy = rows_of(decision.entropy.clone().reshape([examples.len(), 1]));
         let mut row = 0;
-        let entropy = rows_of(decision.entropy.clone().reshape([b, 1]));
         for (t, example) in examples.iter().enumerate() {
             let rows = &cta_rows[row..row + example.queries.len()];
             let cpa_rows = if example.cpa.is_empty() {
@@ -122,34 +151,25 @@ pub(super) fn parl_step(
                     .iter()
                     .map(|(s, o, _)| (row + s, row + o))
                     .collect();
-                rows_of(orchestrator.cpa_logits(&out, &pairs).detach())
+                rows_of(swarm.orchestrator.cpa_logits(out, &pairs).detach())
             };
             row += example.queries.len();
             let predicted = predicted_labels(space, example, rows, &cpa_rows);
             let perf = r_perf(&predicted, &gold_labels(example), &reward.perf)
                 .map_err(|e| TrainError::Config(e.to_string()))?;
             let mask = decision.active[t].clone();
-            let active: Vec<(usize, u64)> = mask
-                .iter()
-                .enumerate()
-                .filter(|(_, on)| **on)
-                .map(|(i, _)| (i, example.tokens.len() as u64))
-                .collect();
-            let steps = TableSteps::new(vec![
-                StageSteps::main_only(example.tokens.len() as u64),
-                StageSteps::with_subtasks(0, &active),
-                StageSteps::main_only(query_tokens[t] as u64),
-            ]);
-            stats.critical_steps += steps.critical_steps() as f64;
-            stats.serial_steps += steps.serial_steps() as f64;
+            let steps = table_steps(example, &mask);
+            self.stats.critical_steps += steps.critical_steps() as f64;
+            self.stats.serial_steps += steps.serial_steps() as f64;
             for (i, on) in mask.iter().enumerate() {
-                stats.activation_rate[i] += f64::from(u8::from(*on));
+                self.stats.activation_rate[i] += f64::from(u8::from(*on));
             }
-            stats.gate_entropy += f64::from(entropy[t][0]);
-            let probs = rows_of(decision.probs.clone().slice([t..t + 1, 0..n_specialists]));
+            self.stats.gate_entropy += f64::from(entropy[t][0]);
+            let gates = decision.probs.clone().slice([t..t + 1, 0..n_specialists]);
+            let probs = rows_of(gates.clone());
             let mean_gate =
                 probs[0].iter().map(|&g| f64::from(g)).sum::<f64>() / n_specialists as f64;
-            outcomes[t * k + rollout] = Some(RolloutOutcome {
+            self.outcomes[t * k + rollout] = Some(RolloutOutcome {
                 table: t,
                 mask,
                 mean_gate: Some(mean_gate.clamp(0.0, 1.0)),
@@ -158,61 +178,90 @@ pub(super) fn parl_step(
                 columns: example.queries.len(),
                 perf,
             });
-            log_probs[t * k + rollout] =
-                Some(decision.probs.clone().slice([t..t + 1, 0..n_specialists]));
+            self.log_probs[t * k + rollout] = Some(gates);
         }
+        Ok(())
     }
-    let outcomes: Vec<RolloutOutcome> = outcomes.into_iter().flatten().collect();
-    let scored = score_batch(&outcomes, reward, progress)
-        .map_err(|e| TrainError::Config(format!("PARL reward: {e}")))?;
-    // Tables without gold get no reward: their group's advantages are zero.
-    let totals: Vec<f64> = scored.iter().map(|s| s.map_or(0.0, |r| r.total)).collect();
-    let advantages = group_advantages(&totals, advantage)
-        .map_err(|e| TrainError::Config(format!("PARL advantages: {e}")))?;
-    let n = outcomes.len() as f64;
-    let counted = scored.iter().flatten().count().max(1) as f64;
-    for s in scored.iter().flatten() {
-        stats.reward += s.total / counted;
-        stats.r_perf += s.perf / counted;
-        stats.r_parallel += s.parallel / counted;
-        stats.r_finish += s.finish / counted;
-        stats.lambda_parallel = s.lambdas.parallel;
-        stats.lambda_finish = s.lambdas.finish;
-    }
-    for rate in &mut stats.activation_rate {
-        *rate /= n;
-    }
-    stats.gate_entropy /= n;
-    stats.critical_steps /= n;
-    stats.serial_steps /= n;
-    stats.supervised_loss /= k as f64;
 
-    let device = read.pooled.device();
-    let gates = Tensor::cat(log_probs.into_iter().flatten().collect(), 0);
-    let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
-    let actions = Tensor::<2, Bool>::from_data(
-        TensorData::new(actions, [outcomes.len(), n_specialists]),
-        &device,
-    );
-    let new_log_probs = bernoulli_log_probs(gates, actions.clone());
-    let old_log_probs = new_log_probs.clone().detach();
-    let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
-    let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), &device);
-    let decisions = actions.clone().equal(actions);
-    let policy = policy_loss(
-        new_log_probs,
-        old_log_probs,
-        adv,
-        decisions,
-        &config.objective,
-    )
-    .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
-    stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
-    let mut loss = policy;
-    let count = supervised.len() as f64;
-    if let Some(sum) = supervised.into_iter().reduce(|a, b| a + b) {
-        loss = loss + sum * (config.supervised_weight / count);
+    /// The step's loss: the policy objective on the rollouts' advantages, plus the supervised
+    /// losses at their weight; and the statistics, averaged.
+    fn objective(
+        self,
+        config: &ParlConfig,
+        reward: &RewardConfig,
+        advantage: &AdvantageConfig,
+        progress: f64,
+        device: &Device,
+    ) -> Result<(Tensor<1>, StepStats), TrainError> {
+        let (mut stats, n_specialists) = (self.stats, self.n_specialists);
+        let outcomes: Vec<RolloutOutcome> = self.outcomes.into_iter().flatten().collect();
+        let scored = score_batch(&outcomes, reward, progress)
+            .map_err(|e| TrainError::Config(format!("PARL reward: {e}")))?;
+        // Tables without gold get no reward: their group's advantages are zero.
+        let totals: Vec<f64> = scored.iter().map(|s| s.map_or(0.0, |r| r.total)).collect();
+        let advantages = group_advantages(&totals, advantage)
+            .map_err(|e| TrainError::Config(format!("PARL advantages: {e}")))?;
+        let n = outcomes.len() as f64;
+        let counted = scored.iter().flatten().count().max(1) as f64;
+        for s in scored.iter().flatten() {
+            stats.reward += s.total / counted;
+            stats.r_perf += s.perf / counted;
+            stats.r_parallel += s.parallel / counted;
+            stats.r_finish += s.finish / counted;
+            stats.lambda_parallel = s.lambdas.parallel;
+            stats.lambda_finish = s.lambdas.finish;
+        }
+        for rate in &mut stats.activation_rate {
+            *rate /= n;
+        }
+        stats.gate_entropy /= n;
+        stats.critical_steps /= n;
+        stats.serial_steps /= n;
+        stats.supervised_loss /= self.k as f64;
+
+        let gates = Tensor::cat(self.log_probs.into_iter().flatten().collect(), 0);
+        let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
+        let actions = Tensor::<2, Bool>::from_data(
+            TensorData::new(actions, [outcomes.len(), n_specialists]),
+            device,
+        );
+        let new_log_probs = bernoulli_log_probs(gates, actions.clone());
+        let old_log_probs = new_log_probs.clone().detach();
+        let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
+        let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
+        let decisions = actions.clone().equal(actions);
+        let policy = policy_loss(
+            new_log_probs,
+            old_log_probs,
+            adv,
+            decisions,
+            &config.objective,
+        )
+        .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
+        stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
+        let mut loss = policy;
+        let count = self.supervised.len() as f64;
+        if let Some(sum) = self.supervised.into_iter().reduce(|a, b| a + b) {
+            loss = loss + sum * (config.supervised_weight / count);
+        }
+        stats.loss = f64::from(loss.clone().into_scalar::<f32>());
+        Ok((loss, stats))
     }
-    stats.loss = f64::from(loss.clone().into_scalar::<f32>());
-    Ok((loss, stats))
+}
+
+/// A rollout's steps on one table: the primary's read, the active specialists' reads in
+/// parallel, the column queries.
+fn table_steps(example: &Example, mask: &[bool]) -> TableSteps {
+    let active: Vec<(usize, u64)> = mask
+        .iter()
+        .enumerate()
+        .filter(|(_, on)| **on)
+        .map(|(i, _)| (i, example.tokens.len() as u64))
+        .collect();
+    let query_tokens = example.queries.iter().map(Vec::len).max().unwrap_or(0);
+    TableSteps::new(vec![
+        StageSteps::main_only(example.tokens.len() as u64),
+        StageSteps::with_subtasks(0, &active),
+        StageSteps::main_only(query_tokens as u64),
+    ])
 }
