@@ -327,41 +327,9 @@ pub fn probe(
         let task = default_task(dev_spec.format, &dev_data.tables);
         let namespace: &Namespace =
             pick_namespace(model, task, dev_spec.format, Some(&dev_spec.namespace))?;
-        let index: HashMap<&str, usize> = namespace
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.as_str(), i))
-            .collect();
-        let fit = targets(
-            model,
-            specialists,
-            &train_data.tables,
-            task,
-            config.batch_size,
-        )?;
-        let held = targets(
-            model,
-            specialists,
-            &dev_data.tables,
-            task,
-            config.batch_size,
-        )?;
-        // Training targets with no label the namespace knows teach nothing.
-        let known: Vec<(usize, Vec<usize>)> = fit
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| {
-                (
-                    i,
-                    k.3.iter()
-                        .filter_map(|l| index.get(l.as_str()).copied())
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .filter(|(_, set)| !set.is_empty())
-            .collect();
+        let read = |tables| targets(model, specialists, tables, task, config.batch_size);
+        let (fit, held) = (read(&train_data.tables)?, read(&dev_data.tables)?);
+        let known = known_targets(&fit, namespace);
         let labels: Vec<Vec<usize>> = known.iter().map(|(_, s)| s.clone()).collect();
         let mut feature_sets: Vec<(String, Vec<usize>)> = vec![("primary".into(), vec![0])];
         for (i, s) in specialists.iter().enumerate() {
@@ -388,19 +356,7 @@ pub fn probe(
             let classes = namespace.labels.len();
             let l2 = choose_l2(&x_fit, &labels, &folds, width, classes, config);
             let predicted = fit_and_predict(&x_fit, &labels, &x_dev, width, classes, l2, config);
-            let predictions: Vec<TargetPrediction> = held
-                .keys
-                .iter()
-                .zip(predicted)
-                .map(|((table, subject, column, gold), p)| TargetPrediction {
-                    table: table.clone(),
-                    subject: *subject,
-                    column: *column,
-                    gold: gold.clone(),
-                    predicted: vec![namespace.labels[p].clone()],
-                    ..TargetPrediction::default()
-                })
-                .collect();
+            let predictions = held_predictions(&held, predicted, namespace);
             let f1 = score_predictions(&predictions, namespace);
             report.scores.push(ProbeScore {
                 features: name.clone(),
@@ -414,6 +370,46 @@ pub fn probe(
         reports.push(report);
     }
     Ok(reports)
+}
+
+/// The training targets with a label the namespace knows (the others teach nothing): each
+/// one's row in `fit` and its labels' places in the namespace.
+fn known_targets(fit: &Targets, namespace: &Namespace) -> Vec<(usize, Vec<usize>)> {
+    let index: HashMap<&str, usize> = namespace
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), i))
+        .collect();
+    fit.keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let known = k.3.iter().filter_map(|l| index.get(l.as_str()).copied());
+            (i, known.collect::<Vec<_>>())
+        })
+        .filter(|(_, set)| !set.is_empty())
+        .collect()
+}
+
+/// The dev targets with the probe's answers (label places in `namespace`).
+fn held_predictions(
+    held: &Targets,
+    predicted: Vec<usize>,
+    namespace: &Namespace,
+) -> Vec<TargetPrediction> {
+    held.keys
+        .iter()
+        .zip(predicted)
+        .map(|((table, subject, column, gold), p)| TargetPrediction {
+            table: table.clone(),
+            subject: *subject,
+            column: *column,
+            gold: gold.clone(),
+            predicted: vec![namespace.labels[p].clone()],
+            ..TargetPrediction::default()
+        })
+        .collect()
 }
 
 /// The chosen systems' features side by side, for the known training rows and every dev row.
