@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use colswarm_eval::{
-    BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions, Split,
-    baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap, read_predictions,
-    score_predictions, train_baseline, write_predictions,
+    BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions,
+    EvalReport, Split, baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap,
+    read_predictions, score_predictions, train_baseline, write_predictions,
 };
 use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, cta_kind};
 
@@ -143,59 +143,65 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
             serde_json::json!(report.n_columns as f64 / report.seconds.max(1e-9));
         out!("{}", serde_json::to_string(&value)?);
     } else {
-        let f = &report.f1;
+        print_report(&report, &args, task)?;
+    }
+    Ok(())
+}
+
+/// The report as text: the scores, abstention, routing and every label's.
+fn print_report(report: &EvalReport, args: &EvalArgs, task: Task) -> Result<()> {
+    let f = &report.f1;
+    out!(
+        "{} on {} ({}, namespace {}): {} tables, {} targets, {} gold labels unknown to the model",
+        task,
+        args.format,
+        args.split,
+        report.namespace,
+        report.n_tables,
+        report.n_columns,
+        f.labels_unknown
+    );
+    out!(
+        "micro-F1 {:.4} (P {:.4} R {:.4})  macro-F1 {:.4}  weighted-F1 {:.4}  specialists active {:.1}%",
+        f.micro_f1,
+        f.micro_precision,
+        f.micro_recall,
+        f.macro_f1,
+        f.weighted_f1,
+        100.0 * report.activation_rate
+    );
+    if let Some(a) = &report.abstention {
+        let a = &a.at_threshold;
         out!(
-            "{} on {} ({}, namespace {}): {} tables, {} targets, {} gold labels unknown to the model",
-            task,
-            args.format,
-            args.split,
-            report.namespace,
-            report.n_tables,
-            report.n_columns,
-            f.labels_unknown
+            "abstaining below {:.2} (stored in the model): coverage {:.4} ({} of {} targets labelled), precision {:.4}, micro-F1 {:.4}",
+            a.threshold,
+            a.coverage,
+            a.answered,
+            a.targets,
+            a.precision,
+            a.micro_f1
         );
+    }
+    for line in report.routing.lines() {
+        out!("{line}");
+    }
+    out!(
+        "{:<48} {:>7} {:>7} {:>7} {:>7}",
+        "label",
+        "support",
+        "P",
+        "R",
+        "F1"
+    );
+    for l in &f.per_label {
         out!(
-            "micro-F1 {:.4} (P {:.4} R {:.4})  macro-F1 {:.4}  weighted-F1 {:.4}  specialists active {:.1}%",
-            f.micro_f1,
-            f.micro_precision,
-            f.micro_recall,
-            f.macro_f1,
-            f.weighted_f1,
-            100.0 * report.activation_rate
+            "{:<48} {:>7} {:>7.3} {:>7.3} {:>7.3}",
+            l.label,
+            l.support,
+            l.precision,
+            l.recall,
+            l.f1
         );
-        if let Some(a) = &report.abstention {
-            let a = &a.at_threshold;
-            out!(
-                "abstaining below {:.2} (stored in the model): coverage {:.4} ({} of {} targets labelled), precision {:.4}, micro-F1 {:.4}",
-                a.threshold,
-                a.coverage,
-                a.answered,
-                a.targets,
-                a.precision,
-                a.micro_f1
-            );
-        }
-        for line in report.routing.lines() {
-            out!("{line}");
-        }
-        out!(
-            "{:<48} {:>7} {:>7} {:>7} {:>7}",
-            "label",
-            "support",
-            "P",
-            "R",
-            "F1"
-        );
-        for l in &f.per_label {
-            out!(
-                "{:<48} {:>7} {:>7.3} {:>7.3} {:>7.3}",
-                l.label,
-                l.support,
-                l.precision,
-                l.recall,
-                l.f1
-            );
-        }
     }
     Ok(())
 }
