@@ -141,39 +141,19 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     for dir in inputs {
         let (swarm, manifest) = Swarm::load(dir, &device)?;
         let (labels, serialize) = load_model_extras(dir, &manifest)?;
-        let differs = |reason: &str| TrainError::Run {
-            path: dir.clone(),
-            reason: format!("cannot be averaged with {}: {reason}", inputs[0].display()),
-        };
         match &reference {
             None => {
                 reference = Some((manifest, serialize));
                 space = Some(labels);
             }
             Some((first, first_serialize)) => {
-                if manifest.config != first.config {
-                    return Err(differs("another model configuration"));
-                }
-                if manifest.cta_labels != first.cta_labels
-                    || manifest.cpa_labels != first.cpa_labels
-                {
-                    return Err(differs("other labels"));
-                }
-                if serialize != *first_serialize {
-                    return Err(differs("other serialization settings"));
-                }
-                let checksums = |m: &SwarmManifest| -> Vec<(String, String)> {
-                    m.specialists
-                        .iter()
-                        .map(|s| (s.name.clone(), s.checkpoint.sha256.clone()))
-                        .collect()
+                let first = Averaged {
+                    dir: &inputs[0],
+                    manifest: first,
+                    serialize: first_serialize,
+                    experts: &first_experts,
                 };
-                if checksums(&manifest) != checksums(first) {
-                    return Err(differs("other specialists"));
-                }
-                if expert_manifests(dir)? != first_experts {
-                    return Err(differs("other domain experts"));
-                }
+                first.check_same(dir, &manifest, &serialize)?;
             }
         }
         swarms.push(swarm);
@@ -225,6 +205,53 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     }
     std::fs::rename(&temp, out).map_err(|e| TrainError::io(out, e))?;
     Ok(())
+}
+
+/// The first model directory of an average, which every other must match.
+struct Averaged<'a> {
+    dir: &'a Path,
+    manifest: &'a SwarmManifest,
+    serialize: &'a SerializeSettings,
+    experts: &'a [(ExpertRef, Vec<u8>)],
+}
+
+impl Averaged<'_> {
+    /// Refuses `dir` (its `manifest` and `serialize`) unless its model differs from the first
+    /// in its weights alone.
+    fn check_same(
+        &self,
+        dir: &Path,
+        manifest: &SwarmManifest,
+        serialize: &SerializeSettings,
+    ) -> Result<(), TrainError> {
+        let differs = |reason: &str| TrainError::Run {
+            path: dir.to_path_buf(),
+            reason: format!("cannot be averaged with {}: {reason}", self.dir.display()),
+        };
+        let first = self.manifest;
+        if manifest.config != first.config {
+            return Err(differs("another model configuration"));
+        }
+        if manifest.cta_labels != first.cta_labels || manifest.cpa_labels != first.cpa_labels {
+            return Err(differs("other labels"));
+        }
+        if serialize != self.serialize {
+            return Err(differs("other serialization settings"));
+        }
+        let checksums = |m: &SwarmManifest| -> Vec<(String, String)> {
+            m.specialists
+                .iter()
+                .map(|s| (s.name.clone(), s.checkpoint.sha256.clone()))
+                .collect()
+        };
+        if checksums(manifest) != checksums(first) {
+            return Err(differs("other specialists"));
+        }
+        if expert_manifests(dir)? != self.experts {
+            return Err(differs("other domain experts"));
+        }
+        Ok(())
+    }
 }
 
 /// The list of a model directory's domain experts with each one's manifest (which holds the
