@@ -219,33 +219,7 @@ pub fn paired_bootstrap(
             config.resamples, config.confidence
         ));
     }
-    let (a_sorted, b_sorted) = (sorted(a), sorted(b));
-    for (side, list) in [("A", &a_sorted), ("B", &b_sorted)] {
-        if let Some(pair) = list.windows(2).find(|w| w[0].key() == w[1].key()) {
-            return mismatch(format!("{} is listed twice in {side}", pair[0].describe()));
-        }
-    }
-    // Per table: A's counts, B's counts, gold labels.
-    let mut tables: BTreeMap<&str, (Counts, Counts, usize)> = BTreeMap::new();
-    for (x, y) in a_sorted.into_iter().zip(b_sorted) {
-        if x.key() != y.key() {
-            let first = if x.key() < y.key() { x } else { y };
-            let side = if x.key() < y.key() { "A" } else { "B" };
-            return mismatch(format!("{} is only in {side}", first.describe()));
-        }
-        let gold = set(&x.gold);
-        if gold != set(&y.gold) {
-            return mismatch(format!("{}: other gold labels in A and B", x.describe()));
-        }
-        let entry = tables.entry(x.table.as_str()).or_default();
-        for (counts, target) in [(&mut entry.0, x), (&mut entry.1, y)] {
-            let predicted = set(&target.predicted);
-            counts.tp += predicted.iter().filter(|l| gold.contains(*l)).count();
-            counts.predicted += predicted.len();
-        }
-        entry.2 += gold.len();
-    }
-    let tables: Vec<(Counts, Counts, usize)> = tables.into_values().collect();
+    let tables = table_counts(a, b)?;
     let difference_of = |picks: &mut dyn Iterator<Item = usize>| {
         let (mut a, mut b, mut gold) = (Counts::default(), Counts::default(), 0);
         for i in picks {
@@ -285,6 +259,41 @@ pub fn paired_bootstrap(
         resamples: config.resamples,
         seed: config.seed,
     })
+}
+
+/// Per table (in id order): A's counts, B's counts and the number of gold labels, after
+/// checking that A and B score the same targets with the same gold labels, each once.
+fn table_counts(
+    a: &[TargetPrediction],
+    b: &[TargetPrediction],
+) -> Result<Vec<(Counts, Counts, usize)>, EvalError> {
+    let mismatch = |reason: String| Err(EvalError::PredictionsMismatch(reason));
+    let (a_sorted, b_sorted) = (sorted(a), sorted(b));
+    for (side, list) in [("A", &a_sorted), ("B", &b_sorted)] {
+        if let Some(pair) = list.windows(2).find(|w| w[0].key() == w[1].key()) {
+            return mismatch(format!("{} is listed twice in {side}", pair[0].describe()));
+        }
+    }
+    let mut tables: BTreeMap<&str, (Counts, Counts, usize)> = BTreeMap::new();
+    for (x, y) in a_sorted.into_iter().zip(b_sorted) {
+        if x.key() != y.key() {
+            let first = if x.key() < y.key() { x } else { y };
+            let side = if x.key() < y.key() { "A" } else { "B" };
+            return mismatch(format!("{} is only in {side}", first.describe()));
+        }
+        let gold = set(&x.gold);
+        if gold != set(&y.gold) {
+            return mismatch(format!("{}: other gold labels in A and B", x.describe()));
+        }
+        let entry = tables.entry(x.table.as_str()).or_default();
+        for (counts, target) in [(&mut entry.0, x), (&mut entry.1, y)] {
+            let predicted = set(&target.predicted);
+            counts.tp += predicted.iter().filter(|l| gold.contains(*l)).count();
+            counts.predicted += predicted.len();
+        }
+        entry.2 += gold.len();
+    }
+    Ok(tables.into_values().collect())
 }
 
 /// The central `confidence` interval of sorted, non-empty `draws`: as many draws left out below
