@@ -196,12 +196,7 @@ impl StateFusion {
         if let (Some(u), Some(v)) = (&self.project_u, &self.project_v) {
             let mut fused = primary.clone();
             for ((i, _), state) in specialists.iter().zip(states) {
-                let pick = |p: Tensor<5>| {
-                    let [_, _, h, n, r] = p.dims();
-                    p.narrow(0, layer, 1).narrow(1, *i, 1).reshape([1, h, n, r])
-                };
-                let (u, v) = (pick(u.val()), pick(v.val()));
-                let projection = u.matmul(v.swap_dims(2, 3)).expand([batch, heads, n, n]);
+                let projection = low_rank(u, v, layer, *i).expand([batch, heads, n, n]);
                 let mut weight = active_rows(*i);
                 if self.gate_weighting {
                     weight = weight * column(&gates, *i).reshape([batch, 1, 1, 1]);
@@ -234,21 +229,7 @@ impl StateFusion {
         let stacked = Tensor::stack::<5>(std::iter::once(primary).chain(states).collect(), 1); // [batch, agents, heads, N, N]
         let mut logits = bias.expand([batch, agents, heads]);
         if let (Some(query), Some(probe)) = (&self.query, &self.probe) {
-            let q = query.val().narrow(0, layer, 1).reshape([1, 1, heads, 1, n]);
-            let p = probe.val().narrow(0, layer, 1).reshape([1, 1, heads, n, 1]);
-            let norm = stacked
-                .clone()
-                .powf_scalar(2.0)
-                .sum_dim(4)
-                .sum_dim(3)
-                .sqrt()
-                + 1e-6; // [batch, agents, heads, 1, 1]
-            let scores = q
-                .expand([batch, agents, heads, 1, n])
-                .matmul(stacked.clone() / norm)
-                .matmul(p.expand([batch, agents, heads, n, 1]))
-                .reshape([batch, agents, heads]);
-            logits = logits + scores;
+            logits = logits + state_scores(query, probe, layer, &stacked);
         }
         let own_mask = mask.select(1, spec_index.clone());
         if self.gate_weighting {
@@ -270,6 +251,50 @@ impl StateFusion {
         // Σ_agents weights · states: the fused kernel on Flex and on CubeCL devices.
         colswarm_kernels::fuse_states(stacked, weights)
     }
+}
+
+/// Layer `layer`'s low-rank map `U·Vᵀ` of specialist `i` (concat-project fusion).
+///
+/// # Shapes
+///
+/// - `u`, `v`: `[layers, specialists, heads, N, rank]`
+/// - returns `[1, heads, N, N]`
+fn low_rank(u: &Param<Tensor<5>>, v: &Param<Tensor<5>>, layer: usize, i: usize) -> Tensor<4> {
+    let pick = |p: Tensor<5>| {
+        let [_, _, h, n, r] = p.dims();
+        p.narrow(0, layer, 1).narrow(1, i, 1).reshape([1, h, n, r])
+    };
+    pick(u.val()).matmul(pick(v.val()).swap_dims(2, 3))
+}
+
+/// Each agent's score per head: `qᵀ · (S / ‖S‖) · p` with layer `layer`'s query and probe
+/// vectors, on every agent's state `S` scaled to unit norm.
+///
+/// # Shapes
+///
+/// - `query`, `probe`: `[layers, heads, N]`
+/// - `stacked`: `[batch, agents, heads, N, N]`
+/// - returns `[batch, agents, heads]`
+fn state_scores(
+    query: &Param<Tensor<3>>,
+    probe: &Param<Tensor<3>>,
+    layer: usize,
+    stacked: &Tensor<5>,
+) -> Tensor<3> {
+    let [batch, agents, heads, n, _] = stacked.dims();
+    let q = query.val().narrow(0, layer, 1).reshape([1, 1, heads, 1, n]);
+    let p = probe.val().narrow(0, layer, 1).reshape([1, 1, heads, n, 1]);
+    let norm = stacked
+        .clone()
+        .powf_scalar(2.0)
+        .sum_dim(4)
+        .sum_dim(3)
+        .sqrt()
+        + 1e-6; // [batch, agents, heads, 1, 1]
+    q.expand([batch, agents, heads, 1, n])
+        .matmul(stacked.clone() / norm)
+        .matmul(p.expand([batch, agents, heads, n, 1]))
+        .reshape([batch, agents, heads])
 }
 
 #[cfg(test)]

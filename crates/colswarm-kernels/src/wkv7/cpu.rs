@@ -508,7 +508,9 @@ struct KeyGrads {
     b: Vec<f32>,
 }
 
-#[allow(clippy::too_many_arguments)] // the task's inputs, plus the SIMD token and head size
+#[allow(clippy::too_many_arguments)]
+// the task's inputs, plus the SIMD token and head size
+// Over 80 lines: one SIMD loop over the tokens, its accumulators kept in registers.
 #[inline(always)]
 fn backward_task_n<S: Simd, const N: usize>(
     simd: S,

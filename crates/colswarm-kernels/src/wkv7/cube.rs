@@ -181,7 +181,9 @@ fn wkv7_forward_kernel<F: Float>(
 /// (`[batch·heads, chunk, n (value), n (key)]`, key fastest): unit `i` writes and reads
 /// only column `i`, and a cube's units touch consecutive addresses.
 /// Cube `(head, batch)`, unit `i`.
-#[allow(clippy::too_many_arguments, clippy::manual_div_ceil)] // as the forward
+#[allow(clippy::too_many_arguments, clippy::manual_div_ceil)]
+// as the forward
+// One kernel over 150 lines: the backward recurrence is one loop whose state lives in registers.
 #[cube(launch)]
 fn wkv7_backward_kernel<F: Float>(
     r: &Tensor<F>,
