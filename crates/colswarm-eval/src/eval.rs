@@ -118,6 +118,20 @@ pub fn pick_namespace<'m>(
     }
 }
 
+/// The namespaces of `task` in `only`, and none of the other task's.
+fn wanted(task: Task, only: &[usize]) -> Wanted<'_> {
+    match task {
+        Task::Cta => Wanted {
+            cta: only,
+            cpa: &[],
+        },
+        Task::Cpa => Wanted {
+            cta: &[],
+            cpa: only,
+        },
+    }
+}
+
 /// Each table's subject column: a CPA target's is the set's own (its pairs start there); types
 /// are predicted as at run time, where no gold key exists, from the model's own choice of
 /// subject column (which the label-name prior may leave out).
@@ -273,16 +287,7 @@ pub fn evaluate(
             .iter()
             .position(|n| n.name == namespace.name),
     );
-    let wanted = match options.task {
-        Task::Cta => Wanted {
-            cta: &only,
-            cpa: &[],
-        },
-        Task::Cpa => Wanted {
-            cta: &[],
-            cpa: &only,
-        },
-    };
+    let wanted = wanted(options.task, &only);
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);
@@ -293,10 +298,7 @@ pub fn evaluate(
         seconds += start.elapsed().as_secs_f64();
         // The primary alone still reports every gate, closed: no routing to report.
         if options.specialists != SpecialistUse::Off {
-            for (table, row) in chunk.iter().zip(&outputs.gates) {
-                let opened = row.iter().map(|&(_, opened)| opened);
-                routing.add(table, model.gate_names().zip(opened));
-            }
+            routing.add_pass(model, chunk, &outputs);
         }
         for (b, (table, example)) in chunk.iter().zip(&examples).enumerate() {
             let read = TableRead {

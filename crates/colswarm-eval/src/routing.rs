@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use colswarm_model::{Model, Outputs};
 use colswarm_tables::{Column, Table};
 
 /// Columns from which a table also counts as [`TableKind::Wide`].
@@ -157,6 +158,14 @@ pub struct RoutingReport {
 }
 
 impl RoutingReport {
+    /// Counts the tables of one forward pass of `model` with the gates `outputs` reports.
+    pub fn add_pass(&mut self, model: &Model, tables: &[&Table], outputs: &Outputs) {
+        for (table, row) in tables.iter().zip(&outputs.gates) {
+            let opened = row.iter().map(|&(_, opened)| opened);
+            self.add(table, model.gate_names().zip(opened));
+        }
+    }
+
     /// Counts one table with its gates: each specialist's name and whether it was opened. A
     /// table without gates is not counted.
     pub fn add<'a>(&mut self, table: &Table, gates: impl IntoIterator<Item = (&'a str, bool)>) {
