@@ -110,8 +110,9 @@ pub struct RunData {
     pub words: Option<Arc<WordVectors>>,
 }
 
-/// Reads and encodes the data of `config`.
-pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
+/// Reads every training set of `config`, each cut to `data.max_tables`; an empty one is an
+/// error naming its spec.
+fn load_training_sets(config: &TrainConfig) -> Result<Vec<(DataSpec, LoadedData)>, TrainError> {
     let mut train = Vec::new();
     for spec in &config.data.train {
         let mut data = spec.load()?;
@@ -127,6 +128,12 @@ pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
         }
         train.push((spec.clone(), data));
     }
+    Ok(train)
+}
+
+/// Reads and encodes the data of `config`.
+pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
+    let train = load_training_sets(config)?;
     let mut space = label_space(&train);
     if !config.model.hierarchy_closure {
         space.clear_hierarchies();
