@@ -98,22 +98,15 @@ pub fn supervised_loss(
     shard_loss(orchestrator, space, examples, out, cpa_weight, counts)
 }
 
-/// The part of a batch's [`supervised_loss`] that falls on `examples`, one shard of the batch:
-/// the same per-target losses, but each mean divides by the whole batch's target count
-/// (`batch`, which must count the shard's targets too), so the losses of the shards of a batch
-/// (and their `cta` / `cpa` parts) add up to the batch's loss. `None` when the shard holds no
-/// target.
-pub fn shard_loss(
-    orchestrator: &Orchestrator,
+/// Per namespace: rows (CTA) or row pairs (CPA), and their targets.
+type Targets<'e, R> = Vec<(Vec<R>, Vec<&'e [usize]>)>;
+
+/// The batch's CTA rows and CPA row pairs, with their targets, per namespace of `space`.
+fn gather_targets<'e>(
     space: &LabelSpace,
-    examples: &[&Example],
-    out: &SwarmOutput,
-    cpa_weight: f64,
-    batch: TargetCounts,
-) -> Option<Losses> {
+    examples: &[&'e Example],
+) -> (Targets<'e, usize>, Targets<'e, (usize, usize)>) {
     let mut row = 0;
-    // Per namespace: rows (CTA) or row pairs (CPA), and their targets.
-    type Targets<'e, R> = Vec<(Vec<R>, Vec<&'e [usize]>)>;
     let mut cta: Targets<usize> = vec![(Vec::new(), Vec::new()); space.cta.len()];
     let mut cpa: Targets<(usize, usize)> = vec![(Vec::new(), Vec::new()); space.cpa.len()];
     for example in examples {
@@ -137,6 +130,23 @@ pub fn shard_loss(
         }
         row += example.queries.len();
     }
+    (cta, cpa)
+}
+
+/// The part of a batch's [`supervised_loss`] that falls on `examples`, one shard of the batch:
+/// the same per-target losses, but each mean divides by the whole batch's target count
+/// (`batch`, which must count the shard's targets too), so the losses of the shards of a batch
+/// (and their `cta` / `cpa` parts) add up to the batch's loss. `None` when the shard holds no
+/// target.
+pub fn shard_loss(
+    orchestrator: &Orchestrator,
+    space: &LabelSpace,
+    examples: &[&Example],
+    out: &SwarmOutput,
+    cpa_weight: f64,
+    batch: TargetCounts,
+) -> Option<Losses> {
+    let (cta, cpa) = gather_targets(space, examples);
     let n_cta = batch.cta;
     let n_cpa = batch.cpa;
     debug_assert!(n_cta >= cta.iter().map(|(r, _)| r.len()).sum::<usize>());
