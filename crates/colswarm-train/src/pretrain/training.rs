@@ -116,6 +116,35 @@ fn header_top1(
     right as f64 / outputs.len().max(1) as f64
 }
 
+/// The mean cosine between each output and its teacher embedding, and the same for a constant
+/// output, the targets' mean direction (the floor a model must beat).
+fn embedding_cosines(outputs: &[Vec<f32>], targets: &[Target]) -> (f64, f64) {
+    let cosines: Vec<f64> = outputs
+        .iter()
+        .zip(targets)
+        .filter_map(|(o, t)| match t {
+            Target::Embedding(e) => Some(cosine(o, e)),
+            Target::Class(_) => None,
+        })
+        .collect();
+    let embeddings: Vec<&[f32]> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Embedding(e) => Some(e.as_slice()),
+            Target::Class(_) => None,
+        })
+        .collect();
+    let dim = embeddings.first().map_or(0, |t| t.len());
+    let mean: Vec<f32> = (0..dim)
+        .map(|i| embeddings.iter().map(|t| t[i]).sum::<f32>())
+        .collect();
+    let floor: f64 = embeddings.iter().map(|t| cosine(&mean, t)).sum();
+    (
+        cosines.iter().sum::<f64>() / cosines.len().max(1) as f64,
+        floor / embeddings.len().max(1) as f64,
+    )
+}
+
 /// Scores `model` on the held-out batch (in chunks, without gradients).
 fn score(
     model: &PretrainModel,
@@ -160,29 +189,9 @@ fn score(
             result.accuracy = Some(right as f64 / n.max(1) as f64);
         }
         Objective::Distill | Objective::Header => {
-            let cosines: Vec<f64> = outputs
-                .iter()
-                .zip(&held_out.targets)
-                .filter_map(|(o, t)| match t {
-                    Target::Embedding(e) => Some(cosine(o, e)),
-                    Target::Class(_) => None,
-                })
-                .collect();
-            result.cosine = Some(cosines.iter().sum::<f64>() / cosines.len().max(1) as f64);
-            let targets: Vec<&[f32]> = held_out
-                .targets
-                .iter()
-                .filter_map(|t| match t {
-                    Target::Embedding(e) => Some(e.as_slice()),
-                    Target::Class(_) => None,
-                })
-                .collect();
-            let dim = targets.first().map_or(0, |t| t.len());
-            let mean: Vec<f32> = (0..dim)
-                .map(|i| targets.iter().map(|t| t[i]).sum::<f32>())
-                .collect();
-            let floor: f64 = targets.iter().map(|t| cosine(&mean, t)).sum();
-            result.cosine_of_mean = Some(floor / targets.len().max(1) as f64);
+            let (cosine, floor) = embedding_cosines(&outputs, &held_out.targets);
+            result.cosine = Some(cosine);
+            result.cosine_of_mean = Some(floor);
         }
     }
     if objective == Objective::Header
