@@ -128,6 +128,7 @@ fn lora(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
 }
 
 impl TimeMix {
+    // Over 80 lines: one initialiser per parameter, in the order their random draws are made.
     pub(crate) fn new(config: &RwkvConfig, layer: usize, params: &mut ParamFactory<'_>) -> Self {
         let d = config.d_model;
         let (heads, head_size) = (config.n_heads(), config.head_size);

@@ -68,61 +68,62 @@ impl TableBatch {
                 self.cpa_pairs.len()
             )));
         }
-        for (t, ((table, queries), spans)) in self
-            .tables
+        for t in 0..self.tables.len() {
+            self.validate_table(t)?;
+        }
+        Ok(())
+    }
+
+    /// [`TableBatch::validate`]'s checks of table `t` (the lists' lengths already checked).
+    fn validate_table(&self, t: usize) -> Result<(), SwarmError> {
+        let (table, queries, spans) = (&self.tables[t], &self.queries[t], &self.spans[t]);
+        if spans.len() != queries.len() {
+            return Err(SwarmError::Input(format!(
+                "table {t}: {} queries but {} column spans",
+                queries.len(),
+                spans.len()
+            )));
+        }
+        if let Some(ngrams) = self.ngrams.get(t).filter(|n| n.len() != queries.len()) {
+            return Err(SwarmError::Input(format!(
+                "table {t}: {} queries but {} n-gram bags",
+                queries.len(),
+                ngrams.len()
+            )));
+        }
+        if let Some(words) = self.words.get(t).filter(|w| w.len() != queries.len()) {
+            return Err(SwarmError::Input(format!(
+                "table {t}: {} queries but {} word-feature rows",
+                queries.len(),
+                words.len()
+            )));
+        }
+        if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
+            return Err(SwarmError::Input(format!(
+                "table {t}, column {c}: span {:?} past the table's {} tokens",
+                spans[c],
+                table.len()
+            )));
+        }
+        if table.is_empty() {
+            return Err(SwarmError::Input(format!(
+                "table {t} serializes to no token"
+            )));
+        }
+        if let Some(c) = queries.iter().position(Vec::is_empty) {
+            return Err(SwarmError::Input(format!(
+                "table {t}, column {c}: empty query"
+            )));
+        }
+        let pairs = self.cpa_pairs.get(t).map_or(&[][..], Vec::as_slice);
+        if let Some((s, o)) = pairs
             .iter()
-            .zip(&self.queries)
-            .zip(&self.spans)
-            .enumerate()
+            .find(|(s, o)| *s >= queries.len() || *o >= queries.len())
         {
-            if spans.len() != queries.len() {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: {} queries but {} column spans",
-                    queries.len(),
-                    spans.len()
-                )));
-            }
-            if let Some(ngrams) = self.ngrams.get(t).filter(|n| n.len() != queries.len()) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: {} queries but {} n-gram bags",
-                    queries.len(),
-                    ngrams.len()
-                )));
-            }
-            if let Some(words) = self.words.get(t).filter(|w| w.len() != queries.len()) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: {} queries but {} word-feature rows",
-                    queries.len(),
-                    words.len()
-                )));
-            }
-            if let Some(c) = spans.iter().position(|span| span.end > table.len()) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}, column {c}: span {:?} past the table's {} tokens",
-                    spans[c],
-                    table.len()
-                )));
-            }
-            if table.is_empty() {
-                return Err(SwarmError::Input(format!(
-                    "table {t} serializes to no token"
-                )));
-            }
-            if let Some(c) = queries.iter().position(Vec::is_empty) {
-                return Err(SwarmError::Input(format!(
-                    "table {t}, column {c}: empty query"
-                )));
-            }
-            let pairs = self.cpa_pairs.get(t).map_or(&[][..], Vec::as_slice);
-            if let Some((s, o)) = pairs
-                .iter()
-                .find(|(s, o)| *s >= queries.len() || *o >= queries.len())
-            {
-                return Err(SwarmError::Input(format!(
-                    "table {t}: CPA pair ({s}, {o}) past its {} columns",
-                    queries.len()
-                )));
-            }
+            return Err(SwarmError::Input(format!(
+                "table {t}: CPA pair ({s}, {o}) past its {} columns",
+                queries.len()
+            )));
         }
         Ok(())
     }
