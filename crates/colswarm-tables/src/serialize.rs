@@ -134,21 +134,7 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
             _ => "",
         })
         .collect();
-    let context_fields: Vec<&str> = if config.include_context {
-        let context = &table.context;
-        let fields = [
-            &context.page_title,
-            &context.section_title,
-            &context.caption,
-        ];
-        if fields.iter().any(|f| f.is_some()) {
-            fields.iter().map(|f| f.as_deref().unwrap_or("")).collect()
-        } else {
-            Vec::new()
-        }
-    } else {
-        Vec::new()
-    };
+    let context_fields = context_fields(table, config);
 
     // Skeleton: <table> </table>, one <ctx> per context field, and per column
     // <col> digits </hdr> (plus <hdr> when it has a header).
@@ -211,33 +197,9 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
             config.min_cell_bytes,
             config.max_cell_bytes,
         );
-        let mut used = 0;
-        let mut first = true;
-        for (position, cell) in cells.iter().enumerate() {
-            let Some(cell) = cell else { continue };
-            let cost = cell_cost(cell, cap) + usize::from(!first);
-            if used + cost > cell_shares[index] {
-                // A share smaller than one minimum-size cell still buys a shortened first cell.
-                let skip = if first && cell_shares[index] > 0 {
-                    if push_cell(tokens, cell, cell_shares[index]) {
-                        out.truncated_cells += 1;
-                    }
-                    1
-                } else {
-                    0
-                };
-                out.omitted_cells += cells[position..].iter().flatten().count() - skip;
-                break;
-            }
-            used += cost;
-            if !first {
-                tokens.push(CELL_SEP);
-            }
-            first = false;
-            if push_cell(tokens, cell, cap) {
-                out.truncated_cells += 1;
-            }
-        }
+        let (truncated, omitted) = push_cells(tokens, cells, cell_shares[index], cap);
+        out.truncated_cells += truncated;
+        out.omitted_cells += omitted;
         out.column_spans.push(start..tokens.len());
 
         out.column_queries
@@ -246,6 +208,57 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
     tokens.push(TABLE_END);
     out.sampled_rows = sampled_rows;
     out
+}
+
+/// The context fields a table's read starts with: page title, section title and caption, or
+/// none when the table has none of them (or `config` leaves context out).
+fn context_fields<'t>(table: &'t Table, config: &SerializeConfig) -> Vec<&'t str> {
+    let context = &table.context;
+    let fields = [
+        &context.page_title,
+        &context.section_title,
+        &context.caption,
+    ];
+    if config.include_context && fields.iter().any(|f| f.is_some()) {
+        fields.iter().map(|f| f.as_deref().unwrap_or("")).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Pushes a column's cells, each cut to `cap` bytes, within `share` tokens; returns how many
+/// cells were truncated and how many left out.
+fn push_cells(
+    tokens: &mut Vec<u32>,
+    cells: &[Option<&Cell>],
+    share: usize,
+    cap: usize,
+) -> (usize, usize) {
+    let (mut truncated, mut omitted) = (0, 0);
+    let mut used = 0;
+    let mut first = true;
+    for (position, cell) in cells.iter().enumerate() {
+        let Some(cell) = cell else { continue };
+        let cost = cell_cost(cell, cap) + usize::from(!first);
+        if used + cost > share {
+            // A share smaller than one minimum-size cell still buys a shortened first cell.
+            let skip = if first && share > 0 {
+                truncated += usize::from(push_cell(tokens, cell, share));
+                1
+            } else {
+                0
+            };
+            omitted += cells[position..].iter().flatten().count() - skip;
+            break;
+        }
+        used += cost;
+        if !first {
+            tokens.push(CELL_SEP);
+        }
+        first = false;
+        truncated += usize::from(push_cell(tokens, cell, cap));
+    }
+    (truncated, omitted)
 }
 
 /// The query segment for one column.
