@@ -118,6 +118,17 @@ pub fn pick_namespace<'m>(
     }
 }
 
+/// The tables with at least one labelled target of `task`.
+fn labelled(tables: &[Table], task: Task) -> Vec<&Table> {
+    tables
+        .iter()
+        .filter(|t| match task {
+            Task::Cta => t.n_labelled_columns() > 0,
+            Task::Cpa => t.cpa_targets.iter().any(|c| !c.labels.is_empty()),
+        })
+        .collect()
+}
+
 /// The namespaces of `task` in `only`, and none of the other task's.
 fn wanted(task: Task, only: &[usize]) -> Wanted<'_> {
     match task {
@@ -266,13 +277,7 @@ pub fn evaluate(
     let mut scored = Vec::new();
     let mut seconds = 0.0;
     let mut routing = RoutingReport::default();
-    let tables: Vec<&Table> = tables
-        .iter()
-        .filter(|t| match options.task {
-            Task::Cta => t.n_labelled_columns() > 0,
-            Task::Cpa => t.cpa_targets.iter().any(|c| !c.labels.is_empty()),
-        })
-        .collect();
+    let tables = labelled(tables, options.task);
     let predictor = Predictor {
         namespace,
         label_names: LabelNames::of(namespace),

@@ -183,15 +183,7 @@ impl StateFusion {
         }
         let column = |t: &Tensor<2>, i: usize| t.clone().narrow(1, i, 1);
         let active_rows = |i: usize| column(&mask, i).reshape([batch, 1, 1, 1]);
-        // Zero the rows of inactive specialists so that no NaN or garbage can leak through a
-        // zero weight (0 · NaN is NaN).
-        let states: Vec<Tensor<4>> = specialists
-            .iter()
-            .map(|(i, s)| {
-                let keep = active_rows(*i).equal_elem(1.0).expand([batch, heads, n, n]);
-                s.clone().mask_fill(keep.bool_not(), 0.0)
-            })
-            .collect();
+        let states = active_states(specialists, &mask);
 
         if let (Some(u), Some(v)) = (&self.project_u, &self.project_v) {
             let mut fused = primary.clone();
@@ -251,6 +243,25 @@ impl StateFusion {
         // Σ_agents weights · states: the fused kernel on Flex and on CubeCL devices.
         colswarm_kernels::fuse_states(stacked, weights)
     }
+}
+
+/// Each specialist's state with the rows of tables where it is inactive zeroed, so that no NaN
+/// or garbage can leak through a zero weight (0 · NaN is NaN).
+///
+/// # Shapes
+///
+/// - `specialists`: `(index, state)` pairs, each state `[batch, heads, N, N]`
+/// - `mask`: `[batch, n_specialists]` (1.0 = active)
+fn active_states(specialists: &[(usize, Tensor<4>)], mask: &Tensor<2>) -> Vec<Tensor<4>> {
+    specialists
+        .iter()
+        .map(|(i, s)| {
+            let [batch, heads, n, _] = s.dims();
+            let active = mask.clone().narrow(1, *i, 1).reshape([batch, 1, 1, 1]);
+            let keep = active.equal_elem(1.0).expand([batch, heads, n, n]);
+            s.clone().mask_fill(keep.bool_not(), 0.0)
+        })
+        .collect()
 }
 
 /// Layer `layer`'s low-rank map `U·Vᵀ` of specialist `i` (concat-project fusion).

@@ -136,30 +136,14 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
         .collect();
     let context_fields = context_fields(table, config);
 
-    // Skeleton: <table> </table>, one <ctx> per context field, and per column
-    // <col> digits </hdr> (plus <hdr> when it has a header).
-    let skeleton = 2
-        + context_fields.len()
-        + (0..n_columns)
-            .map(|i| 2 + decimal_len(i) + usize::from(!headers[i].is_empty()))
-            .sum::<usize>();
-    let over_budget = skeleton > config.max_table_tokens;
-    let mut remaining = config.max_table_tokens.saturating_sub(skeleton);
-
-    let context_demands: Vec<usize> = context_fields
-        .iter()
-        .map(|f| f.len().min(config.max_context_bytes))
-        .collect();
-    let context_caps = fair_shares(&context_demands, remaining / 8);
-    remaining -= context_caps.iter().sum::<usize>();
-
-    let header_demands: Vec<usize> = headers
-        .iter()
-        .map(|h| h.len().min(config.max_header_bytes))
-        .collect();
-    let header_caps = fair_shares(&header_demands, remaining / 2);
-    remaining -= header_caps.iter().sum::<usize>();
-
+    let budget = Budget::of(&context_fields, &headers, config);
+    let (over_budget, skeleton, context_caps, header_caps) = (
+        budget.over,
+        budget.skeleton,
+        &budget.context_caps,
+        &budget.header_caps,
+    );
+    let remaining = budget.remaining;
     let cells_per_column: Vec<Vec<Option<&Cell>>> = table
         .columns
         .iter()
@@ -182,7 +166,7 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
     };
     let tokens = &mut out.table_tokens;
     tokens.push(TABLE_START);
-    for (field, cap) in context_fields.iter().zip(&context_caps) {
+    for (field, cap) in context_fields.iter().zip(context_caps) {
         push_text(tokens, field, *cap);
         tokens.push(CONTEXT_SEP);
     }
@@ -208,6 +192,48 @@ pub fn serialize_table(table: &Table, config: &SerializeConfig) -> SerializedTab
     tokens.push(TABLE_END);
     out.sampled_rows = sampled_rows;
     out
+}
+
+/// How a table's token budget is spent before its cells: the fixed tokens (the skeleton),
+/// each context field's and each header's bytes; what remains is the cells'.
+struct Budget {
+    skeleton: usize,
+    over: bool,
+    context_caps: Vec<usize>,
+    header_caps: Vec<usize>,
+    remaining: usize,
+}
+
+impl Budget {
+    fn of(context_fields: &[&str], headers: &[&str], config: &SerializeConfig) -> Budget {
+        // Skeleton: <table> </table>, one <ctx> per context field, and per column
+        // <col> digits </hdr> (plus <hdr> when it has a header).
+        let skeleton = 2
+            + context_fields.len()
+            + (0..headers.len())
+                .map(|i| 2 + decimal_len(i) + usize::from(!headers[i].is_empty()))
+                .sum::<usize>();
+        let mut remaining = config.max_table_tokens.saturating_sub(skeleton);
+        let context_demands: Vec<usize> = context_fields
+            .iter()
+            .map(|f| f.len().min(config.max_context_bytes))
+            .collect();
+        let context_caps = fair_shares(&context_demands, remaining / 8);
+        remaining -= context_caps.iter().sum::<usize>();
+        let header_demands: Vec<usize> = headers
+            .iter()
+            .map(|h| h.len().min(config.max_header_bytes))
+            .collect();
+        let header_caps = fair_shares(&header_demands, remaining / 2);
+        remaining -= header_caps.iter().sum::<usize>();
+        Budget {
+            skeleton,
+            over: skeleton > config.max_table_tokens,
+            context_caps,
+            header_caps,
+            remaining,
+        }
+    }
 }
 
 /// The context fields a table's read starts with: page title, section title and caption, or
