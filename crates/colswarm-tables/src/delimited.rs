@@ -107,24 +107,7 @@ pub fn read_csv_from_reader(
     id: &str,
     options: &CsvOptions,
 ) -> Result<(Table, ReadReport)> {
-    let mut reader = reader;
-    // The sample is read in full (a decoder may hand out less than a buffer per read), then
-    // put back in front of the rest.
-    let mut sample = Vec::with_capacity(SNIFF_BYTES);
-    (&mut reader)
-        .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut sample)
-        .map_err(|e| TableError::read(path, e))?;
-    let delimiter = match options.delimiter {
-        Delimiter::Byte(b'"') => {
-            return Err(TableError::InvalidOption(
-                "the delimiter cannot be the quote character".into(),
-            ));
-        }
-        Delimiter::Byte(byte) => byte,
-        Delimiter::Detect => detect_delimiter(&sample),
-    };
-    let input = BufReader::with_capacity(SNIFF_BYTES, std::io::Cursor::new(sample).chain(reader));
+    let (input, delimiter) = sniffed(reader, path, options.delimiter)?;
     let mut records = RecordReader::new(input, path, delimiter, options.read);
     let mut record = Vec::new();
     let mut padded_rows = 0;
@@ -175,15 +158,7 @@ pub fn read_csv_from_reader(
         columns.push(Column::new(has_header_row.then(String::new), Vec::new()));
     }
     let sampled_out = rows.seen() - rows.len();
-    for row in rows.into_rows() {
-        let filled = row.len();
-        for (column, text) in columns.iter_mut().zip(row) {
-            column.cells.push(Cell::new(text));
-        }
-        for column in columns.iter_mut().skip(filled) {
-            column.cells.push(Cell::null());
-        }
-    }
+    fill_columns(&mut columns, rows);
     if columns.is_empty() {
         return Err(TableError::EmptyTable { path: path.into() });
     }
@@ -193,6 +168,46 @@ pub fn read_csv_from_reader(
     let mut table = Table::new(id, columns);
     table.context.has_header_row = has_header_row;
     Ok((table, report))
+}
+
+/// The input with its first bytes read ahead and put back, and the delimiter: `choice`, or the
+/// one detected in those bytes.
+fn sniffed(
+    mut reader: impl Read,
+    path: &Path,
+    choice: Delimiter,
+) -> Result<(impl std::io::BufRead, u8)> {
+    // The sample is read in full (a decoder may hand out less than a buffer per read), then
+    // put back in front of the rest.
+    let mut sample = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut sample)
+        .map_err(|e| TableError::read(path, e))?;
+    let delimiter = match choice {
+        Delimiter::Byte(b'"') => {
+            return Err(TableError::InvalidOption(
+                "the delimiter cannot be the quote character".into(),
+            ));
+        }
+        Delimiter::Byte(byte) => byte,
+        Delimiter::Detect => detect_delimiter(&sample),
+    };
+    let input = BufReader::with_capacity(SNIFF_BYTES, std::io::Cursor::new(sample).chain(reader));
+    Ok((input, delimiter))
+}
+
+/// Appends the kept rows' cells to `columns`; a short row's missing cells are nulls.
+fn fill_columns(columns: &mut [Column], rows: RowSample) {
+    for row in rows.into_rows() {
+        let filled = row.len();
+        for (column, text) in columns.iter_mut().zip(row) {
+            column.cells.push(Cell::new(text));
+        }
+        for column in columns.iter_mut().skip(filled) {
+            column.cells.push(Cell::null());
+        }
+    }
 }
 
 /// The data rows kept while reading: all of them, or a uniform reservoir sample.
