@@ -61,39 +61,8 @@ pub fn read_sotab_table_from_reader(
         if text.is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_slice(text).map_err(|source| TableError::Json {
-            path: path.into(),
-            line,
-            source,
-        })?;
-        let Value::Object(object) = value else {
-            return Err(TableError::JsonShape {
-                path: path.into(),
-                line,
-                message: format!("expected an object per row, found {}", json_kind(&value)),
-            });
-        };
-        let mut row = BTreeMap::new();
-        for (key, value) in object {
-            let column: usize = key.parse().map_err(|_| TableError::JsonShape {
-                path: path.into(),
-                line,
-                message: format!("column key `{key}` is not a non-negative integer"),
-            })?;
-            if column >= options.max_columns {
-                return Err(TableError::TooManyColumns {
-                    path: path.into(),
-                    line,
-                    found: column + 1,
-                    limit: options.max_columns,
-                });
-            }
-            width = width.max(column + 1);
-            row.insert(
-                column,
-                json_cell(value, path, line, column, options, &mut report)?,
-            );
-        }
+        let row = json_row(text, (path, line), options, &mut report)?;
+        width = width.max(row.keys().next_back().map_or(0, |&c| c + 1));
         if rows.len() >= options.max_rows {
             return Err(TableError::TooManyRows {
                 path: path.into(),
@@ -118,6 +87,48 @@ pub fn read_sotab_table_from_reader(
         }
     }
     Ok(Table::new(id, columns))
+}
+
+/// One JSON line of a SOTAB table: its cells by column index.
+fn json_row(
+    text: &[u8],
+    (path, line): (&Path, u64),
+    options: &ReadOptions,
+    report: &mut crate::options::ReadReport,
+) -> Result<BTreeMap<usize, Cell>> {
+    let value: Value = serde_json::from_slice(text).map_err(|source| TableError::Json {
+        path: path.into(),
+        line,
+        source,
+    })?;
+    let Value::Object(object) = value else {
+        return Err(TableError::JsonShape {
+            path: path.into(),
+            line,
+            message: format!("expected an object per row, found {}", json_kind(&value)),
+        });
+    };
+    let mut row = BTreeMap::new();
+    for (key, value) in object {
+        let column: usize = key.parse().map_err(|_| TableError::JsonShape {
+            path: path.into(),
+            line,
+            message: format!("column key `{key}` is not a non-negative integer"),
+        })?;
+        if column >= options.max_columns {
+            return Err(TableError::TooManyColumns {
+                path: path.into(),
+                line,
+                found: column + 1,
+                limit: options.max_columns,
+            });
+        }
+        row.insert(
+            column,
+            json_cell(value, path, line, column, options, report)?,
+        );
+    }
+    Ok(row)
 }
 
 /// Reads one line into `buffer` (without the newline), failing once it passes `limit`.
