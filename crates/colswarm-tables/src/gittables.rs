@@ -109,18 +109,7 @@ pub fn read_gittables_parquet(
     })?;
     check_column_chunks(builder.metadata(), file_len).map_err(parquet_error)?;
     check_page_headers(builder.metadata(), &bytes).map_err(parquet_error)?;
-    let metadata_text = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|entries| entries.iter().find(|kv| kv.key == "gittables"))
-        .and_then(|kv| kv.value.clone())
-        .ok_or_else(|| parquet_error("no `gittables` entry in the key-value metadata".into()))?;
-    let metadata = parse_metadata(&metadata_text).map_err(|source| TableError::Json {
-        path: path.into(),
-        line: source.line() as u64,
-        source,
-    })?;
+    let metadata = gittables_metadata(builder.metadata(), path)?;
 
     let schema = builder.schema().clone();
     if schema.fields().len() > options.max_columns {
@@ -168,14 +157,8 @@ pub fn read_gittables_parquet(
             }
         }
     }
-    if let Some(annotation) = annotation
-        && let Some(labels) = metadata.column_labels.get(annotation.key())
-    {
-        for column in &mut columns {
-            if let Some(label) = column.header.as_ref().and_then(|h| labels.get(h)) {
-                column.labels.push(label.clone());
-            }
-        }
+    if let Some(annotation) = annotation {
+        label_columns(&mut columns, &metadata, annotation);
     }
     let id = metadata.table_id.clone().unwrap_or_else(|| {
         path.file_stem()
@@ -185,6 +168,40 @@ pub fn read_gittables_parquet(
     let mut table = Table::new(id, columns);
     table.context.has_header_row = true;
     Ok((table, metadata))
+}
+
+/// The file's `gittables` key-value entry, parsed.
+fn gittables_metadata(metadata: &ParquetMetaData, path: &Path) -> Result<GitTablesMetadata> {
+    let text = metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|entries| entries.iter().find(|kv| kv.key == "gittables"))
+        .and_then(|kv| kv.value.clone())
+        .ok_or_else(|| TableError::Parquet {
+            path: path.into(),
+            message: "no `gittables` entry in the key-value metadata".into(),
+        })?;
+    parse_metadata(&text).map_err(|source| TableError::Json {
+        path: path.into(),
+        line: source.line() as u64,
+        source,
+    })
+}
+
+/// Gives each column the label `annotation` names for its header, if any.
+fn label_columns(
+    columns: &mut [Column],
+    metadata: &GitTablesMetadata,
+    annotation: GitTablesAnnotation,
+) {
+    let Some(labels) = metadata.column_labels.get(annotation.key()) else {
+        return;
+    };
+    for column in columns {
+        if let Some(label) = column.header.as_ref().and_then(|h| labels.get(h)) {
+            column.labels.push(label.clone());
+        }
+    }
 }
 
 thread_local! {
