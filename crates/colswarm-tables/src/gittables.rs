@@ -9,7 +9,9 @@ use std::path::Path;
 
 use arrow_array::Array;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::file::metadata::ParquetMetaData;
 use serde_json::Value;
 
@@ -125,7 +127,29 @@ pub fn read_gittables_parquet(
         .iter()
         .map(|f| Column::new(Some(f.name().clone()), Vec::new()))
         .collect();
-    let mut reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
+    let reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
+    read_cells(reader, &mut columns, path, options)?;
+    if let Some(annotation) = annotation {
+        label_columns(&mut columns, &metadata, annotation);
+    }
+    let id = metadata.table_id.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let mut table = Table::new(id, columns);
+    table.context.has_header_row = true;
+    Ok((table, metadata))
+}
+
+/// Appends every record batch's cells to `columns`, each formatted as text by Arrow; a row
+/// count over `options.max_rows` is an error.
+fn read_cells(
+    mut reader: ParquetRecordBatchReader,
+    columns: &mut [Column],
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<()> {
     let format = FormatOptions::default();
     let mut n_rows = 0usize;
     while let Some(batch) = guarded(path, || {
@@ -140,7 +164,8 @@ pub fn read_gittables_parquet(
                 limit: options.max_rows,
             });
         }
-        for (index, (array, column)) in batch.columns().iter().zip(&mut columns).enumerate() {
+        let pairs = batch.columns().iter().zip(columns.iter_mut());
+        for (index, (array, column)) in pairs.enumerate() {
             let texts = guarded(path, || {
                 let formatter =
                     ArrayFormatter::try_new(array.as_ref(), &format).map_err(|e| e.to_string())?;
@@ -157,17 +182,7 @@ pub fn read_gittables_parquet(
             }
         }
     }
-    if let Some(annotation) = annotation {
-        label_columns(&mut columns, &metadata, annotation);
-    }
-    let id = metadata.table_id.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let mut table = Table::new(id, columns);
-    table.context.has_header_row = true;
-    Ok((table, metadata))
+    Ok(())
 }
 
 /// The file's `gittables` key-value entry, parsed.
