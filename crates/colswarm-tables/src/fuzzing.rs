@@ -494,6 +494,14 @@ fn check_serializer_invariants(table: &Table, config: &SerializeConfig) -> Seria
     }
     assert!(text_runs_are_utf8(tokens));
 
+    check_sampling(table, config, &s);
+    s
+}
+
+/// At most `max_rows` rows sampled, in table order; cells left out, shortened, null or
+/// separated at most the sampled cells.
+fn check_sampling(table: &Table, config: &SerializeConfig, s: &SerializedTable) {
+    let tokens = &s.table_tokens;
     let n_rows = table.n_rows();
     assert_eq!(s.sampled_rows.len(), n_rows.min(config.max_rows));
     assert!(s.sampled_rows.windows(2).all(|w| w[0] < w[1]));
@@ -512,7 +520,6 @@ fn check_serializer_invariants(table: &Table, config: &SerializeConfig) -> Seria
     assert!(s.truncated_cells <= sampled_cells);
     assert!(tokens.iter().filter(|t| **t == NULL_CELL).count() <= sampled_cells);
     assert!(tokens.iter().filter(|t| **t == CELL_SEP).count() <= sampled_cells);
-    s
 }
 
 /// True when `tokens` starts with the ASCII digits of `index` followed by a non-digit.
