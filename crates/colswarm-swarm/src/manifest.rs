@@ -29,9 +29,9 @@ use crate::alignment::{AlignmentProjection, StateShape};
 pub use crate::checksum::sha256_file;
 use crate::error::SwarmError;
 use crate::fusion::{FusionMode, StateFusionConfig};
-use crate::orchestrator::{OrchestratorConfig, Swarm};
+use crate::orchestrator::{Orchestrator, OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
-use crate::word_vectors::WordVectors;
+use crate::word_vectors::{ColumnWordsConfig, WordVectors};
 
 mod format;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -113,6 +113,121 @@ fn resolve(dir: &Path, file: &FileRef) -> PathBuf {
     }
 }
 
+/// The word-vector files of `o` written to `dir`: its projection and the vectors; none when it
+/// reads no word vectors.
+fn save_words(o: &Orchestrator, dir: &Path) -> Result<Option<WordFiles>, SwarmError> {
+    Ok(match (&o.words, o.column_words()) {
+        (None, _) => None,
+        (Some(projection), Some((_, vectors))) => {
+            let path = dir.join("word_vectors.safetensors");
+            vectors.save(&path)?;
+            Some(WordFiles {
+                projection: save_component(projection, dir, "column_words.safetensors")?,
+                vectors: FileRef {
+                    path: "word_vectors.safetensors".into(),
+                    sha256: sha256_file(&path)?,
+                },
+            })
+        }
+        (Some(_), None) => {
+            return Err(SwarmError::Inconsistent(
+                "the model reads word vectors but none are attached".into(),
+            ));
+        }
+    })
+}
+
+/// Verifies a manifest's files: each against its checksum and against the bytes the weights
+/// the config describes need, before anything is allocated (a manifest claiming a 10⁹-wide
+/// head must be refused, not allocated).
+struct Checked<'a> {
+    dir: &'a Path,
+    manifest_path: &'a Path,
+}
+
+impl Checked<'_> {
+    fn mismatch(&self, reason: &str) -> SwarmError {
+        SwarmError::Manifest {
+            path: self.manifest_path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The verified path of `file`, the `what` of `params` parameters.
+    fn file(&self, file: &FileRef, what: &str, params: usize) -> Result<PathBuf, SwarmError> {
+        let path = verify(self.dir, file, what)?;
+        let bytes = std::fs::metadata(&path)
+            .map_err(|source| SwarmError::Io {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        if params as u128 * 4 > u128::from(bytes) {
+            return Err(self.mismatch(&format!(
+                "the config describes {params} parameters for the {what} but {} holds only {bytes} bytes",
+                path.display()
+            )));
+        }
+        Ok(path)
+    }
+
+    /// An optional component: its file exactly when the config asks for it (`config` says how).
+    fn optional(
+        &self,
+        file: &Option<FileRef>,
+        params: Option<usize>,
+        what: &str,
+        config: &str,
+    ) -> Result<Option<PathBuf>, SwarmError> {
+        match (file, params) {
+            (Some(file), Some(params)) => self.file(file, what, params).map(Some),
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(self.mismatch(&format!(
+                "the config {config} but the manifest names no file for the {what}"
+            ))),
+            (Some(_), None) => Err(self.mismatch(&format!(
+                "the manifest names a file for the {what} but the config does not ask for it"
+            ))),
+        }
+    }
+
+    /// The word-vector projection's path, its config and the vectors (`known` when they are
+    /// the same file, already loaded); none when the model reads no word vectors.
+    #[allow(clippy::type_complexity)]
+    fn words(
+        &self,
+        manifest: &SwarmManifest,
+        known: Option<(&str, &Arc<WordVectors>)>,
+    ) -> Result<Option<(PathBuf, ColumnWordsConfig, Arc<WordVectors>)>, SwarmError> {
+        match (&manifest.column_words, manifest.config.column_words) {
+            (Some(files), Some(config)) => {
+                let projection = self.file(
+                    &files.projection,
+                    "word-vector projection",
+                    config.num_params(manifest.config.primary.d_model),
+                )?;
+                let vectors = match known {
+                    Some((sha256, vectors)) if sha256 == files.vectors.sha256 => {
+                        Arc::clone(vectors)
+                    }
+                    _ => Arc::new(WordVectors::load(&verify(
+                        self.dir,
+                        &files.vectors,
+                        "word vectors",
+                    )?)?),
+                };
+                Ok(Some((projection, config, vectors)))
+            }
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(self
+                .mismatch("the config reads word vectors but the manifest names no file for them")),
+            (Some(_), None) => Err(self.mismatch(
+                "the manifest names word-vector files but the config does not read them",
+            )),
+        }
+    }
+}
+
 /// Checks a file against its recorded checksum. Only regular files are read: a manifest naming
 /// a device or a pipe (`/dev/zero`) must not make loading hang.
 fn verify(dir: &Path, file: &FileRef, what: &str) -> Result<PathBuf, SwarmError> {
@@ -171,8 +286,38 @@ impl Swarm {
             path: "primary.safetensors".into(),
             sha256: sha256_file(&primary_path)?,
         };
+        let specialists = self.save_specialists(dir)?;
+        let manifest = SwarmManifest {
+            version: ManifestVersion::V2,
+            config: config.clone(),
+            cta_labels: cta_labels.to_vec(),
+            cpa_labels: cpa_labels.to_vec(),
+            primary,
+            router: save_component(&o.router, dir, "router.safetensors")?,
+            fusion: save_component(&o.fusion, dir, "fusion.safetensors")?,
+            cta_head: save_component(&o.cta, dir, "cta_head.safetensors")?,
+            cpa_head: save_component(&o.cpa, dir, "cpa_head.safetensors")?,
+            column_ngrams: o
+                .ngrams
+                .as_ref()
+                .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
+                .transpose()?,
+            column_words: save_words(o, dir)?,
+            specialists,
+        };
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
+            path: dir.join(MANIFEST_FILE),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&dir.join(MANIFEST_FILE), &json)?;
+        Ok(manifest)
+    }
+
+    /// Each specialist's checkpoint (its own file when it has one, else written to
+    /// `dir/specialists/`) and its alignment, written to `dir`.
+    fn save_specialists(&self, dir: &Path) -> Result<Vec<SpecialistRef>, SwarmError> {
         let mut specialists = Vec::with_capacity(self.specialists.len());
-        for (specialist, alignment) in self.specialists.iter().zip(&o.alignments) {
+        for (specialist, alignment) in self.specialists.iter().zip(&self.orchestrator.alignments) {
             let checkpoint = match specialist.source() {
                 Some((path, sha256)) => FileRef {
                     path: relative_to(path, dir),
@@ -197,48 +342,7 @@ impl Swarm {
                 )?,
             });
         }
-        let manifest = SwarmManifest {
-            version: ManifestVersion::V2,
-            config: config.clone(),
-            cta_labels: cta_labels.to_vec(),
-            cpa_labels: cpa_labels.to_vec(),
-            primary,
-            router: save_component(&o.router, dir, "router.safetensors")?,
-            fusion: save_component(&o.fusion, dir, "fusion.safetensors")?,
-            cta_head: save_component(&o.cta, dir, "cta_head.safetensors")?,
-            cpa_head: save_component(&o.cpa, dir, "cpa_head.safetensors")?,
-            column_ngrams: o
-                .ngrams
-                .as_ref()
-                .map(|e| save_component(e, dir, "column_ngrams.safetensors"))
-                .transpose()?,
-            column_words: match (&o.words, o.column_words()) {
-                (None, _) => None,
-                (Some(projection), Some((_, vectors))) => {
-                    let path = dir.join("word_vectors.safetensors");
-                    vectors.save(&path)?;
-                    Some(WordFiles {
-                        projection: save_component(projection, dir, "column_words.safetensors")?,
-                        vectors: FileRef {
-                            path: "word_vectors.safetensors".into(),
-                            sha256: sha256_file(&path)?,
-                        },
-                    })
-                }
-                (Some(_), None) => {
-                    return Err(SwarmError::Inconsistent(
-                        "the model reads word vectors but none are attached".into(),
-                    ));
-                }
-            },
-            specialists,
-        };
-        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
-            path: dir.join(MANIFEST_FILE),
-            reason: e.to_string(),
-        })?;
-        write_atomically(&dir.join(MANIFEST_FILE), &json)?;
-        Ok(manifest)
+        Ok(specialists)
     }
 
     /// Loads a swarm from its manifest (a `swarm.json` file or the directory holding it),
@@ -282,91 +386,28 @@ impl Swarm {
         // bytes each file holds, before the orchestrator is allocated: a manifest claiming a
         // 10⁹-wide head must be refused, not allocated.
         let params = ComponentParams::of(&manifest.config, &shapes);
-        let checked = |file: &FileRef, what: &str, params: usize| {
-            let path = verify(&dir, file, what)?;
-            let bytes = std::fs::metadata(&path)
-                .map_err(|source| SwarmError::Io {
-                    path: path.clone(),
-                    source,
-                })?
-                .len();
-            if params as u128 * 4 > u128::from(bytes) {
-                return Err(SwarmError::Manifest {
-                    path: manifest_path.clone(),
-                    reason: format!(
-                        "the config describes {params} parameters for the {what} but {} holds only {bytes} bytes",
-                        path.display()
-                    ),
-                });
-            }
-            Ok(path)
+        let checked = Checked {
+            dir: &dir,
+            manifest_path: &manifest_path,
         };
-        let primary = checked(&manifest.primary, "primary", params.primary)?;
-        let router = checked(&manifest.router, "router", params.router)?;
-        let fusion = checked(&manifest.fusion, "fusion", params.fusion)?;
-        let cta = checked(&manifest.cta_head, "CTA head", params.cta)?;
-        let cpa = checked(&manifest.cpa_head, "CPA head", params.cpa)?;
-        let mismatch = |reason: &str| SwarmError::Manifest {
-            path: manifest_path.clone(),
-            reason: reason.into(),
-        };
-        // An optional component: its file exactly when the config asks for it.
-        let optional =
-            |file: &Option<FileRef>, params: Option<usize>, what: &str, config: &str| match (
-                file, params,
-            ) {
-                (Some(file), Some(params)) => checked(file, what, params).map(Some),
-                (None, None) => Ok(None),
-                (None, Some(_)) => Err(mismatch(&format!(
-                    "the config {config} but the manifest names no file for the {what}"
-                ))),
-                (Some(_), None) => Err(mismatch(&format!(
-                    "the manifest names a file for the {what} but the config does not ask for it"
-                ))),
-            };
-        let ngrams = optional(
+        let primary = checked.file(&manifest.primary, "primary", params.primary)?;
+        let router = checked.file(&manifest.router, "router", params.router)?;
+        let fusion = checked.file(&manifest.fusion, "fusion", params.fusion)?;
+        let cta = checked.file(&manifest.cta_head, "CTA head", params.cta)?;
+        let cpa = checked.file(&manifest.cpa_head, "CPA head", params.cpa)?;
+        let ngrams = checked.optional(
             &manifest.column_ngrams,
             params.ngrams,
             "column n-gram embedding",
             "reads column n-grams",
         )?;
-        let words = match (&manifest.column_words, manifest.config.column_words) {
-            (Some(files), Some(config)) => {
-                let projection = checked(
-                    &files.projection,
-                    "word-vector projection",
-                    config.num_params(manifest.config.primary.d_model),
-                )?;
-                let vectors = match known {
-                    Some((sha256, vectors)) if sha256 == files.vectors.sha256 => {
-                        Arc::clone(vectors)
-                    }
-                    _ => Arc::new(WordVectors::load(&verify(
-                        &dir,
-                        &files.vectors,
-                        "word vectors",
-                    )?)?),
-                };
-                Some((projection, config, vectors))
-            }
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(mismatch(
-                    "the config reads word vectors but the manifest names no file for them",
-                ));
-            }
-            (Some(_), None) => {
-                return Err(mismatch(
-                    "the manifest names word-vector files but the config does not read them",
-                ));
-            }
-        };
+        let words = checked.words(&manifest, known)?;
         let alignments = manifest
             .specialists
             .iter()
             .zip(&params.alignments)
             .map(|(s, params)| {
-                checked(
+                checked.file(
                     &s.alignment,
                     &format!("alignment of \"{}\"", s.name),
                     *params,
