@@ -137,6 +137,37 @@ fn save_words(o: &Orchestrator, dir: &Path) -> Result<Option<WordFiles>, SwarmEr
     })
 }
 
+/// `orchestrator` with the weights of its optional parts read from their files: the n-gram
+/// embedding, the word vectors and their projection, and the alignments.
+#[allow(clippy::type_complexity)]
+fn load_optional(
+    mut orchestrator: Orchestrator,
+    (ngrams, words, alignments): (
+        Option<PathBuf>,
+        Option<(PathBuf, ColumnWordsConfig, Arc<WordVectors>)>,
+        &[PathBuf],
+    ),
+    device: &Device,
+) -> Result<Orchestrator, SwarmError> {
+    let open = |path: &Path| CheckpointFile::open(path);
+    if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
+        orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
+    }
+    if let Some((path, config, vectors)) = words {
+        orchestrator = orchestrator.with_word_vectors(Some((config, vectors)), device)?;
+        if let Some(projection) = orchestrator.words.take() {
+            orchestrator.words = Some(open(&path)?.load_into(projection, device)?);
+        }
+    }
+    let initial = std::mem::take(&mut orchestrator.alignments);
+    for (alignment, path) in initial.into_iter().zip(alignments) {
+        orchestrator
+            .alignments
+            .push(open(path)?.load_into(alignment, device)?);
+    }
+    Ok(orchestrator)
+}
+
 /// Verifies a manifest's files: each against its checksum and against the bytes the weights
 /// the config describes need, before anything is allocated (a manifest claiming a 10⁹-wide
 /// head must be refused, not allocated).
@@ -422,21 +453,7 @@ impl Swarm {
         orchestrator.fusion = open(&fusion)?.load_into(orchestrator.fusion, device)?;
         orchestrator.cta = open(&cta)?.load_into(orchestrator.cta, device)?;
         orchestrator.cpa = open(&cpa)?.load_into(orchestrator.cpa, device)?;
-        if let (Some(path), Some(embedding)) = (&ngrams, orchestrator.ngrams.take()) {
-            orchestrator.ngrams = Some(open(path)?.load_into(embedding, device)?);
-        }
-        if let Some((path, config, vectors)) = words {
-            orchestrator = orchestrator.with_word_vectors(Some((config, vectors)), device)?;
-            if let Some(projection) = orchestrator.words.take() {
-                orchestrator.words = Some(open(&path)?.load_into(projection, device)?);
-            }
-        }
-        let initial = std::mem::take(&mut orchestrator.alignments);
-        for (alignment, path) in initial.into_iter().zip(&alignments) {
-            orchestrator
-                .alignments
-                .push(open(path)?.load_into(alignment, device)?);
-        }
+        let orchestrator = load_optional(orchestrator, (ngrams, words, &alignments), device)?;
         Ok((Swarm::new(orchestrator, specialists)?, manifest))
     }
 }
