@@ -9,10 +9,10 @@ use crate::decode::{
 use crate::encode::Columns;
 use crate::encode::Example;
 use crate::error::ModelError;
-use crate::experts::{Expert, average_logits};
+use crate::experts::average_logits;
 use crate::label_names::LabelNames;
 use crate::labels::{Namespace, Task};
-use crate::model::{Model, SpecialistUse, rows_of};
+use crate::model::{Expert, Model, SpecialistUse, rows_of};
 
 /// A label and the model's confidence in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

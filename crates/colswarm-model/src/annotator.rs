@@ -306,11 +306,11 @@ mod tests {
             .build()
             .unwrap();
         let samples = PathBuf::from(format!("{root}datasets/t2d-webtables/samples"));
-        let tables: Vec<Table> = crate::table_files(&[samples])
+        let tables: Vec<Table> = crate::read::table_files(&[samples])
             .unwrap()
             .iter()
             .take(4)
-            .map(|p| crate::read_table(p).unwrap())
+            .map(|p| crate::read::read_table(p).unwrap())
             .collect();
         let together = annotator.embed(&tables).unwrap();
         assert_eq!(together.len(), tables.len());

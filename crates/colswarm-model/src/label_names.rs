@@ -90,7 +90,7 @@ impl LabelNames {
 
     /// The label names of `namespace` where it has a label-name prior to apply; `None` without
     /// one, so that only namespaces with a weight pay for splitting their labels.
-    pub fn of(namespace: &crate::Namespace) -> Option<Self> {
+    pub fn of(namespace: &crate::labels::Namespace) -> Option<Self> {
         namespace
             .label_name_weight
             .map(|_| LabelNames::new(&namespace.labels))

@@ -57,11 +57,11 @@ pub use colswarm_tables::DatasetFormat;
 pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
-pub use experts::{EXPERTS_FILE, Expert, ExpertList, ExpertRef};
+pub use experts::{EXPERTS_FILE, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
-    Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir, load_model_extras,
-    rows_of, save_model_extras,
+    Expert, Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir,
+    load_model_extras, rows_of, save_model_extras,
 };
 pub use progress::{Progress, format_duration};
 pub use read::{
