@@ -462,6 +462,48 @@ pub fn rows_of(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     values.chunks(n).map(<[f32]>::to_vec).collect()
 }
 
+/// The n-grams `expert` reads where they differ from `primary`'s (`None`: the primary's); an
+/// error when it reads tables otherwise than the primary in any other way.
+fn expert_ngrams(expert: &Model, primary: &Model) -> Result<Option<NgramConfig>, String> {
+    let (own, primary) = (
+        featurizer(&expert.swarm.orchestrator),
+        featurizer(&primary.swarm.orchestrator),
+    );
+    if own.ngrams.is_some() != primary.ngrams.is_some() {
+        return Err(format!(
+            "it reads n-grams as {:?}, the primary as {:?}: both or neither must read them",
+            own.ngrams, primary.ngrams
+        ));
+    }
+    let same_words = match (&own.words, &primary.words) {
+        (None, None) => true,
+        (Some((a, va)), Some((b, vb))) => a == b && (Arc::ptr_eq(va, vb) || va == vb),
+        _ => false,
+    };
+    if !same_words {
+        return Err(
+            "it does not read the primary's word vectors with the primary's settings".into(),
+        );
+    }
+    Ok(own.ngrams.filter(|_| own.ngrams != primary.ngrams))
+}
+
+/// `(expert label, primary label)` flat indices of the labels of `task` both spaces know.
+fn shared_labels(expert: &LabelSpace, primary: &LabelSpace, task: Task) -> Vec<(usize, usize)> {
+    let primary_labels = primary.flat(task);
+    expert
+        .flat(task)
+        .iter()
+        .enumerate()
+        .filter_map(|(e, label)| {
+            primary_labels
+                .iter()
+                .position(|p| p == label)
+                .map(|p| (e, p))
+        })
+        .collect()
+}
+
 /// A loaded expert: its model and where its labels sit among the primary's.
 #[derive(Clone, Debug)]
 pub struct Expert {
@@ -510,42 +552,8 @@ impl Expert {
                 model.serialize, primary.serialize
             )));
         }
-        let (own, primary_features) = (
-            featurizer(&model.swarm.orchestrator),
-            featurizer(&primary.swarm.orchestrator),
-        );
-        if own.ngrams.is_some() != primary_features.ngrams.is_some() {
-            return Err(refuse(format!(
-                "it reads n-grams as {:?}, the primary as {:?}: both or neither must read them",
-                own.ngrams, primary_features.ngrams
-            )));
-        }
-        let own_ngrams = own.ngrams.filter(|_| own.ngrams != primary_features.ngrams);
-        let same_words = match (&own.words, &primary_features.words) {
-            (None, None) => true,
-            (Some((a, va)), Some((b, vb))) => a == b && (Arc::ptr_eq(va, vb) || va == vb),
-            _ => false,
-        };
-        if !same_words {
-            return Err(refuse(
-                "it does not read the primary's word vectors with the primary's settings".into(),
-            ));
-        }
-        let shared = |task: Task| -> Vec<(usize, usize)> {
-            let primary_labels = primary.space.flat(task);
-            model
-                .space
-                .flat(task)
-                .iter()
-                .enumerate()
-                .filter_map(|(e, label)| {
-                    primary_labels
-                        .iter()
-                        .position(|p| p == label)
-                        .map(|p| (e, p))
-                })
-                .collect()
-        };
+        let own_ngrams = expert_ngrams(&model, primary).map_err(refuse)?;
+        let shared = |task: Task| shared_labels(&model.space, &primary.space, task);
         let (cta, cpa) = (shared(Task::Cta), shared(Task::Cpa));
         if cta.is_empty() && cpa.is_empty() {
             return Err(refuse(
