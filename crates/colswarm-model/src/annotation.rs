@@ -339,25 +339,7 @@ impl Model {
                 };
                 knows(Task::Cta, w.cta) || knows(Task::Cpa, w.cpa)
             });
-            let gates: Vec<(f32, bool)> = (0..examples.len())
-                .map(|b| {
-                    // Reported as the primary's doubt, so that a higher gate opens, as the
-                    // router's do.
-                    let (gate, unsure) = match expert.open_below {
-                        Some(p) => {
-                            let confidence = self.confidence(expert, outputs, b, examples[b]);
-                            (1.0 - confidence, confidence < p)
-                        }
-                        None => (1.0, true),
-                    };
-                    let opened = match specialists {
-                        SpecialistUse::Router => unsure,
-                        SpecialistUse::All => true,
-                        SpecialistUse::Off => false,
-                    };
-                    (gate, asked && opened)
-                })
-                .collect();
+            let gates = self.expert_gates(expert, examples, outputs, specialists, asked);
             for (table, gate) in outputs.gates.iter_mut().zip(&gates) {
                 table.push(*gate);
             }
@@ -384,37 +366,39 @@ impl Model {
             };
             reads.push((expert, slot, out));
         }
-        for (b, example) in examples.iter().enumerate() {
-            let opened: Vec<_> = reads
-                .iter()
-                .filter_map(|(expert, slot, out)| Some((*expert, slot[b]?, out.as_ref()?)))
-                .collect();
-            if opened.is_empty() {
-                continue;
-            }
-            for c in 0..example.columns.len() {
-                let others: Vec<_> = opened
-                    .iter()
-                    .map(|(e, j, out)| {
-                        let own = out.cta[out.row_start[*j] + c].as_slice();
-                        (own, e.label_map(Task::Cta))
-                    })
-                    .collect();
-                average_logits(&mut outputs.cta[outputs.row_start[b] + c], &others);
-            }
-            for (i, (_, _, row)) in outputs.cpa[b].iter_mut().enumerate() {
-                // An expert without relations scores no pairs.
-                let others: Vec<_> = opened
-                    .iter()
-                    .filter_map(|(e, j, out)| {
-                        let (_, _, own) = out.cpa.get(*j)?.get(i)?;
-                        Some((own.as_slice(), e.label_map(Task::Cpa)))
-                    })
-                    .collect();
-                average_logits(row, &others);
-            }
-        }
+        average_reads(&reads, examples, outputs);
         Ok(())
+    }
+
+    /// Per table: `expert`'s gate (the primary's doubt in its namespaces, 1 for an expert that
+    /// always opens) and whether it opens, as `specialists` says; never when not `asked`.
+    fn expert_gates(
+        &self,
+        expert: &Expert,
+        examples: &[&Example],
+        outputs: &Outputs,
+        specialists: SpecialistUse,
+        asked: bool,
+    ) -> Vec<(f32, bool)> {
+        (0..examples.len())
+            .map(|b| {
+                // Reported as the primary's doubt, so that a higher gate opens, as the
+                // router's do.
+                let (gate, unsure) = match expert.open_below {
+                    Some(p) => {
+                        let confidence = self.confidence(expert, outputs, b, examples[b]);
+                        (1.0 - confidence, confidence < p)
+                    }
+                    None => (1.0, true),
+                };
+                let opened = match specialists {
+                    SpecialistUse::Router => unsure,
+                    SpecialistUse::All => true,
+                    SpecialistUse::Off => false,
+                };
+                (gate, asked && opened)
+            })
+            .collect()
     }
 
     /// The primary's least confident answer on table `b` in `expert`'s namespaces: the lowest,
@@ -437,6 +421,43 @@ impl Model {
             .iter()
             .map(|(_, _, row)| best(Task::Cpa, row));
         columns.chain(pairs).fold(1.0, f32::min)
+    }
+}
+
+/// What an expert read: each table's place in its output (`None`: not read) and the output.
+type ExpertRead<'a> = (&'a Expert, Vec<Option<usize>>, Option<Outputs>);
+
+/// Averages each expert's logits into `outputs` on the tables it read, label by label.
+fn average_reads(reads: &[ExpertRead<'_>], examples: &[&Example], outputs: &mut Outputs) {
+    for (b, example) in examples.iter().enumerate() {
+        let opened: Vec<_> = reads
+            .iter()
+            .filter_map(|(expert, slot, out)| Some((*expert, slot[b]?, out.as_ref()?)))
+            .collect();
+        if opened.is_empty() {
+            continue;
+        }
+        for c in 0..example.columns.len() {
+            let others: Vec<_> = opened
+                .iter()
+                .map(|(e, j, out)| {
+                    let own = out.cta[out.row_start[*j] + c].as_slice();
+                    (own, e.label_map(Task::Cta))
+                })
+                .collect();
+            average_logits(&mut outputs.cta[outputs.row_start[b] + c], &others);
+        }
+        for (i, (_, _, row)) in outputs.cpa[b].iter_mut().enumerate() {
+            // An expert without relations scores no pairs.
+            let others: Vec<_> = opened
+                .iter()
+                .filter_map(|(e, j, out)| {
+                    let (_, _, own) = out.cpa.get(*j)?.get(i)?;
+                    Some((own.as_slice(), e.label_map(Task::Cpa)))
+                })
+                .collect();
+            average_logits(row, &others);
+        }
     }
 }
 
@@ -471,6 +492,32 @@ fn with_expert_ngrams(
         .collect()
 }
 
+/// A column's types in namespace `ns` from its probabilities: the decoded labels (none where
+/// the namespace abstains), best first, and the `top_k`.
+fn type_annotation(ns: &Namespace, probs: Vec<f32>, options: &AnnotateOptions) -> TypeAnnotation {
+    let abstained = options.abstain && abstains(ns, &probs);
+    let predicted = if abstained {
+        Vec::new()
+    } else {
+        decode(ns, &probs)
+    };
+    let probs = hierarchy_probs(ns, probs);
+    let mut labels: Vec<Scored> = predicted
+        .into_iter()
+        .map(|j| Scored {
+            label: ns.labels[j].clone(),
+            confidence: probs[j],
+        })
+        .collect();
+    labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    TypeAnnotation {
+        namespace: ns.name.clone(),
+        labels,
+        top_k: top_k(ns, &probs, options.top_k),
+        abstained,
+    }
+}
+
 impl Outputs {
     pub(crate) fn table(
         &self,
@@ -493,27 +540,7 @@ impl Outputs {
                         let ns = &model.space.cta[*i];
                         let header = ns.prior_header(header, c, subject);
                         let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
-                        let abstained = options.abstain && abstains(ns, &probs);
-                        let predicted = if abstained {
-                            Vec::new()
-                        } else {
-                            decode(ns, &probs)
-                        };
-                        let probs = hierarchy_probs(ns, probs);
-                        let mut labels: Vec<Scored> = predicted
-                            .into_iter()
-                            .map(|j| Scored {
-                                label: ns.labels[j].clone(),
-                                confidence: probs[j],
-                            })
-                            .collect();
-                        labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
-                        TypeAnnotation {
-                            namespace: ns.name.clone(),
-                            labels,
-                            top_k: top_k(ns, &probs, k),
-                            abstained,
-                        }
+                        type_annotation(ns, probs, options)
                     })
                     .collect();
                 let relations = self.cpa[b]
