@@ -7,7 +7,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use colswarm_model::TableAnnotation;
 
-use crate::ArrowError;
+use crate::error::ArrowError;
 
 /// The schema of [`annotations_to_record_batch`]: one row per predicted label.
 ///

@@ -6,7 +6,7 @@ use colswarm_model::Annotator;
 use colswarm_model::TableAnnotation;
 use colswarm_tables::{Cell, Column, Table};
 
-use crate::ArrowError;
+use crate::error::ArrowError;
 
 /// How a record batch becomes tables.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
 };
 
-use crate::ArrowError;
+use crate::error::ArrowError;
 
 /// Distinct values kept per column unless [`AnnotateColumn::sample_size`] says otherwise.
 pub const DEFAULT_SAMPLE_SIZE: usize = 256;

@@ -15,9 +15,10 @@ use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 use colswarm_tables::Table;
 
+use crate::device_arg::DeviceArg;
 use crate::evaluate::specialist_use;
 use crate::shard::Shard;
-use crate::{DeviceArg, Stdout};
+use crate::stdout::Stdout;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub(crate) enum Output {

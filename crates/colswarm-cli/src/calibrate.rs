@@ -17,7 +17,7 @@ use colswarm_model::{LABELS_FILE, Model, Namespace, SpecialistUse, Task};
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
-use crate::DeviceArg;
+use crate::device_arg::DeviceArg;
 use crate::evaluate::load_model;
 
 #[derive(Args, Debug)]

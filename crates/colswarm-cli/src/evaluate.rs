@@ -12,7 +12,7 @@ use colswarm_eval::{
 };
 use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, cta_kind};
 
-use crate::DeviceArg;
+use crate::device_arg::DeviceArg;
 
 #[derive(Args, Debug)]
 pub(crate) struct EvalArgs {

@@ -10,8 +10,8 @@ use colswarm_model::{Expert, ExpertList, ExpertRef, Model, Task};
 use colswarm_swarm::manifest::MANIFEST_FILE;
 use serde_json::Value;
 
-use crate::DeviceArg;
 use crate::calibrate::copy_model_dir;
+use crate::device_arg::DeviceArg;
 use crate::evaluate::load_model;
 
 #[derive(Args, Debug)]

@@ -1,88 +1,34 @@
 //! `colswarm`: train, evaluate and run sigmoid-routed RWKV-7 swarms that annotate table columns.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use burn::tensor::Device;
-use clap::{Args, Parser, Subcommand};
-use colswarm_rwkv::DeviceChoice;
+use clap::{Parser, Subcommand};
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`colswarm … |
 /// head`): `main` then exits quietly.
 macro_rules! out {
     ($($arg:tt)*) => {
-        writeln!($crate::Stdout::lock(), $($arg)*)?
+        writeln!($crate::stdout::Stdout::lock(), $($arg)*)?
     };
 }
 
 mod annotate;
 mod calibrate;
+mod device_arg;
 mod evaluate;
 mod expert;
 mod fine_tune;
 mod pretrain;
 mod probe;
 mod shard;
+mod stdout;
 mod train;
 
 use annotate::{AnnotateArgs, BenchArgs, EmbedArgs, InspectArgs};
 use evaluate::{BaselineArgs, CompareArgs, EvalArgs};
+use stdout::StdoutError;
 use train::{AverageArgs, TrainArgs, TrainRouterArgs};
-
-/// `--device`, shared by every command that runs a model.
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct DeviceArg {
-    /// Where the model runs: cpu, wgpu, cuda or auto (the fastest this build and machine
-    /// have). GPU backends are in builds with `--features wgpu` (or `cuda`).
-    #[arg(long = "device", value_name = "DEVICE", default_value_t = DeviceChoice::Cpu)]
-    choice: DeviceChoice,
-}
-
-impl DeviceArg {
-    /// Opens the device, or says in one line how to get it.
-    pub(crate) fn open(self) -> Result<Device> {
-        Ok(self.choice.device()?)
-    }
-}
-
-/// Standard output whose write errors are marked as its own, so that `main` tells a reader
-/// that went away (`| head`) from a failed write to a file.
-pub(crate) struct Stdout(std::io::StdoutLock<'static>);
-
-impl Stdout {
-    pub(crate) fn lock() -> Self {
-        Stdout(std::io::stdout().lock())
-    }
-}
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).map_err(StdoutError::mark)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(StdoutError::mark)
-    }
-}
-
-/// A failed write to standard output (the payload of the `io::Error` [`Stdout`] returns).
-#[derive(Debug)]
-struct StdoutError(std::io::Error);
-
-impl StdoutError {
-    fn mark(error: std::io::Error) -> std::io::Error {
-        std::io::Error::new(error.kind(), StdoutError(error))
-    }
-}
-
-impl std::fmt::Display for StdoutError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "writing to standard output: {}", self.0)
-    }
-}
-
-impl std::error::Error for StdoutError {}
 
 #[derive(Parser, Debug)]
 #[command(name = "colswarm", version, about, long_about = None)]

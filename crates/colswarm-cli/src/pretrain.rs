@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use colswarm_train::{Objective, PretrainConfig, PretrainOptions, pretrain};
 
-use crate::DeviceArg;
+use crate::device_arg::DeviceArg;
 
 #[derive(Args, Debug)]
 pub(crate) struct PretrainArgs {

@@ -8,7 +8,7 @@ use colswarm_eval::write_predictions;
 use colswarm_model::Model;
 use colswarm_train::{ProbeConfig, SpecialistSpec, probe};
 
-use crate::DeviceArg;
+use crate::device_arg::DeviceArg;
 use crate::train::specs;
 
 #[derive(Args, Debug)]

@@ -10,7 +10,7 @@ use colswarm_train::{
     TrainOptions, train, train_router,
 };
 
-use crate::DeviceArg;
+use crate::device_arg::DeviceArg;
 
 #[derive(Args, Debug)]
 pub(crate) struct AverageArgs {

@@ -221,7 +221,7 @@ struct RowSample {
 impl RowSample {
     fn new(limit: Option<usize>, id: &str) -> Self {
         // FNV-1a of the id: the same file samples the same rows on every run.
-        let seed = crate::fnv1a(id.as_bytes());
+        let seed = crate::fnv::fnv1a(id.as_bytes());
         RowSample {
             limit,
             rows: Vec::new(),

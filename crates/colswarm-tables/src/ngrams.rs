@@ -332,7 +332,7 @@ fn merge(mut pairs: SparseFeatures) -> SparseFeatures {
 }
 
 /// A column's non-null cells, in row order.
-fn non_null(column: &Column) -> impl Iterator<Item = &crate::Cell> {
+fn non_null(column: &Column) -> impl Iterator<Item = &crate::cell::Cell> {
     column.cells.iter().filter(|c| !c.is_null())
 }
 
@@ -363,7 +363,7 @@ fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Cell;
+    use crate::cell::Cell;
 
     fn column(header: Option<&str>, cells: &[&str]) -> Column {
         Column::new(

@@ -56,7 +56,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Cell;
+    use crate::cell::Cell;
 
     #[test]
     fn splits_on_anything_but_letters_and_digits() {

@@ -20,7 +20,7 @@ pub use backend::ActivationBackend;
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// `σ(x) = 1 / (1 + e⁻ˣ)`, element-wise: the fused kernel for `f32` on a plain Flex device,
 /// burn's `sigmoid` elsewhere (autodiff included, so it stays differentiable).

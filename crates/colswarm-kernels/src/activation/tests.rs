@@ -3,7 +3,7 @@
 use burn::tensor::{Device, Tensor};
 
 use super::{sigmoid_with, tanh_with};
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
 const TOL: f32 = 1e-6;
@@ -100,7 +100,7 @@ fn the_plain_entry_points_fall_back_on_a_cube_device() {
         let beta = tensor(vec![0.0, 0.1, -0.1], [3], device);
         let y = super::sigmoid(x.clone())
             + super::tanh(x.clone())
-            + crate::layer_norm(x, gamma, beta, 1e-5);
+            + crate::layer_norm::layer_norm(x, gamma, beta, 1e-5);
         Tensor::<2>::from_data(y.into_data(), &Device::flex())
     };
     assert!(rel_err(run(&gpu), run(&cpu)) < 1e-5);

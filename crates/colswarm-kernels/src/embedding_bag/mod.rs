@@ -20,7 +20,7 @@ pub use backend::EmbeddingBagBackend;
 use burn::backend::Dispatch;
 use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData};
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// Row `r` of the result: `Σ value · weight[bucket]` over the `(bucket, value)` pairs of
 /// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` on a plain Flex device, the

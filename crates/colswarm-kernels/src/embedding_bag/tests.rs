@@ -4,7 +4,7 @@ use burn::tensor::{Device, Tensor};
 use rand::Rng;
 
 use super::embedding_bag_with;
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
 const TOL: f32 = 1e-6;

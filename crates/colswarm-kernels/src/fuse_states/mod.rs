@@ -20,7 +20,7 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, TensorMetadata};
 use burn::tensor::{Shape, Tensor};
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// Fuses per-agent states: `Σ_agents weights · states`.
 ///

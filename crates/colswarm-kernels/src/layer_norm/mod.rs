@@ -17,7 +17,7 @@ pub use backend::LayerNormBackend;
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// `(x − μ) / √(σ² + ε) ⊙ gamma + beta`, with the mean `μ` and the biased variance `σ²` over
 /// the last dimension, as `burn::nn::LayerNorm` computes it: the fused kernel for `f32` on a

@@ -16,7 +16,7 @@ pub use backend::LinearBackend;
 use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// `x · weight`: the kernel on Flex for `f32`, the backend's matrix product elsewhere.
 /// Differentiable w.r.t. both.

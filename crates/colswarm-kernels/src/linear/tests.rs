@@ -3,7 +3,7 @@
 use burn::tensor::{Device, Tensor};
 
 use super::linear_with;
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
 const TOL: f32 = 1e-5;

@@ -33,7 +33,7 @@ pub use reference::wkv7_reference;
 use burn::backend::Dispatch;
 use burn::tensor::{Shape, Tensor};
 
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 
 /// Steps between two states stored by the fused training forward; the backward recomputes
 /// the states inside each such chunk.

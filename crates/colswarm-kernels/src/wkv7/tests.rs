@@ -8,7 +8,7 @@ use burn::tensor::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
 use super::{WKV7_CHECKPOINT_INTERVAL, wkv7, wkv7_with};
-use crate::KernelImpl;
+use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
 const TOL: f32 = 1e-4;
