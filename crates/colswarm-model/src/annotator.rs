@@ -226,25 +226,21 @@ impl Annotator {
     /// # Ok::<(), colswarm_model::ModelError>(())
     /// ```
     pub fn embed(&self, tables: &[Table]) -> Result<Vec<TableEmbedding>, ModelError> {
-        let width = self.model.swarm.orchestrator.primary.d_model();
         let mut embedded = Vec::with_capacity(tables.len());
         for pass in tables.chunks(self.options.batch_size.max(1)) {
             let examples = self.model.encode(pass, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
-            // Each row: the column's representation, then the CTA logits.
-            let mut rows = rows_of(self.model.column_features(&refs)?).into_iter();
+            let out = self.model.forward(&refs, SpecialistUse::Off)?;
+            let mut rows = rows_of(out.columns).into_iter();
             for (table, example) in pass.iter().zip(&examples) {
                 let columns = example
                     .columns
                     .iter()
                     .zip(rows.by_ref())
-                    .map(|(&index, mut row)| {
-                        row.truncate(width);
-                        ColumnEmbedding {
-                            index,
-                            header: table.columns[index].header.clone(),
-                            vector: row,
-                        }
+                    .map(|(&index, row)| ColumnEmbedding {
+                        index,
+                        header: table.columns[index].header.clone(),
+                        vector: row,
                     })
                     .collect();
                 embedded.push(TableEmbedding {
