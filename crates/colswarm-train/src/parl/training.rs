@@ -19,8 +19,8 @@ use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
     Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROLLOUT_STREAM, Retention, RunDir,
-    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_reports, epoch_order,
-    resume, rng_for,
+    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_evaluation,
+    dev_reports, epoch_order, resume, rng_for,
 };
 
 /// Refuses configurations that cannot run.
@@ -103,38 +103,18 @@ impl Stage for Parl<'_> {
     fn evaluate(&mut self, swarm: &Swarm) -> Result<Evaluation, TrainError> {
         let batch_size = self.config.optimizer.batch_size * 4;
         let reports = dev_reports(swarm, self.space, self.serialize, self.dev, batch_size)?;
-        let mut entry = serde_json::Map::new();
-        if reports.is_empty() {
-            return Ok(Evaluation {
-                score: None,
-                event: "dev",
-                entry,
-                summary: None,
-            });
+        let mut evaluation = dev_evaluation(&reports, "dev");
+        if !reports.is_empty() {
+            let rate =
+                reports.iter().map(|r| r.activation_rate).sum::<f64>() / reports.len() as f64;
+            self.last_rate = Some(rate);
+            evaluation
+                .entry
+                .insert("activation_rate".into(), rate.into());
         }
-        let n = reports.len() as f64;
-        let score = reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / n;
-        let rate = reports.iter().map(|r| r.activation_rate).sum::<f64>() / n;
-        self.last_rate = Some(rate);
-        entry.insert("activation_rate".into(), rate.into());
-        entry.insert(
-            "dev".into(),
-            reports
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
-                        "macro_f1": r.f1.macro_f1, "activation_rate": r.activation_rate,
-                    })
-                })
-                .collect(),
-        );
-        Ok(Evaluation {
-            score: Some(score),
-            event: "dev",
-            entry,
-            summary: None,
-        })
+        // The progress line of a step schedule says nothing of the dev sets.
+        evaluation.summary = None;
+        Ok(evaluation)
     }
 }
 

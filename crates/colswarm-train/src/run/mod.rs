@@ -211,6 +211,37 @@ pub(crate) fn resume(
     })
 }
 
+/// A stage's dev evaluation from its reports: the mean micro-F1 (none without dev sets), one
+/// log object per set and a progress line; `event` names a step schedule's log entry.
+pub(crate) fn dev_evaluation(reports: &[EvalReport], event: &'static str) -> Evaluation {
+    let score = (!reports.is_empty())
+        .then(|| reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64);
+    let mut entry = serde_json::Map::new();
+    if !reports.is_empty() {
+        let sets = reports.iter().map(|r| {
+            serde_json::json!({
+                "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
+                "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
+                "activation_rate": r.activation_rate,
+            })
+        });
+        entry.insert("dev".into(), sets.collect());
+    }
+    let summary = (!reports.is_empty()).then(|| {
+        let sets: Vec<String> = reports
+            .iter()
+            .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
+            .collect();
+        sets.join(", ")
+    });
+    Evaluation {
+        score,
+        event,
+        entry,
+        summary,
+    }
+}
+
 /// Scores the dev sets with threshold routing, one report per set (a run's score is their mean
 /// micro-F1).
 pub fn dev_reports(

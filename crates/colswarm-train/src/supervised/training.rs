@@ -24,8 +24,8 @@ use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
     Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROUTING_STREAM, Retention, RunDir,
-    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_reports, epoch_order,
-    resume, rng_for,
+    RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_evaluation,
+    dev_reports, epoch_order, resume, rng_for,
 };
 
 // The loading of a specialist spec is behaviour, so it lives here rather than with the
@@ -305,34 +305,7 @@ impl Stage for Supervised<'_> {
             &data.dev,
             batch_size,
         )?;
-        let score = (!reports.is_empty())
-            .then(|| reports.iter().map(|r| r.f1.micro_f1).sum::<f64>() / reports.len() as f64);
-        let mut entry = serde_json::Map::new();
-        entry.insert(
-            "dev".into(),
-            reports
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "namespace": r.namespace, "task": r.task, "micro_f1": r.f1.micro_f1,
-                        "macro_f1": r.f1.macro_f1, "n_columns": r.n_columns,
-                    })
-                })
-                .collect(),
-        );
-        let summary = (!reports.is_empty()).then(|| {
-            let dev: Vec<String> = reports
-                .iter()
-                .map(|r| format!("{} {} micro-F1 {:.3}", r.namespace, r.task, r.f1.micro_f1))
-                .collect();
-            dev.join(", ")
-        });
-        Ok(Evaluation {
-            score,
-            event: "epoch",
-            entry,
-            summary,
-        })
+        Ok(dev_evaluation(&reports, "epoch"))
     }
 }
 
