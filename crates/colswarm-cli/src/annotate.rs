@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, Model, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, read_table_from,
-    read_table_with, table_files,
+    Annotator, ExpertList, Model, Progress, ReadTableOptions, SpecialistUse, TableAnnotation,
+    read_table_from, read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -281,8 +281,12 @@ fn inspect_model_dir(manifest_path: &Path) -> Result<()> {
         files.push(("specialist", &s.checkpoint));
         files.push(("alignment", &s.alignment));
     }
+    let experts = ExpertList::load(dir)?;
+    if let Some(routing) = &experts.routing {
+        files.push(("routing", routing));
+    }
     out!("model directory {}", dir.display());
-    print_parts(&manifest, model)?;
+    print_parts(&manifest, model, experts.routing.is_some())?;
     print_reading(&manifest, model)?;
     let mut total = 0;
     for (what, file) in files {
@@ -304,7 +308,7 @@ fn inspect_model_dir(manifest_path: &Path) -> Result<()> {
 }
 
 /// The primary, the specialists and the experts, with their shapes.
-fn print_parts(manifest: &SwarmManifest, model: &Model) -> Result<()> {
+fn print_parts(manifest: &SwarmManifest, model: &Model, trained: bool) -> Result<()> {
     out!(
         "primary: d_model {} layers {} head size {} ({} parameters)",
         manifest.config.primary.d_model,
@@ -324,9 +328,13 @@ fn print_parts(manifest: &SwarmManifest, model: &Model) -> Result<()> {
     }
     for e in &model.experts {
         let p = &e.model.swarm.orchestrator.primary;
-        let opens = e.open_below.map_or("on every table".to_string(), |p| {
-            format!("where the primary's confidence in its labels is below {p}")
-        });
+        let opens = if trained {
+            "where the trained router opens it".to_string()
+        } else {
+            e.open_below.map_or("on every table".to_string(), |p| {
+                format!("where the primary's confidence in its labels is below {p} (the untrained router's rule)")
+            })
+        };
         // Only where they differ from the primary's (line `column:` below).
         let own = e.model.swarm.orchestrator.column_ngrams().copied();
         let ngrams = match own {

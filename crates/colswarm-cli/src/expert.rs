@@ -1,6 +1,6 @@
 //! `add-expert`: puts a model trained on one benchmark's tables alone beside a model's primary,
-//! as a domain expert whose logits are averaged into the primary's
-//! ([`colswarm_model::experts`]).
+//! as a domain expert that the experts' router opens and whose logits are mixed into the
+//! primary's ([`colswarm_model::expert_routing`]).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -29,10 +29,10 @@ pub(crate) struct AddExpertArgs {
     /// of adding it to --model in place.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The expert opens on a table where the model's least confident answer in the expert's
+    /// The rule the router's gate for the expert starts from (until `train-router` trains it):
+    /// it opens on a table where the model's least confident answer in the expert's
     /// namespaces (the best label's probability, over the table's columns and relations) is
-    /// below this probability; without it, on every table. Choose it on held-out tables
-    /// (docs/TRAINING.md): the lowest that keeps the expert's gain.
+    /// below this probability; without it, on every table.
     #[arg(long, value_name = "PROBABILITY")]
     open_below: Option<f32>,
     #[command(flatten)]
@@ -90,6 +90,14 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
         dir: relative,
         open_below: args.open_below,
     });
+    // A trained routing gains a gate for the expert (its rule) and keeps the others'.
+    if list.routing.is_some() {
+        let mut grown = primary;
+        grown.push_expert(expert.clone());
+        if let Some(routing) = &grown.expert_routing {
+            list.routing = Some(routing.save(&dir)?);
+        }
+    }
     list.save(&dir)?;
 
     // What was written loads, checksums and all.

@@ -1,5 +1,6 @@
 //! Domain experts: whole models trained on one benchmark's tables alone, frozen beside the
-//! swarm, whose label logits are averaged into the primary's for the labels both know.
+//! swarm, whose label logits are mixed into the primary's for the labels both know where the
+//! router opens them ([`crate::expert_routing`]).
 //!
 //! A primary trained on every benchmark at once fits each a little worse than a model trained
 //! on that benchmark alone, and two models trained apart err apart: averaging their logits is
@@ -14,6 +15,7 @@
 use std::path::Path;
 
 use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::manifest::FileRef;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -29,9 +31,10 @@ pub struct ExpertRef {
     pub name: String,
     /// Its model directory, relative to the primary's.
     pub dir: String,
-    /// The expert opens on a table where the primary's least confident answer in the
-    /// expert's namespaces (the best label's probability, over the table's columns and
-    /// relations) is below this; absent: on every table.
+    /// The confidence rule the router starts from: the expert opens on a table where the
+    /// primary's least confident answer in the expert's namespaces (the best label's
+    /// probability, over the table's columns and relations) is below this; absent: on every
+    /// table. Once the list holds a trained [`ExpertList::routing`], the router decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_below: Option<f32>,
 }
@@ -40,8 +43,12 @@ pub struct ExpertRef {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpertList {
-    /// The experts, in the order their logits are averaged.
+    /// The experts, in router order.
     pub experts: Vec<ExpertRef>,
+    /// The trained router and logit mix ([`crate::expert_routing::ExpertRouting`]); absent:
+    /// the experts' confidence rules and the plain average.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<FileRef>,
 }
 
 impl ExpertList {
@@ -80,46 +87,9 @@ impl ExpertList {
     }
 }
 
-/// One expert's logits for a column or pair, with its `(expert label, primary label)` map.
-pub(crate) type ExpertRow<'a> = (&'a [f32], &'a [(usize, usize)]);
-
-/// Replaces each of the primary's logits in `row` by the mean of it and the logits the experts
-/// give the same label. A label no expert knows keeps the primary's logit.
-pub(crate) fn average_logits(row: &mut [f32], others: &[ExpertRow<'_>]) {
-    let mut count = vec![1u16; row.len()];
-    for (logits, map) in others {
-        for &(e, p) in *map {
-            row[p] += logits[e];
-            count[p] += 1;
-        }
-    }
-    for (value, n) in row.iter_mut().zip(count) {
-        if n > 1 {
-            *value /= f32::from(n);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn logits_are_averaged_over_the_models_that_know_the_label() {
-        let mut row = vec![1.0, 2.0, 3.0];
-        let a = [5.0, 7.0];
-        let b = [-3.0];
-        average_logits(&mut row, &[(&a, &[(0, 0), (1, 2)]), (&b, &[(0, 0)])]);
-        // Label 0: all three; label 1: the primary alone; label 2: primary and first expert.
-        assert_eq!(row, vec![1.0, 2.0, 5.0]);
-    }
-
-    #[test]
-    fn no_experts_leave_the_row_as_it_is() {
-        let mut row = vec![0.25, -1.5];
-        average_logits(&mut row, &[]);
-        assert_eq!(row, vec![0.25, -1.5]);
-    }
 
     #[test]
     fn a_missing_list_is_empty_and_a_saved_one_reads_back() {
@@ -131,6 +101,7 @@ mod tests {
                 dir: "experts/gittables".into(),
                 open_below: Some(0.9),
             }],
+            routing: None,
         };
         list.save(dir.path()).unwrap();
         assert_eq!(ExpertList::load(dir.path()).unwrap(), list);

@@ -34,10 +34,12 @@ mod annotator;
 mod decode;
 mod encode;
 mod error;
+pub mod expert_routing;
 pub mod experts;
 pub mod label_names;
 mod labels;
 mod model;
+mod prediction;
 mod progress;
 mod read;
 
@@ -46,8 +48,8 @@ pub use added_head::{
     added_features, mix_logits,
 };
 pub use annotation::{
-    AnnotateOptions, ColumnAnnotation, GateAnnotation, Outputs, RelationAnnotation, Scored,
-    TableAnnotation, TypeAnnotation, Wanted,
+    AnnotateOptions, ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TableAnnotation,
+    TypeAnnotation,
 };
 pub use annotator::{
     Annotator, AnnotatorBuilder, AnnotatorDevice, ColumnEmbedding, TableEmbedding,
@@ -57,12 +59,14 @@ pub use colswarm_tables::DatasetFormat;
 pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
+pub use expert_routing::{ExpertRouting, ROUTING_FILE};
 pub use experts::{EXPERTS_FILE, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
     Expert, Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir,
     load_model_extras, rows_of, save_model_extras,
 };
+pub use prediction::{ExpertOutputs, ExpertReads, Outputs, Wanted};
 pub use progress::{Progress, format_duration};
 pub use read::{
     ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,

@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 use crate::added_head::{AddedHead, AddedNamespace, NgramScorer, added_features};
 use crate::encode::{Columns, Example, Featurizer, encode, featurizer, to_batch};
 use crate::error::ModelError;
+use crate::expert_routing::ExpertRouting;
 use crate::experts::ExpertList;
 use crate::labels::{Activation, LABELS_FILE, LabelSpace, Task};
+use crate::prediction::Wanted;
 
 /// File name of the serialization settings inside a model directory.
 pub const SERIALIZE_FILE: &str = "serialize.json";
@@ -152,8 +154,11 @@ pub struct Model {
     pub space: LabelSpace,
     /// Its serialization settings.
     pub serialize: SerializeSettings,
-    /// Its domain experts ([`crate::experts`]), in the order their logits are averaged.
+    /// Its domain experts ([`crate::experts`]), in router order.
     pub experts: Vec<Expert>,
+    /// Who among the experts reads a table and how much each counts; `Some` when it has
+    /// experts.
+    pub expert_routing: Option<ExpertRouting>,
     /// The heads of the CTA namespaces added by fine-tuning ([`crate::added_head`]), in
     /// label-space order; their logits follow the shared head's in every row.
     pub added_heads: Vec<AddedNamespace>,
@@ -304,6 +309,7 @@ impl Model {
             space,
             serialize,
             experts: Vec::new(),
+            expert_routing: None,
         };
         // The experts usually read the primary's own word-vector file: loaded once.
         let vectors = manifest
@@ -311,14 +317,43 @@ impl Model {
             .as_ref()
             .zip(model.swarm.orchestrator.column_words())
             .map(|(files, (_, vectors))| (files.vectors.sha256.clone(), Arc::clone(vectors)));
-        for expert in ExpertList::load(dir)?.experts {
+        let list = ExpertList::load(dir)?;
+        for expert in &list.experts {
             let expert_dir = dir.join(&expert.dir);
             let known = vectors.as_ref().map(|(sha256, v)| (sha256.as_str(), v));
             let loaded = Model::load_sharing(&expert_dir, device, known)?;
             let expert = Expert::new(&expert.name, loaded, expert.open_below, &model, &expert_dir)?;
             model.experts.push(expert);
         }
+        model.expert_routing = ExpertRouting::of(
+            dir,
+            &list,
+            (manifest.config.primary.d_model, &model.space),
+            device,
+        )?;
         Ok(model)
+    }
+
+    /// Adds `expert` after the others: the router gives it a gate that follows its confidence
+    /// rule ([`ExpertRouting::with_expert`]) and the others keep theirs.
+    pub fn push_expert(&mut self, expert: Expert) {
+        let d_model = self.swarm.orchestrator.primary.d_model();
+        self.expert_routing = Some(match &self.expert_routing {
+            Some(routing) => routing.with_expert(expert.open_below),
+            None => ExpertRouting::from_rule(
+                d_model,
+                &[expert.open_below],
+                crate::expert_routing::mixed_namespaces(&self.space),
+                &self.swarm.orchestrator.device(),
+            ),
+        });
+        self.experts.push(expert);
+    }
+
+    /// Removes every expert and their routing: the primary alone (with its specialists).
+    pub fn clear_experts(&mut self) {
+        self.experts.clear();
+        self.expert_routing = None;
     }
 
     /// The names of everything that can be opened beside the primary: its specialists in
@@ -616,8 +651,15 @@ impl Expert {
         self.own_ngrams.as_ref()
     }
 
-    /// `(expert label, primary label)` pairs of `task`.
-    pub(crate) fn label_map(&self, task: Task) -> &[(usize, usize)] {
+    /// Whether it knows a label of one of the `wanted` namespaces.
+    pub fn knows_any(&self, wanted: Wanted<'_>) -> bool {
+        let knows = |task, asked: &[usize]| self.namespaces(task).iter().any(|n| asked.contains(n));
+        knows(Task::Cta, wanted.cta) || knows(Task::Cpa, wanted.cpa)
+    }
+
+    /// `(expert label, primary label)` flat pairs of `task`: the labels it shares with the
+    /// primary.
+    pub fn label_map(&self, task: Task) -> &[(usize, usize)] {
         match task {
             Task::Cta => &self.cta,
             Task::Cpa => &self.cpa,
@@ -714,12 +756,12 @@ mod tests {
 
         let device = Device::default();
         let mut primary = Model::load(shipped, &device).unwrap();
-        primary.experts.clear();
+        primary.clear_experts();
         let expert = Model::load(&dir, &device).unwrap();
         let joined = Expert::new("t2d-neighbours", expert.clone(), None, &primary, &dir).unwrap();
         assert!(joined.own_ngrams().is_some_and(|n| n.neighbours));
         let bare = primary.clone();
-        primary.experts.push(joined);
+        primary.push_expert(joined);
 
         let rows = [
             ["Rushmore", "Wes Anderson", "1998"],

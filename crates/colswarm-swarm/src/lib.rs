@@ -17,6 +17,7 @@ mod checksum;
 mod error;
 mod fusion;
 mod heads;
+mod logit_mix;
 pub mod manifest;
 mod ngram_embedding;
 mod orchestrator;
@@ -31,6 +32,7 @@ pub use batch::TableBatch;
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};
+pub use logit_mix::{LogitMix, LogitMixConfig, MixInput, mix_row};
 pub use ngram_embedding::{ColumnNgramsConfig, NgramEmbedding};
 pub use orchestrator::{
     HeadSkip, Orchestrator, OrchestratorConfig, Routing, SpecialistStates, Swarm, SwarmOutput,

@@ -165,6 +165,9 @@ pub struct SwarmOutput {
     pub cpa_logits: Option<Tensor<2>>,
     /// The routing decision.
     pub router: RouterDecision,
+    /// The primary's pooled read of each table ([`TableRead::pooled`]), `[batch, d_model]`:
+    /// what routers downstream of the heads read.
+    pub pooled: Tensor<2>,
     /// Stage-by-stage work of the batch, in tokens (its longest table's): the primary's read,
     /// the active specialists' reads in parallel, the queries; critical vs serial steps.
     pub steps: TableSteps,
@@ -479,7 +482,7 @@ impl Orchestrator {
     pub fn output(
         &self,
         columns: Tensor<2>,
-        router: RouterDecision,
+        (read, router): (&TableRead, RouterDecision),
         steps: TableSteps,
     ) -> SwarmOutput {
         SwarmOutput {
@@ -487,6 +490,7 @@ impl Orchestrator {
             cpa_logits: None,
             columns,
             router,
+            pooled: read.pooled.clone(),
             steps,
         }
     }
@@ -635,7 +639,7 @@ impl Swarm {
             StageSteps::with_subtasks(0, &active),
             StageSteps::main_only(query_tokens as u64),
         ]);
-        let mut out = self.orchestrator.output(columns, decision, steps);
+        let mut out = self.orchestrator.output(columns, (read, decision), steps);
         let pairs = batch.cpa_rows();
         if !pairs.is_empty() {
             out.cpa_logits = Some(self.orchestrator.cpa_logits(&out, &pairs));

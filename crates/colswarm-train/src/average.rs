@@ -196,6 +196,10 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
         for expert in &experts.experts {
             copy_model_dir(&inputs[0].join(&expert.dir), &temp.join(&expert.dir))?;
         }
+        if let Some(routing) = &experts.routing {
+            let (from, to) = (inputs[0].join(&routing.path), temp.join(&routing.path));
+            std::fs::copy(&from, &to).map_err(|e| TrainError::io(&from, e))?;
+        }
     }
     if out.exists() {
         return Err(TrainError::Run {
@@ -249,6 +253,10 @@ impl Averaged<'_> {
         }
         if expert_manifests(dir)? != self.experts {
             return Err(differs("other domain experts"));
+        }
+        let routing = |dir: &Path| -> Result<_, TrainError> { Ok(ExpertList::load(dir)?.routing) };
+        if routing(dir)? != routing(self.dir)? {
+            return Err(differs("another routing of the domain experts"));
         }
         Ok(())
     }

@@ -91,7 +91,7 @@ pub(super) fn parl_step(
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
         let columns =
             orchestrator.columns(&fused, &batch, &read, &specialist_states, &decision.active);
-        let out = orchestrator.output(columns, decision.clone(), TableSteps::default());
+        let out = orchestrator.output(columns, (&read, decision.clone()), TableSteps::default());
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
             rolled.stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
             rolled.supervised.push(losses.total);

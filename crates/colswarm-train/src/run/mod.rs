@@ -261,6 +261,7 @@ pub fn dev_reports(
         space: space.clone(),
         serialize: *serialize,
         experts: Vec::new(),
+        expert_routing: None,
         added_heads: Vec::new(),
     };
     dev.iter()
