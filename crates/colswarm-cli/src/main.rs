@@ -49,7 +49,8 @@ enum Command {
     Pretrain(pretrain::PretrainArgs),
     /// Linear probes: what a model's and its specialists' frozen column representations know.
     Probe(probe::ProbeArgs),
-    /// The PARL stage: trains the router (and orchestrator) of a model with frozen specialists.
+    /// The PARL stage: trains the router (and orchestrator) of a model with frozen specialists,
+    /// or, with `--experts`, the router and logit mix of its domain experts.
     TrainRouter(TrainRouterArgs),
     /// Scores a model on labelled data: micro / macro / weighted F1 and a per-label report.
     Eval(EvalArgs),

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use colswarm_train::{
-    DataSpec, OptimizerSettings, ParlConfig, ParlOptions, Recipe, RunSettings, SpecialistSpec,
-    TrainOptions, train, train_router,
+    DataSpec, ExpertRoutingConfig, ExpertRoutingOptions, OptimizerSettings, ParlConfig,
+    ParlOptions, Recipe, RunSettings, SpecialistSpec, TrainOptions, train, train_expert_routing,
+    train_router,
 };
 
 use crate::device_arg::DeviceArg;
@@ -75,9 +76,15 @@ pub(crate) struct TrainArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct TrainRouterArgs {
-    /// Model directory from `colswarm train` with specialists.
+    /// Model directory from `colswarm train`: with specialists, or with domain experts
+    /// (`--experts`).
     #[arg(long)]
     model: PathBuf,
+    /// Train the router that opens the model's domain experts and the logit mix that weighs
+    /// them (everything else frozen), instead of the specialists' router and the orchestrator.
+    /// Give it tables the model and its experts were not trained on.
+    #[arg(long)]
+    experts: bool,
     /// Training set (repeatable), as for `train`.
     #[arg(long = "train", required = true)]
     train: Vec<String>,
@@ -87,17 +94,18 @@ pub(crate) struct TrainRouterArgs {
     /// Run directory.
     #[arg(long)]
     out: PathBuf,
-    /// Optimizer steps.
-    #[arg(long, default_value_t = ParlConfig::default().steps)]
-    steps: usize,
+    /// Optimizer steps [default: 200; with --experts 300].
+    #[arg(long)]
+    steps: Option<usize>,
     /// Rollouts (sampled router masks) per table.
     #[arg(long, default_value_t = ParlConfig::default().rollouts)]
     rollouts: usize,
-    #[arg(long, default_value_t = ParlConfig::default().optimizer.batch_size)]
-    batch_size: usize,
-    /// Learning rate of every trained weight (router, fusion, alignments, primary and heads).
-    #[arg(long, default_value_t = ParlConfig::default().optimizer.learning_rate)]
-    lr: f64,
+    /// Tables per step [default: 4; with --experts 16].
+    #[arg(long)]
+    batch_size: Option<usize>,
+    /// Learning rate of every trained weight [default: 2e-4; with --experts 1e-2].
+    #[arg(long)]
+    lr: Option<f64>,
     /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
     #[arg(long, default_value = "aegir")]
     schedule: String,
@@ -106,6 +114,16 @@ pub(crate) struct TrainRouterArgs {
     /// activated specialist finishes).
     #[arg(long)]
     step_budget: Option<u64>,
+    /// With --experts: subtracted from a rollout's reward for each expert it opens.
+    #[arg(long, default_value_t = ExpertRoutingConfig::default().read_cost)]
+    read_cost: f64,
+    /// With --experts: keep the model's router and train the mix alone.
+    #[arg(long)]
+    mix_only: bool,
+    /// With --experts: start every weight of the mix at this θ (0: the primary alone, 1: the
+    /// plain average) instead of the model's own.
+    #[arg(long)]
+    mix_start: Option<f64>,
     /// Evaluate on the dev sets every N steps (0: only after the last).
     #[arg(long, default_value_t = ParlConfig::default().eval_every)]
     eval_every: usize,
@@ -204,18 +222,21 @@ pub(crate) fn cmd_train(args: TrainArgs) -> Result<()> {
 }
 
 pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
+    if args.experts {
+        return cmd_route_experts(args);
+    }
     let defaults = ParlConfig::default();
     let mut config = ParlConfig {
         model: args.model,
         train: specs(&args.train)?,
         dev: specs(&args.dev)?,
-        steps: args.steps,
+        steps: args.steps.unwrap_or(defaults.steps),
         eval_every: args.eval_every,
         rollouts: args.rollouts,
         schedule: args.schedule.parse()?,
         optimizer: OptimizerSettings {
-            batch_size: args.batch_size,
-            learning_rate: args.lr,
+            batch_size: args.batch_size.unwrap_or(defaults.optimizer.batch_size),
+            learning_rate: args.lr.unwrap_or(defaults.optimizer.learning_rate),
             ..defaults.optimizer
         },
         run: RunSettings {
@@ -230,6 +251,41 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
         device: Some(args.device.open()?),
     };
     let summary = train_router(&config, &args.out, &options)?;
+    out!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+/// `train-router --experts`: the experts' router and logit mix.
+fn cmd_route_experts(args: TrainRouterArgs) -> Result<()> {
+    let defaults = ExpertRoutingConfig::default();
+    let mut config = ExpertRoutingConfig {
+        model: args.model,
+        train: specs(&args.train)?,
+        dev: specs(&args.dev)?,
+        steps: args.steps.unwrap_or(defaults.steps),
+        eval_every: args.eval_every,
+        rollouts: args.rollouts,
+        schedule: args.schedule.parse()?,
+        read_cost: args.read_cost,
+        train_router: !args.mix_only,
+        mix_start: args.mix_start,
+        optimizer: OptimizerSettings {
+            batch_size: args.batch_size.unwrap_or(defaults.optimizer.batch_size),
+            learning_rate: args.lr.unwrap_or(defaults.optimizer.learning_rate),
+            ..defaults.optimizer
+        },
+        run: RunSettings {
+            seed: args.seed,
+            ..defaults.run
+        },
+        ..defaults
+    };
+    config.reward.step_budget = args.step_budget;
+    let options = ExpertRoutingOptions {
+        progress: !args.quiet,
+        device: Some(args.device.open()?),
+    };
+    let summary = train_expert_routing(&config, &args.out, &options)?;
     out!("{}", serde_json::to_string_pretty(&summary)?);
     Ok(())
 }

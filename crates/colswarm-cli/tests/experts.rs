@@ -299,3 +299,85 @@ fn experts_that_cannot_stand_beside_the_primary_are_refused_and_nothing_is_writt
     let err = refused(format!("x={}", shipped.display()), &[]);
     assert!(err.contains("no specialists"), "{err}");
 }
+
+/// `train-router --experts` trains the router and the mix of the shipped model's experts on a
+/// few T2D tables: the model it writes carries the trained routing (and annotates); a finished
+/// run asked again rebuilds the same model from its last checkpoint; `--mix-only` keeps the
+/// router's decisions.
+#[test]
+fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
+    let data = t2d_subset(8);
+    let work = tempfile::tempdir().unwrap();
+    let shipped = root().join("models/colswarm-small");
+    let train = format!("t2d=t2d:{}", data.path().display());
+    let route = |out: &Path, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "train-router",
+            "--experts",
+            "--quiet",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--train",
+            &train,
+            "--steps",
+            "6",
+            "--eval-every",
+            "3",
+            "--batch-size",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        serde_json::from_str(&stdout(&colswarm(&args))).unwrap()
+    };
+    let run = work.path().join("run");
+    let summary = route(&run, &[]);
+    assert_eq!(summary["steps"], 6);
+    let model = run.join("model");
+    assert_eq!(Path::new(summary["model_dir"].as_str().unwrap()), model);
+    let routing = json(&model.join("experts.json"))["routing"].clone();
+    assert_eq!(routing["path"], "expert_routing.safetensors", "{routing}");
+    let said = stdout(&colswarm(&["inspect", model.to_str().unwrap()]));
+    assert!(said.contains("where the trained router opens it"), "{said}");
+    stdout(&colswarm(&[
+        "annotate",
+        "--model",
+        model.to_str().unwrap(),
+        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
+    ]));
+    let log = std::fs::read_to_string(run.join("log.jsonl")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"event\":\"step\"") && l.contains("\"gain\"")),
+        "{log}"
+    );
+
+    // Asked again, the finished run writes the same model from its last checkpoint.
+    let trained = std::fs::read(model.join("expert_routing.safetensors")).unwrap();
+    std::fs::remove_dir_all(&model).unwrap();
+    route(&run, &[]);
+    assert_eq!(
+        std::fs::read(model.join("expert_routing.safetensors")).unwrap(),
+        trained
+    );
+
+    // The mix alone: every table opens exactly the experts the shipped model opens.
+    let mix_only = work.path().join("mix-only");
+    route(&mix_only, &["--mix-only", "--mix-start", "0"]);
+    let rates = |dir: &Path| -> serde_json::Value {
+        let report: serde_json::Value = serde_json::from_str(&stdout(&colswarm(&[
+            "eval",
+            "--model",
+            dir.to_str().unwrap(),
+            "--format",
+            "t2d",
+            "--input",
+            data.path().to_str().unwrap(),
+            "--json",
+        ])))
+        .unwrap();
+        report["routing"]["specialists"].clone()
+    };
+    assert_eq!(rates(&mix_only.join("model")), rates(&shipped));
+}

@@ -25,6 +25,19 @@ pub struct Outputs {
     pub gates: Vec<Vec<(f32, bool)>>,
 }
 
+impl Outputs {
+    /// The outputs of table `b` alone, for a batch of `rows` columns per table (`examples`).
+    pub fn one_table(&self, b: usize, columns: usize) -> Outputs {
+        let start = self.row_start[b];
+        Outputs {
+            cta: self.cta[start..start + columns].to_vec(),
+            cpa: vec![self.cpa[b].clone()],
+            row_start: vec![0],
+            gates: vec![self.gates.get(b).cloned().unwrap_or_default()],
+        }
+    }
+}
+
 impl std::fmt::Debug for Outputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Outputs")

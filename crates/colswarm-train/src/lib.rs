@@ -8,6 +8,8 @@
 //!   and data-parallel replicas ([`TrainOptions::devices`]);
 //! - the PARL stage ([`train_router`], [`ParlConfig`]) that trains the router with frozen
 //!   specialists;
+//! - the experts' routing ([`train_expert_routing`], [`ExpertRoutingConfig`]): the router that
+//!   opens a model's domain experts and the mix that weighs them, with PARL's reward;
 //! - pretraining of knowledge specialists ([`pretrain`], [`PretrainConfig`]) on a corpus of
 //!   gazetteers, unlabelled tables and a teacher's embeddings ([`KnowledgeCorpus`]);
 //! - linear probes of frozen column representations on labelled data ([`probe`]);
@@ -32,6 +34,7 @@
 mod average;
 mod data_parallel;
 mod error;
+mod expert_routing;
 mod fine_tune;
 mod param_ids;
 mod parl;
@@ -45,6 +48,9 @@ pub use average::{average_last_epochs, average_model_dirs, average_modules};
 pub use colswarm_model::{Activation, LabelSpace, Namespace, Task};
 pub use colswarm_tables::DataSpec;
 pub use error::TrainError;
+pub use expert_routing::{
+    ExpertRoutingConfig, ExpertRoutingOptions, ExpertRoutingSummary, train_expert_routing,
+};
 pub use fine_tune::{FineTuneConfig, FineTuneReport, fine_tune, partial_dir};
 pub use parl::{ParlConfig, ParlOptions, ParlSummary, ScheduleChoice, train_router};
 pub use pretrain::{

@@ -23,7 +23,7 @@ pub struct Losses {
 /// namespace. Softmax is the default for multi-label sets too: without column n-grams a small
 /// byte-level model trained with sigmoids settled on the label priors (loss ≈ the entropy of
 /// the label frequencies) and never discriminated.
-fn namespace_loss(
+pub(crate) fn namespace_loss(
     logits: &Tensor<2>,
     rows: &[usize],
     namespace: &Namespace,

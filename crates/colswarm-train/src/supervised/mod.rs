@@ -35,5 +35,5 @@ pub use config::{
     DataSettings, LossSettings, ModelSettings, Regularization, SpecialistSpec, Stopping,
     TrainConfig, TrainOptions, TrainSummary,
 };
-pub(crate) use loss::supervised_loss;
+pub(crate) use loss::{namespace_loss, supervised_loss};
 pub use training::train;

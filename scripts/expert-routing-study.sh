@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Does a trained router and logit mix beat the confidence rule and the plain average? On
+# GitTables' four folds, with the models of scripts/gittables-cross-validation.sh (fold K's
+# model and GitTables expert were trained on the other three folds, so neither saw fold K):
+# fold K's tables are cut in two by the hash split (parts 0,1 and parts 2,3,4); the routing is
+# trained on one half with `train-router --experts` (a fixed number of steps, no dev set: no
+# setting is chosen on scored tables) and scores the other, and the other way round. Every
+# table is scored once per arm; the predictions of the eight halves are pooled and compared
+# table by table (`colswarm compare`) with the rule (the expert opens where the primary's least
+# confident column is below 0.95, its logits averaged in) and the primary alone.
+# Arms, each trained with seeds 1, 2, 3:
+#   trained  the router and the mix from the rule and the average;
+#   from-0   the router from the rule, the mix from the identity (θ = 0);
+#   mix-0    the rule kept as the router, the mix alone trained from the identity;
+# Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
+# STEPS default 300; TRAIN_ARGS adds flags to train-router, e.g. "--lr 1e-3"; BIN as in the other
+# scripts). About two minutes on the 2-core machine; rerunning keeps what exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CV=${CV:-runs/gittables-cv}
+OUT=${OUT:-runs/expert-routing}
+BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
+STEPS=${STEPS:-300}
+G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
+mkdir -p "$OUT"
+HALVES=("0,1|2,3,4" "2,3,4|0,1")
+
+# eval NAME MODEL K PARTS [FLAGS]: predictions of MODEL on fold K's PARTS.
+score() {
+  local name=$1 model=$2 k=$3 parts=$4
+  shift 4
+  local file="$OUT/$name-fold$k-$parts.jsonl"
+  [ -s "$file" ] && return
+  $BIN --threads 1 eval --model "$model" --format sato-cv --input "${G}$k.csv.gz" \
+    --split "folds=$parts" --json --predictions "$file.partial" "$@" >/dev/null
+  mv "$file.partial" "$file"
+}
+
+for k in 0 1 2 3; do
+  for half in "${HALVES[@]}"; do
+    IFS='|' read -r fit scored <<< "$half"
+    score alone "$CV/swarm$k" "$k" "$scored" --no-specialists
+    score rule "$CV/swarm$k" "$k" "$scored"
+    for seed in 1 2 3; do
+      for arm in trained from-0 mix-0; do
+        run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
+        extra=()
+        [ "$arm" = from-0 ] && extra=(--mix-start 0)
+        [ "$arm" = mix-0 ] && extra=(--mix-start 0 --mix-only)
+        if [ ! -d "$run/model" ]; then
+          $BIN --threads 1 train-router --experts --quiet --model "$CV/swarm$k" \
+            --train "gittables=sato-cv:${G}$k.csv.gz#folds=$fit" --steps "$STEPS" \
+            --eval-every 0 --seed "$seed" "${extra[@]}" ${TRAIN_ARGS:-} --out "$run" >/dev/null
+        fi
+        score "$arm-seed$seed" "$run/model" "$k" "$scored"
+      done
+    done
+  done
+done
+
+pool() { cat "$OUT"/$1-fold?-*.jsonl >"$OUT/$1-all.jsonl"; }
+pool alone
+pool rule
+for seed in 1 2 3; do
+  for arm in trained from-0 mix-0; do pool "$arm-seed$seed"; done
+done
+for seed in 1 2 3; do
+  for arm in trained from-0 mix-0; do
+    echo "$arm seed $seed against the rule: $($BIN compare "$OUT/$arm-seed$seed-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
+  done
+done
+echo "rule against the primary alone: $($BIN compare "$OUT/rule-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
