@@ -12,6 +12,8 @@
 #   trained  the router and the mix from the rule and the average;
 #   from-0   the router from the rule, the mix from the identity (θ = 0);
 #   mix-0    the rule kept as the router, the mix alone trained from the identity;
+#   attend   the rule kept as the router, the average, and a column attention (width 16,
+#            its gate closed at the start) trained with the mix;
 # Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
 # STEPS default 300; TRAIN_ARGS adds flags to train-router, e.g. "--lr 1e-3"; BIN as in the other
 # scripts). About two minutes on the 2-core machine; rerunning keeps what exists.
@@ -42,11 +44,12 @@ for k in 0 1 2 3; do
     score alone "$CV/swarm$k" "$k" "$scored" --no-specialists
     score rule "$CV/swarm$k" "$k" "$scored"
     for seed in 1 2 3; do
-      for arm in trained from-0 mix-0; do
+      for arm in trained from-0 mix-0 attend; do
         run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
         extra=()
         [ "$arm" = from-0 ] && extra=(--mix-start 0)
         [ "$arm" = mix-0 ] && extra=(--mix-start 0 --mix-only)
+        [ "$arm" = attend ] && extra=(--mix-only --column-attention 16)
         if [ ! -d "$run/model" ]; then
           $BIN --threads 1 train-router --experts --quiet --model "$CV/swarm$k" \
             --train "gittables=sato-cv:${G}$k.csv.gz#folds=$fit" --steps "$STEPS" \
@@ -62,10 +65,10 @@ pool() { cat "$OUT"/$1-fold?-*.jsonl >"$OUT/$1-all.jsonl"; }
 pool alone
 pool rule
 for seed in 1 2 3; do
-  for arm in trained from-0 mix-0; do pool "$arm-seed$seed"; done
+  for arm in trained from-0 mix-0 attend; do pool "$arm-seed$seed"; done
 done
 for seed in 1 2 3; do
-  for arm in trained from-0 mix-0; do
+  for arm in trained from-0 mix-0 attend; do
     echo "$arm seed $seed against the rule: $($BIN compare "$OUT/$arm-seed$seed-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
   done
 done

@@ -93,7 +93,7 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
     // A trained routing gains a gate for the expert (its rule) and keeps the others'.
     if list.routing.is_some() {
         let mut grown = primary;
-        grown.push_expert(expert.clone());
+        grown.push_expert(expert.clone())?;
         if let Some(routing) = &grown.expert_routing {
             list.routing = Some(routing.save(&dir)?);
         }

@@ -16,7 +16,10 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::init::ParamFactory;
 use colswarm_swarm::manifest::{FileRef, sha256_file};
-use colswarm_swarm::{LogitMix, LogitMixConfig, SpecialistRouter, SpecialistRouterConfig};
+use colswarm_swarm::{
+    ColumnAttention, ColumnAttentionConfig, LogitMix, LogitMixConfig, SpecialistRouter,
+    SpecialistRouterConfig,
+};
 
 use crate::error::ModelError;
 use crate::experts::ExpertList;
@@ -37,6 +40,9 @@ pub struct ExpertRouting {
     pub router: SpecialistRouter,
     /// Per namespace (the shared CTA head's, then CPA's), each expert's weight.
     pub mix: LogitMix,
+    /// Column fusion before the heads answer again: each column attends to the open experts'
+    /// readings of it ([`ColumnAttention`]); `None`: the logit mix alone.
+    pub attention: Option<ColumnAttention>,
 }
 
 impl ExpertRouting {
@@ -68,13 +74,27 @@ impl ExpertRouting {
         let mix = LogitMixConfig::new(namespaces, n)
             .with_initial_weight(1.0)
             .init(device);
-        ExpertRouting { router, mix }
+        ExpertRouting {
+            router,
+            mix,
+            attention: None,
+        }
     }
 
     /// This routing with one more expert, last: its gate follows `open_below` (as in
     /// [`ExpertRouting::from_rule`]) and reads nothing else, its weight in the mix is 1; the
     /// other experts' gates and weights are kept and do not read its confidence.
-    pub fn with_expert(&self, open_below: Option<f32>) -> Self {
+    ///
+    /// A routing with column attention is refused: the new expert has no trained projections
+    /// and would change every answer through the shared softmax; train the routing again.
+    pub fn with_expert(&self, open_below: Option<f32>) -> Result<Self, ModelError> {
+        if self.attention.is_some() {
+            return Err(ModelError::Encoding(
+                "the experts' routing has column attention, which an added expert would change: \
+                 add the expert, then train the routing again (train-router --experts)"
+                    .into(),
+            ));
+        }
         let device = self.router.gate.weight.device();
         let n = self.experts();
         let d_model = self.router.gate.weight.shape().dims::<2>()[0] - n;
@@ -120,7 +140,11 @@ impl ExpertRouting {
             vec![self.mix.weight.val(), rule.mix.weight.val()],
             1,
         ));
-        ExpertRouting { router, mix }
+        Ok(ExpertRouting {
+            router,
+            mix,
+            attention: None,
+        })
     }
 
     /// Number of experts routed.
@@ -149,7 +173,10 @@ impl ExpertRouting {
     pub fn load(
         dir: &Path,
         file: &FileRef,
-        (d_model, experts, namespaces): (usize, usize, usize),
+        ((d_model, experts, namespaces), attention): (
+            (usize, usize, usize),
+            Option<&ColumnAttentionConfig>,
+        ),
         device: &Device,
     ) -> Result<Self, ModelError> {
         let path = dir.join(&file.path);
@@ -163,7 +190,8 @@ impl ExpertRouting {
                 ),
             });
         }
-        let empty = Self::from_rule(d_model, &vec![None; experts], namespaces, device);
+        let mut empty = Self::from_rule(d_model, &vec![None; experts], namespaces, device);
+        empty.attention = attention.map(|config| config.init(0, device));
         Ok(CheckpointFile::open(&path)?.load_into(empty, device)?)
     }
 
@@ -172,7 +200,7 @@ impl ExpertRouting {
     pub fn of(
         dir: &Path,
         list: &ExpertList,
-        (d_model, space): (usize, &LabelSpace),
+        (d_model, space, widths): (usize, &LabelSpace, &[usize]),
         device: &Device,
     ) -> Result<Option<Self>, ModelError> {
         if list.experts.is_empty() {
@@ -181,8 +209,11 @@ impl ExpertRouting {
         let namespaces = mixed_namespaces(space);
         let routing = match &list.routing {
             Some(file) => {
+                let attention = list.column_attention.map(|a| {
+                    ColumnAttentionConfig::new(d_model, widths.to_vec()).with_d_attention(a)
+                });
                 let shape = (d_model, list.experts.len(), namespaces);
-                Self::load(dir, file, shape, device)?
+                Self::load(dir, file, (shape, attention.as_ref()), device)?
             }
             None => {
                 let rules: Vec<Option<f32>> = list.experts.iter().map(|e| e.open_below).collect();
@@ -262,7 +293,7 @@ mod tests {
             routing.router.gate.weight.map(|_| {
                 Tensor::from_data(TensorData::new(vec![3.0f32, 0.0, -20.0], [3, 1]), &device)
             });
-        let grown = routing.with_expert(Some(0.9));
+        let grown = routing.with_expert(Some(0.9)).unwrap();
         assert_eq!(grown.experts(), 2);
         let pooled = vec![1.0, 0.0, 0.0, 0.0];
         // Table 0: pooled 1 lifts the first gate above its rule (σ(3 + 10 − 20·0.6) > ½).
@@ -279,7 +310,7 @@ mod tests {
         let device = Device::flex();
         let routing = ExpertRouting::from_rule(2, &[Some(0.5)], 3, &device);
         let file = routing.save(dir.path()).unwrap();
-        let loaded = ExpertRouting::load(dir.path(), &file, (2, 1, 3), &device).unwrap();
+        let loaded = ExpertRouting::load(dir.path(), &file, ((2, 1, 3), None), &device).unwrap();
         let confidence = vec![vec![0.4], vec![0.6]];
         let pooled = vec![0.0; 4];
         assert_eq!(
@@ -290,7 +321,8 @@ mod tests {
             sha256: "0".repeat(64),
             ..file
         };
-        let error = ExpertRouting::load(dir.path(), &wrong, (2, 1, 3), &device).unwrap_err();
+        let error =
+            ExpertRouting::load(dir.path(), &wrong, ((2, 1, 3), None), &device).unwrap_err();
         assert!(error.to_string().contains(ROUTING_FILE), "{error}");
     }
 }

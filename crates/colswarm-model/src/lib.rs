@@ -42,6 +42,7 @@ mod model;
 mod prediction;
 mod progress;
 mod read;
+mod serialize_settings;
 
 pub use added_head::{
     AddedHead, AddedHeadConfig, AddedNamespace, HeadFile, NgramFile, NgramScorer, NgramWeights,
@@ -63,11 +64,11 @@ pub use expert_routing::{ExpertRouting, ROUTING_FILE};
 pub use experts::{EXPERTS_FILE, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{
-    Expert, Model, SERIALIZE_FILE, SerializeSettings, SpecialistUse, copy_model_dir,
-    load_model_extras, rows_of, save_model_extras,
+    Expert, Model, SpecialistUse, copy_model_dir, load_model_extras, rows_of, save_model_extras,
 };
 pub use prediction::{ExpertOutputs, ExpertReads, Outputs, Wanted};
 pub use progress::{Progress, format_duration};
 pub use read::{
     ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,
 };
+pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};

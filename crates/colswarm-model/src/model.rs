@@ -11,9 +11,9 @@ use std::sync::Arc;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 use colswarm_rwkv::checkpoint::write_atomically;
-use colswarm_swarm::manifest::{ManifestVersion, SwarmManifest};
+use colswarm_swarm::manifest::SwarmManifest;
 use colswarm_swarm::{Routing, Swarm, SwarmOutput, TableBatch, WordVectors};
-use colswarm_tables::{NgramConfig, SerializeConfig, Table};
+use colswarm_tables::{NgramConfig, Table};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -24,111 +24,7 @@ use crate::expert_routing::ExpertRouting;
 use crate::experts::ExpertList;
 use crate::labels::{Activation, LABELS_FILE, LabelSpace, Task};
 use crate::prediction::Wanted;
-
-/// File name of the serialization settings inside a model directory.
-pub const SERIALIZE_FILE: &str = "serialize.json";
-
-/// The budgets of [`SerializeConfig`] that a model is trained with (the serialization seed is
-/// part of it, so annotation samples the same rows as evaluation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SerializeSettings {
-    /// Most tokens of a serialized table.
-    pub max_table_tokens: usize,
-    /// Most rows sampled per table.
-    pub max_rows: usize,
-    /// Most bytes per cell.
-    pub max_cell_bytes: usize,
-    /// Sample cells repeated in each column query.
-    pub query_cells: usize,
-    /// Most bytes of the header inside a column query.
-    pub query_header_bytes: usize,
-    /// Most bytes of each sample cell inside a column query.
-    pub query_cell_bytes: usize,
-    /// Row-sampling seed.
-    pub seed: u64,
-}
-
-/// `serialize.json` beside a `colswarm-swarm-v1` manifest: the query budgets may be missing
-/// (files written before they existed), meaning the serializer's defaults of the time, 32 and
-/// 16 bytes.
-#[derive(Deserialize)]
-struct SerializeSettingsV1 {
-    max_table_tokens: usize,
-    max_rows: usize,
-    max_cell_bytes: usize,
-    query_cells: usize,
-    #[serde(default = "default_query_header_bytes")]
-    query_header_bytes: usize,
-    #[serde(default = "default_query_cell_bytes")]
-    query_cell_bytes: usize,
-    seed: u64,
-}
-
-impl From<SerializeSettingsV1> for SerializeSettings {
-    fn from(v1: SerializeSettingsV1) -> Self {
-        SerializeSettings {
-            max_table_tokens: v1.max_table_tokens,
-            max_rows: v1.max_rows,
-            max_cell_bytes: v1.max_cell_bytes,
-            query_cells: v1.query_cells,
-            query_header_bytes: v1.query_header_bytes,
-            query_cell_bytes: v1.query_cell_bytes,
-            seed: v1.seed,
-        }
-    }
-}
-
-fn default_query_header_bytes() -> usize {
-    32
-}
-
-fn default_query_cell_bytes() -> usize {
-    16
-}
-
-impl Default for SerializeSettings {
-    fn default() -> Self {
-        // The shipped model's: a 128-token read of 8 rows, each column named by its index only.
-        SerializeSettings {
-            max_table_tokens: 128,
-            max_rows: 8,
-            max_cell_bytes: 24,
-            query_cells: 0,
-            query_header_bytes: 0,
-            query_cell_bytes: default_query_cell_bytes(),
-            seed: 0,
-        }
-    }
-}
-
-impl SerializeSettings {
-    /// Parses `serialize.json` as laid out in a model directory of `version` (a v1 file is
-    /// upgraded in memory).
-    pub fn from_json(bytes: &[u8], version: ManifestVersion) -> serde_json::Result<Self> {
-        match version {
-            ManifestVersion::V2 => serde_json::from_slice(bytes),
-            ManifestVersion::V1 => {
-                serde_json::from_slice::<SerializeSettingsV1>(bytes).map(Into::into)
-            }
-        }
-    }
-
-    /// The serializer configuration.
-    pub fn config(&self) -> SerializeConfig {
-        SerializeConfig {
-            max_table_tokens: self.max_table_tokens,
-            max_rows: self.max_rows,
-            max_cell_bytes: self.max_cell_bytes,
-            min_cell_bytes: 8.min(self.max_cell_bytes),
-            query_cells: self.query_cells,
-            query_header_bytes: self.query_header_bytes,
-            query_cell_bytes: self.query_cell_bytes,
-            seed: self.seed,
-            ..SerializeConfig::default()
-        }
-    }
-}
+use crate::serialize_settings::{SERIALIZE_FILE, SerializeSettings};
 
 /// Which specialists read the tables at inference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -325,21 +221,24 @@ impl Model {
             let expert = Expert::new(&expert.name, loaded, expert.open_below, &model, &expert_dir)?;
             model.experts.push(expert);
         }
-        model.expert_routing = ExpertRouting::of(
-            dir,
-            &list,
-            (manifest.config.primary.d_model, &model.space),
-            device,
-        )?;
+        let widths: Vec<usize> = model
+            .experts
+            .iter()
+            .map(|e| e.model.swarm.orchestrator.primary.d_model())
+            .collect();
+        let d_model = manifest.config.primary.d_model;
+        model.expert_routing =
+            ExpertRouting::of(dir, &list, (d_model, &model.space, &widths), device)?;
         Ok(model)
     }
 
     /// Adds `expert` after the others: the router gives it a gate that follows its confidence
-    /// rule ([`ExpertRouting::with_expert`]) and the others keep theirs.
-    pub fn push_expert(&mut self, expert: Expert) {
+    /// rule ([`ExpertRouting::with_expert`]) and the others keep theirs. Refused for a routing
+    /// with column attention.
+    pub fn push_expert(&mut self, expert: Expert) -> Result<(), ModelError> {
         let d_model = self.swarm.orchestrator.primary.d_model();
         self.expert_routing = Some(match &self.expert_routing {
-            Some(routing) => routing.with_expert(expert.open_below),
+            Some(routing) => routing.with_expert(expert.open_below)?,
             None => ExpertRouting::from_rule(
                 d_model,
                 &[expert.open_below],
@@ -348,6 +247,7 @@ impl Model {
             ),
         });
         self.experts.push(expert);
+        Ok(())
     }
 
     /// Removes every expert and their routing: the primary alone (with its specialists).
@@ -687,45 +587,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_default_reads_tables_as_the_shipped_model_does() {
-        let shipped = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../models/colswarm-small/serialize.json"
-        );
-        let bytes = std::fs::read(shipped).unwrap();
-        let settings = SerializeSettings::from_json(&bytes, ManifestVersion::V2).unwrap();
-        assert_eq!(settings, SerializeSettings::default());
-    }
-
-    #[test]
-    fn query_budgets_reach_the_serializer_and_old_settings_keep_the_defaults() {
-        let v1 = br#"{"max_table_tokens":256,"max_rows":8,"max_cell_bytes":24,"query_cells":2,"seed":0}"#;
-        let old = SerializeSettings::from_json(v1, ManifestVersion::V1).unwrap();
-        assert_eq!((old.query_header_bytes, old.query_cell_bytes), (32, 16));
-        // The current layout holds every field.
-        let err = SerializeSettings::from_json(v1, ManifestVersion::V2).unwrap_err();
-        assert!(err.to_string().contains("query_header_bytes"), "{err}");
-
-        let short = SerializeSettings {
-            query_cells: 0,
-            query_header_bytes: 0,
-            ..old
-        };
-        let config = short.config();
-        assert_eq!((config.query_cells, config.query_header_bytes), (0, 0));
-        let table = Table::from_rows(
-            "cities",
-            Some(vec!["name".into(), "population".into()]),
-            vec![vec!["Oslo".into(), "709000".into()]],
-        );
-        let serialized = colswarm_tables::serialize_table(&table, &config);
-        // <query>, the index, an empty header, </query>: the column is named by its index only.
-        assert!(serialized.column_queries.iter().all(|q| q.len() == 5));
-        let full = colswarm_tables::serialize_table(&table, &old.config());
-        assert!(full.column_queries[1].len() > 5 + "population".len());
-    }
-
     /// The shipped T2D expert's weights, told to read neighbour n-grams: a model whose bags
     /// differ from the primary's, without training one.
     #[test]
@@ -761,7 +622,7 @@ mod tests {
         let joined = Expert::new("t2d-neighbours", expert.clone(), None, &primary, &dir).unwrap();
         assert!(joined.own_ngrams().is_some_and(|n| n.neighbours));
         let bare = primary.clone();
-        primary.push_expert(joined);
+        primary.push_expert(joined).unwrap();
 
         let rows = [
             ["Rushmore", "Wes Anderson", "1998"],

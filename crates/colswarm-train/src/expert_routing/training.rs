@@ -10,10 +10,11 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_model::{ExpertList, ExpertRouting, Model, Outputs, copy_model_dir, format_duration};
 use colswarm_parl::{AdvantageConfig, F1Counts, RewardConfig, pair_counts};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
+use colswarm_swarm::ColumnAttentionConfig;
 
 use super::config::{ExpertRoutingConfig, ExpertRoutingOptions, ExpertRoutingSummary};
 use super::data::{TableRead, read_tables};
-use super::step::{gold_labels, mixed, predicted_labels, routing_step};
+use super::step::{Heads, gold_labels, mixed, predicted_labels, routing_step};
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::run::{
@@ -46,6 +47,7 @@ struct Routing<'a> {
     dev: &'a [TableRead],
     reward: RewardConfig,
     advantage: AdvantageConfig,
+    heads: Heads,
     device: Device,
 }
 
@@ -73,7 +75,7 @@ impl Stage for Routing<'_> {
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
         let (loss, stats) = routing_step(
-            routing,
+            (routing, &self.heads),
             self.model,
             &picked,
             config,
@@ -142,6 +144,7 @@ pub struct RoutingScore {
 fn score_routing(routing: &ExpertRouting, model: &Model, reads: &[TableRead]) -> RoutingScore {
     let device = routing.router.gate.weight.device();
     let weights = routing.mix.host_weights();
+    let attention = routing.attention.as_ref();
     let (mut routed, mut alone) = (F1Counts::default(), F1Counts::default());
     let mut rates = vec![0.0; routing.experts()];
     let counts = |outputs: &Outputs, read: &TableRead| -> F1Counts {
@@ -158,7 +161,7 @@ fn score_routing(routing: &ExpertRouting, model: &Model, reads: &[TableRead]) ->
             for (rate, &on) in rates.iter_mut().zip(open) {
                 *rate += f64::from(u8::from(on)) / reads.len() as f64;
             }
-            let outputs = mixed(model, &weights, read, open);
+            let outputs = mixed(model, (&weights, attention), read, open);
             routed = routed.merge(counts(&outputs, read));
             alone = alone.merge(counts(&read.primary, read));
         }
@@ -230,6 +233,10 @@ fn write_model_dir(from: &Path, routing: &ExpertRouting, to: &Path) -> Result<()
     copy_model_dir(from, &partial)?;
     let mut list = ExpertList::load(&partial)?;
     list.routing = Some(routing.save(&partial)?);
+    list.column_attention = routing
+        .attention
+        .as_ref()
+        .map(|a| a.query.weight.shape().dims::<2>()[1]);
     list.save(&partial)?;
     if to.exists() {
         std::fs::remove_dir_all(to).map_err(|e| TrainError::io(to, e))?;
@@ -271,7 +278,17 @@ pub fn train_expert_routing(
         );
     }
     let autodiff = device.clone().autodiff();
-    let fresh = trainable(start, config.mix_start, &autodiff);
+    let mut fresh = trainable(start, config.mix_start, &autodiff);
+    if let (None, Some(width)) = (&fresh.attention, config.column_attention) {
+        let d_model = model.swarm.orchestrator.primary.d_model();
+        let widths = model
+            .experts
+            .iter()
+            .map(|e| e.model.swarm.orchestrator.primary.d_model())
+            .collect();
+        let attention = ColumnAttentionConfig::new(d_model, widths).with_d_attention(width);
+        fresh.attention = Some(attention.init(config.run.seed, &autodiff));
+    }
     let mut at = match run.latest()? {
         Some(checkpoint) => {
             let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
@@ -319,6 +336,7 @@ pub fn train_expert_routing(
             group_size: config.rollouts,
             ..AdvantageConfig::default()
         },
+        heads: Heads::of(&model, &autodiff),
         device: autodiff,
     };
     driver.drive(&mut stage, &mut at)?;
@@ -357,6 +375,7 @@ fn trainable(routing: &ExpertRouting, mix_start: Option<f64>, device: &Device) -
         Some(theta) => Tensor::full(mix.shape(), theta as f32, device),
         None => copy(mix),
     });
+    fresh.attention = routing.attention.clone().map(|a| a.fork(device));
     fresh
 }
 
