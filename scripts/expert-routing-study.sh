@@ -15,7 +15,8 @@
 #   attend   the rule kept as the router, the average, and a column attention (width 16,
 #            its gate closed at the start) trained with the mix;
 # Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
-# STEPS default 300; TRAIN_ARGS adds flags to train-router, e.g. "--lr 1e-3"; BIN as in the other
+# STEPS default 300; ARMS, default all four; TRAIN_ARGS adds flags to train-router, e.g.
+# "--lr 1e-3"; BIN as in the other
 # scripts). About two minutes on the 2-core machine; rerunning keeps what exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,7 @@ CV=${CV:-runs/gittables-cv}
 OUT=${OUT:-runs/expert-routing}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 STEPS=${STEPS:-300}
+ARMS=${ARMS:-"trained from-0 mix-0 attend"}
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 mkdir -p "$OUT"
 HALVES=("0,1|2,3,4" "2,3,4|0,1")
@@ -44,7 +46,7 @@ for k in 0 1 2 3; do
     score alone "$CV/swarm$k" "$k" "$scored" --no-specialists
     score rule "$CV/swarm$k" "$k" "$scored"
     for seed in 1 2 3; do
-      for arm in trained from-0 mix-0 attend; do
+      for arm in $ARMS; do
         run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
         extra=()
         [ "$arm" = from-0 ] && extra=(--mix-start 0)
@@ -65,10 +67,10 @@ pool() { cat "$OUT"/$1-fold?-*.jsonl >"$OUT/$1-all.jsonl"; }
 pool alone
 pool rule
 for seed in 1 2 3; do
-  for arm in trained from-0 mix-0 attend; do pool "$arm-seed$seed"; done
+  for arm in $ARMS; do pool "$arm-seed$seed"; done
 done
 for seed in 1 2 3; do
-  for arm in trained from-0 mix-0 attend; do
+  for arm in $ARMS; do
     echo "$arm seed $seed against the rule: $($BIN compare "$OUT/$arm-seed$seed-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
   done
 done
