@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, ExpertList, Model, Progress, ReadTableOptions, SpecialistUse, TableAnnotation,
+    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, TableAnnotation,
     read_table_from, read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
@@ -263,41 +263,25 @@ fn inspect_model_dir(manifest_path: &Path) -> Result<()> {
     // Loading verifies every checksum and every tensor shape.
     let annotator = load_annotator(dir, 1, 1, DeviceArg::default())?;
     let model = annotator.model();
-    let mut files = vec![
-        ("primary", &manifest.primary),
-        ("router", &manifest.router),
-        ("fusion", &manifest.fusion),
-        ("cta head", &manifest.cta_head),
-        ("cpa head", &manifest.cpa_head),
-    ];
-    if let Some(ngrams) = &manifest.column_ngrams {
-        files.push(("n-grams", ngrams));
-    }
-    if let Some(words) = &manifest.column_words {
-        files.push(("word map", &words.projection));
-        files.push(("word table", &words.vectors));
-    }
-    for s in &manifest.specialists {
-        files.push(("specialist", &s.checkpoint));
-        files.push(("alignment", &s.alignment));
-    }
-    let experts = ExpertList::load(dir)?;
-    if let Some(routing) = &experts.routing {
-        files.push(("routing", routing));
-    }
+    let model_dir = ModelDir::open(dir)?;
+    let trained = model_dir.experts().routing.is_some();
     out!("model directory {}", dir.display());
-    print_parts(&manifest, model, experts.routing.is_some())?;
+    print_parts(&manifest, model, trained)?;
     print_reading(&manifest, model)?;
     let mut total = 0;
-    for (what, file) in files {
+    for file in model_dir.files()? {
         let full = dir.join(&file.path);
         let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
         total += size;
+        let checksum = match &file.sha256 {
+            Some(sha256) => format!("sha256 {sha256} ok"),
+            None => "(holds the checksums)".to_string(),
+        };
         out!(
-            "  {what:<11} {:<44} {:>10} bytes  sha256 {} ok",
-            file.path,
+            "  {:<34} {:<48} {:>10} bytes  {checksum}",
+            file.role,
+            file.path.display(),
             size,
-            file.sha256
         );
     }
     out!(

@@ -13,7 +13,7 @@ use colswarm_eval::{
     AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
     evaluate,
 };
-use colswarm_model::{LABELS_FILE, Model, Namespace, SpecialistUse, Task};
+use colswarm_model::{LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task};
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
@@ -364,6 +364,8 @@ pub(crate) fn copy_model_dir(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         bail!("--out {} exists: name a new directory", to.display());
     }
-    colswarm_model::copy_model_dir(from, to)
-        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
+    ModelDir::open(from)?
+        .copy_to(to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
 }

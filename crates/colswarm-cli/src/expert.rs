@@ -2,13 +2,11 @@
 //! as a domain expert that the experts' router opens and whose logits are mixed into the
 //! primary's ([`colswarm_model::expert_routing`]).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use colswarm_model::{Expert, ExpertList, ExpertRef, Model, Task};
-use colswarm_swarm::manifest::MANIFEST_FILE;
-use serde_json::Value;
+use colswarm_model::{Expert, ExpertList, ExpertRef, Model, ModelDir, Task};
 
 use crate::calibrate::copy_model_dir;
 use crate::device_arg::DeviceArg;
@@ -81,7 +79,7 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
             .with_context(|| format!("removing {}", staging.display()))?;
     }
     copy_model_dir(from, &staging)?;
-    share_word_vectors(&dir, &staging)?;
+    ModelDir::open(&dir)?.share_word_vectors_with(&staging)?;
     std::fs::rename(&staging, &target)
         .with_context(|| format!("moving {} to {}", staging.display(), target.display()))?;
     let mut list = ExpertList::load(&dir)?;
@@ -111,51 +109,5 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
         model.space.len(Task::Cpa),
         target.display()
     );
-    Ok(())
-}
-
-/// When the expert's word vectors are the model's own file (the same SHA-256), drops its copy
-/// and points its manifest at the model's: the vectors are the largest file of a model.
-fn share_word_vectors(model_dir: &Path, expert_dir: &Path) -> Result<()> {
-    let read = |dir: &Path| -> Result<Value> {
-        let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
-    };
-    let vectors = |manifest: &Value| -> Option<(String, String)> {
-        let file = manifest.get("column_words")?.get("vectors")?;
-        Some((
-            file.get("path")?.as_str()?.to_string(),
-            file.get("sha256")?.as_str()?.to_string(),
-        ))
-    };
-    let mut expert = read(expert_dir)?;
-    let (Some((model_path, model_sha)), Some((expert_path, expert_sha))) =
-        (vectors(&read(model_dir)?), vectors(&expert))
-    else {
-        return Ok(());
-    };
-    if model_sha != expert_sha {
-        return Ok(());
-    }
-    let shared = if Path::new(&model_path).is_absolute() {
-        model_path
-    } else {
-        format!("../../{model_path}")
-    };
-    // Only a copy inside the expert's own directory is dropped: an expert taken from another
-    // model's `experts/` already points outside it (`../../word_vectors.safetensors`), and
-    // that path, joined to the staging directory, names the model's own file.
-    let inside = Path::new(&expert_path)
-        .components()
-        .all(|c| matches!(c, Component::Normal(_)));
-    if inside {
-        let copy = expert_dir.join(&expert_path);
-        std::fs::remove_file(&copy).with_context(|| format!("removing {}", copy.display()))?;
-    }
-    expert["column_words"]["vectors"]["path"] = Value::String(shared);
-    let path = expert_dir.join(MANIFEST_FILE);
-    let json = serde_json::to_vec_pretty(&expert)?;
-    std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

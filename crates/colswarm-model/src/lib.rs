@@ -39,6 +39,7 @@ pub mod experts;
 pub mod label_names;
 mod labels;
 mod model;
+mod model_dir;
 mod prediction;
 mod progress;
 mod read;
@@ -66,6 +67,7 @@ pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_und
 pub use model::{
     Expert, Model, SpecialistUse, copy_model_dir, load_model_extras, rows_of, save_model_extras,
 };
+pub use model_dir::{ModelDir, ModelFile};
 pub use prediction::{ExpertOutputs, ExpertReads, Outputs, Wanted};
 pub use progress::{Progress, format_duration};
 pub use read::{

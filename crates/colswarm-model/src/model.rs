@@ -77,19 +77,10 @@ pub fn save_model_extras(
 }
 
 /// Copies a model directory (its files and subdirectories: specialists, experts) into `to`,
-/// created if missing.
+/// created if missing ([`crate::ModelDir::copy_to`] copies into a new directory only, whole or
+/// not at all).
 pub fn copy_model_dir(from: &Path, to: &Path) -> Result<(), ModelError> {
-    std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {
-        let entry = entry.map_err(|e| ModelError::io(from, e))?;
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_model_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target).map_err(|e| ModelError::io(&target, e))?;
-        }
-    }
-    Ok(())
+    crate::model_dir::copy_tree(from, to)
 }
 
 /// Reads the label space and serialization settings of a model directory, laid out as its

@@ -496,6 +496,34 @@ pub fn set_router_threshold(path: &Path, threshold: f64) -> Result<SwarmManifest
     Ok(manifest)
 }
 
+/// Points the word-vector file of the manifest of `dir` at `path` (relative to `dir`, or
+/// absolute), which must hold the same vectors: its checksum must be the one the manifest
+/// records. Only the manifest is rewritten (atomically). Refuses a manifest without word
+/// vectors or in the older layout.
+pub fn point_word_vectors(dir: &Path, path: &str) -> Result<SwarmManifest, SwarmError> {
+    let (manifest_path, mut manifest) = read_manifest(dir)?;
+    let Some(words) = manifest.column_words.as_mut() else {
+        return Err(SwarmError::Manifest {
+            path: manifest_path,
+            reason: "the model reads no word vectors".into(),
+        });
+    };
+    let target = dir.join(path);
+    let found = sha256_file(&target)?;
+    if found != words.vectors.sha256 {
+        return Err(SwarmError::Manifest {
+            path: target,
+            reason: format!(
+                "holds other word vectors (checksum {found}) than the manifest's ({})",
+                words.vectors.sha256
+            ),
+        });
+    }
+    words.vectors.path = path.to_string();
+    rewrite_manifest(&manifest_path, &manifest)?;
+    Ok(manifest)
+}
+
 /// Writes a manifest read by [`read_manifest`] back in place, atomically; refuses one read in
 /// an older layout, whose directory's other files would then be read in the current one.
 fn rewrite_manifest(manifest_path: &Path, manifest: &SwarmManifest) -> Result<(), SwarmError> {

@@ -1,0 +1,342 @@
+//! A model directory, file by file: what it holds, each file's checksum, and the edits that
+//! write it (each one whole, or not at all).
+//!
+//! ```text
+//! DIR/
+//!   swarm.json                 the swarm's manifest (colswarm_swarm::manifest): every weight
+//!                              file below with its SHA-256, the orchestrator's configuration
+//!   primary.safetensors, router.safetensors, fusion.safetensors, cta_head.safetensors,
+//!   cpa_head.safetensors, [column_ngrams.safetensors], [column_words.safetensors],
+//!   [word_vectors.safetensors], [alignment-NAME.safetensors], [specialists/NAME.safetensors]
+//!   labels.json                the label space (crate::labels): namespaces, thresholds,
+//!                              label-name prior weights, fine-tuned heads with their SHA-256
+//!   [head-NAME.safetensors]    a namespace added by fine-tuning, and its n-gram reader
+//!   serialize.json             how tables are serialized (crate::SerializeSettings)
+//!   [experts.json]             the domain experts (crate::experts) and their trained routing
+//!   [expert_routing.safetensors]
+//!   [experts/NAME/]            each expert: a model directory of its own
+//! ```
+//!
+//! [`ModelDir::files`] lists every file with the checksum its directory records;
+//! [`ModelDir::verify`] checks them all. [`ModelDir::copy_to`] writes a copy into a new
+//! directory beside it and renames it into place, so a failed copy leaves nothing behind.
+
+use std::path::{Path, PathBuf};
+
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
+
+use crate::error::ModelError;
+use crate::experts::{EXPERTS_FILE, ExpertList};
+use crate::labels::{LABELS_FILE, LabelSpace};
+use crate::serialize_settings::SERIALIZE_FILE;
+
+/// One file of a model directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelFile {
+    /// What it is (`primary`, `labels`, `expert t2d-expert: cta head`, …).
+    pub role: String,
+    /// Its path, relative to the directory.
+    pub path: PathBuf,
+    /// The SHA-256 its directory records for it; `None` for the files that hold the records
+    /// (the manifests, the label space, the serialization settings).
+    pub sha256: Option<String>,
+}
+
+/// A model directory, read (nothing loaded onto a device).
+#[derive(Clone, Debug)]
+pub struct ModelDir {
+    path: PathBuf,
+    manifest: SwarmManifest,
+    space: LabelSpace,
+    experts: ExpertList,
+}
+
+impl ModelDir {
+    /// Reads the manifest, the label space and the list of experts of the directory `path`.
+    pub fn open(path: &Path) -> Result<Self, ModelError> {
+        let manifest_path = path.join(MANIFEST_FILE);
+        let bytes = std::fs::read(&manifest_path).map_err(|e| ModelError::io(&manifest_path, e))?;
+        let manifest: SwarmManifest =
+            serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
+                path: manifest_path.clone(),
+                reason: format!("not a swarm manifest: {e}"),
+            })?;
+        let space = LabelSpace::load(&path.join(LABELS_FILE), manifest.version)?;
+        let experts = ExpertList::load(path)?;
+        Ok(ModelDir {
+            path: path.to_path_buf(),
+            manifest,
+            space,
+            experts,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its swarm's manifest.
+    pub fn manifest(&self) -> &SwarmManifest {
+        &self.manifest
+    }
+
+    /// Its list of experts (empty without `experts.json`).
+    pub fn experts(&self) -> &ExpertList {
+        &self.experts
+    }
+
+    /// Every file of the directory, its experts' included, in the order of the layout above.
+    pub fn files(&self) -> Result<Vec<ModelFile>, ModelError> {
+        let file = |role: &str, path: &str, sha256: Option<&str>| ModelFile {
+            role: role.to_string(),
+            path: PathBuf::from(path),
+            sha256: sha256.map(str::to_string),
+        };
+        let m = &self.manifest;
+        let mut files = vec![file("manifest", MANIFEST_FILE, None)];
+        for (role, f) in [
+            ("primary", &m.primary),
+            ("router", &m.router),
+            ("fusion", &m.fusion),
+            ("cta head", &m.cta_head),
+            ("cpa head", &m.cpa_head),
+        ] {
+            files.push(file(role, &f.path, Some(&f.sha256)));
+        }
+        if let Some(f) = &m.column_ngrams {
+            files.push(file("n-grams", &f.path, Some(&f.sha256)));
+        }
+        if let Some(words) = &m.column_words {
+            files.push(file(
+                "word map",
+                &words.projection.path,
+                Some(&words.projection.sha256),
+            ));
+            files.push(file(
+                "word table",
+                &words.vectors.path,
+                Some(&words.vectors.sha256),
+            ));
+        }
+        for s in &m.specialists {
+            let role = format!("specialist {}", s.name);
+            files.push(file(&role, &s.checkpoint.path, Some(&s.checkpoint.sha256)));
+            let role = format!("alignment {}", s.name);
+            files.push(file(&role, &s.alignment.path, Some(&s.alignment.sha256)));
+        }
+        files.push(file("labels", LABELS_FILE, None));
+        for ns in &self.space.cta {
+            if let Some(head) = &ns.head {
+                let role = format!("head {}", ns.name);
+                files.push(file(&role, &head.path, Some(&head.sha256)));
+                if let Some(ngrams) = &head.ngrams {
+                    let role = format!("n-gram reader {}", ns.name);
+                    files.push(file(&role, &ngrams.path, Some(&ngrams.sha256)));
+                }
+            }
+        }
+        files.push(file("serialization", SERIALIZE_FILE, None));
+        if !self.experts.experts.is_empty() {
+            files.push(file("experts", EXPERTS_FILE, None));
+        }
+        if let Some(f) = &self.experts.routing {
+            files.push(file("expert routing", &f.path, Some(&f.sha256)));
+        }
+        for expert in &self.experts.experts {
+            let inner = ModelDir::open(&self.path.join(&expert.dir))?;
+            for f in inner.files()? {
+                let path = Path::new(&expert.dir).join(&f.path);
+                // An expert may read the primary's own word vectors (`../../`): listed once.
+                if files.iter().any(|known| self.same_file(&known.path, &path)) {
+                    continue;
+                }
+                files.push(ModelFile {
+                    role: format!("expert {}: {}", expert.name, f.role),
+                    path,
+                    sha256: f.sha256,
+                });
+            }
+        }
+        Ok(files)
+    }
+
+    /// Whether two paths relative to the directory name the same file.
+    fn same_file(&self, a: &Path, b: &Path) -> bool {
+        let (a, b) = (self.path.join(a), self.path.join(b));
+        match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a == b,
+        }
+    }
+
+    /// Checks every recorded checksum; the error names the first file that differs or is
+    /// missing.
+    pub fn verify(&self) -> Result<(), ModelError> {
+        for f in self.files()? {
+            let path = self.path.join(&f.path);
+            if !path.is_file() {
+                return Err(ModelError::File {
+                    path,
+                    reason: format!("the model's {} is missing", f.role),
+                });
+            }
+            if let Some(expected) = &f.sha256 {
+                let found = sha256_file(&path)?;
+                if &found != expected {
+                    return Err(ModelError::File {
+                        path,
+                        reason: format!(
+                            "the {}'s checksum is {found}, but the directory records {expected}",
+                            f.role
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the model directory `expert_dir` (being added as an expert, at
+    /// `experts/NAME/` or beside it) reads the same word-vector file as this model (the same
+    /// SHA-256), points its manifest at this model's (`../../`) and drops its own copy: the
+    /// vectors are a model's largest file. Returns whether it did.
+    pub fn share_word_vectors_with(&self, expert_dir: &Path) -> Result<bool, ModelError> {
+        let expert = ModelDir::open(expert_dir)?;
+        let (Some(own), Some(theirs)) =
+            (&self.manifest.column_words, &expert.manifest.column_words)
+        else {
+            return Ok(false);
+        };
+        if own.vectors.sha256 != theirs.vectors.sha256 {
+            return Ok(false);
+        }
+        let shared = if Path::new(&own.vectors.path).is_absolute() {
+            own.vectors.path.clone()
+        } else {
+            format!("../../{}", own.vectors.path)
+        };
+        // Only a copy inside the expert's own directory is dropped: an expert taken from
+        // another model's `experts/` already points outside it, and that path, joined to its
+        // new place, names this model's own file.
+        let inside = Path::new(&theirs.vectors.path)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        colswarm_swarm::manifest::point_word_vectors(expert_dir, &shared)?;
+        if inside {
+            let copy = expert_dir.join(&theirs.vectors.path);
+            std::fs::remove_file(&copy).map_err(|e| ModelError::io(&copy, e))?;
+        }
+        Ok(true)
+    }
+
+    /// Copies the directory, its subdirectories included, into `to`, which must not exist: the
+    /// copy is written beside it (`to` with `.partial` added) and renamed into place.
+    pub fn copy_to(&self, to: &Path) -> Result<ModelDir, ModelError> {
+        if to.exists() {
+            return Err(ModelError::File {
+                path: to.to_path_buf(),
+                reason: "exists: a model is copied into a new directory".into(),
+            });
+        }
+        let mut partial = to.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial).map_err(|e| ModelError::io(&partial, e))?;
+        }
+        copy_tree(&self.path, &partial)?;
+        std::fs::rename(&partial, to).map_err(|e| ModelError::io(to, e))?;
+        ModelDir::open(to)
+    }
+}
+
+/// Copies a directory tree into `to`, created if missing.
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), ModelError> {
+    std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {
+        let entry = entry.map_err(|e| ModelError::io(from, e))?;
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| ModelError::io(&target, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/colswarm-small")
+    }
+
+    #[test]
+    fn every_file_of_the_shipped_model_is_listed_once_and_verifies() {
+        let dir = ModelDir::open(&shipped()).unwrap();
+        let files = dir.files().unwrap();
+        dir.verify().unwrap();
+        // Every file on disk is listed, and nothing else (the card is documentation).
+        let mut on_disk = Vec::new();
+        let mut stack = vec![PathBuf::new()];
+        while let Some(relative) = stack.pop() {
+            for entry in std::fs::read_dir(shipped().join(&relative)).unwrap() {
+                let entry = entry.unwrap();
+                let path = relative.join(entry.file_name());
+                if entry.path().is_dir() {
+                    stack.push(path);
+                } else if entry.file_name() != "MODEL_CARD.md" {
+                    on_disk.push(path);
+                }
+            }
+        }
+        let normal = |p: &Path| shipped().join(p).canonicalize().unwrap();
+        let mut listed: Vec<PathBuf> = files.iter().map(|f| normal(&f.path)).collect();
+        let mut found: Vec<PathBuf> = on_disk.iter().map(|p| normal(p)).collect();
+        listed.sort();
+        found.sort();
+        let count = listed.len();
+        listed.dedup();
+        assert_eq!(listed.len(), count, "a file is listed twice");
+        assert_eq!(listed, found);
+        assert!(files.iter().any(|f| f.role == "labels"));
+        assert!(
+            files
+                .iter()
+                .any(|f| f.role == "expert t2d-expert: cta head")
+        );
+    }
+
+    #[test]
+    fn a_changed_file_is_named_and_a_copy_is_whole_or_absent() {
+        let work = tempfile::tempdir().unwrap();
+        let copy = ModelDir::open(&shipped())
+            .unwrap()
+            .copy_to(&work.path().join("copy"))
+            .unwrap();
+        copy.verify().unwrap();
+        assert!(!work.path().join("copy.partial").exists());
+        let error = ModelDir::open(&shipped())
+            .unwrap()
+            .copy_to(copy.path())
+            .unwrap_err();
+        assert!(error.to_string().contains("exists"), "{error}");
+
+        let head = copy
+            .path()
+            .join("experts/gittables-expert/cta_head.safetensors");
+        let mut bytes = std::fs::read(&head).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&head, bytes).unwrap();
+        let error = copy.verify().unwrap_err().to_string();
+        assert!(
+            error.contains("gittables-expert/cta_head.safetensors")
+                && error.contains("expert gittables-expert: cta head"),
+            "{error}"
+        );
+    }
+}
