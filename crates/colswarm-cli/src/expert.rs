@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use colswarm_model::{Expert, ExpertList, ExpertRef, Model, ModelDir, Task};
+use colswarm_model::{Expert, ExpertRef, Model, ModelDir, Task};
 
 use crate::calibrate::copy_model_dir;
 use crate::device_arg::DeviceArg;
@@ -82,21 +82,21 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
     ModelDir::open(&dir)?.share_word_vectors_with(&staging)?;
     std::fs::rename(&staging, &target)
         .with_context(|| format!("moving {} to {}", staging.display(), target.display()))?;
-    let mut list = ExpertList::load(&dir)?;
-    list.experts.push(ExpertRef {
+    let mut model_dir = ModelDir::open(&dir)?;
+    // A trained routing gains a gate for the expert (its rule) and keeps the others'.
+    let routing = if model_dir.experts().routing.is_some() {
+        let mut grown = primary;
+        grown.push_expert(expert.clone())?;
+        grown.expert_routing
+    } else {
+        None
+    };
+    let listed = ExpertRef {
         name: name.to_string(),
         dir: relative,
         open_below: args.open_below,
-    });
-    // A trained routing gains a gate for the expert (its rule) and keeps the others'.
-    if list.routing.is_some() {
-        let mut grown = primary;
-        grown.push_expert(expert.clone())?;
-        if let Some(routing) = &grown.expert_routing {
-            list.routing = Some(routing.save(&dir)?);
-        }
-    }
-    list.save(&dir)?;
+    };
+    model_dir.add_expert(listed, routing.as_ref())?;
 
     // What was written loads, checksums and all.
     let model = Model::load(&dir, &args.device.open()?)

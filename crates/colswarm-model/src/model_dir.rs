@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
 
 use crate::error::ModelError;
-use crate::experts::{EXPERTS_FILE, ExpertList};
+use crate::expert_routing::ExpertRouting;
+use crate::experts::{EXPERTS_FILE, ExpertList, ExpertRef};
 use crate::labels::{LABELS_FILE, LabelSpace};
 use crate::serialize_settings::SERIALIZE_FILE;
 
@@ -230,6 +231,59 @@ impl ModelDir {
         Ok(true)
     }
 
+    /// Stores `routing` as the experts' trained routing: its file, then `experts.json`
+    /// pointing at it (with the column attention's width where it has one), each written
+    /// atomically.
+    pub fn set_expert_routing(&mut self, routing: &ExpertRouting) -> Result<(), ModelError> {
+        self.store_routing(routing)?;
+        self.experts.save(&self.path)
+    }
+
+    /// Lists `expert` (already copied into the directory) after the others, with `routing`
+    /// as the experts' routing where the directory has a trained one (it must then route the
+    /// new expert too): the routing's file, then `experts.json`, each written atomically.
+    pub fn add_expert(
+        &mut self,
+        expert: ExpertRef,
+        routing: Option<&ExpertRouting>,
+    ) -> Result<(), ModelError> {
+        if routing.is_none() && self.experts.routing.is_some() {
+            return Err(ModelError::File {
+                path: self.path.join(EXPERTS_FILE),
+                reason: "has a trained routing, which must be given a gate for the new expert"
+                    .into(),
+            });
+        }
+        self.experts.experts.push(expert);
+        if let Some(routing) = routing
+            && let Err(error) = self.store_routing(routing)
+        {
+            self.experts.experts.pop();
+            return Err(error);
+        }
+        self.experts.save(&self.path)
+    }
+
+    /// Writes `routing`'s file and records it in the list in memory.
+    fn store_routing(&mut self, routing: &ExpertRouting) -> Result<(), ModelError> {
+        if routing.experts() != self.experts.experts.len() {
+            return Err(ModelError::File {
+                path: self.path.join(EXPERTS_FILE),
+                reason: format!(
+                    "lists {} experts, but the routing routes {}",
+                    self.experts.experts.len(),
+                    routing.experts()
+                ),
+            });
+        }
+        self.experts.routing = Some(routing.save(&self.path)?);
+        self.experts.column_attention = routing
+            .attention
+            .as_ref()
+            .map(|a| a.query.weight.shape().dims::<2>()[1]);
+        Ok(())
+    }
+
     /// Copies the directory, its subdirectories included, into `to`, which must not exist: the
     /// copy is written beside it (`to` with `.partial` added) and renamed into place.
     pub fn copy_to(&self, to: &Path) -> Result<ModelDir, ModelError> {
@@ -308,6 +362,45 @@ mod tests {
                 .iter()
                 .any(|f| f.role == "expert t2d-expert: cta head")
         );
+    }
+
+    #[test]
+    fn a_trained_routing_is_stored_and_an_added_expert_must_get_a_gate() {
+        use crate::model::Model;
+        use burn::tensor::Device;
+
+        let work = tempfile::tempdir().unwrap();
+        let mut copy = ModelDir::open(&shipped())
+            .unwrap()
+            .copy_to(&work.path().join("copy"))
+            .unwrap();
+        let device = Device::default();
+        let model = Model::load(copy.path(), &device).unwrap();
+        let routing = model.expert_routing.as_ref().unwrap();
+        copy.set_expert_routing(routing).unwrap();
+        assert!(
+            copy.files()
+                .unwrap()
+                .iter()
+                .any(|f| f.role == "expert routing")
+        );
+        copy.verify().unwrap();
+
+        let again = ExpertRef {
+            name: "silver-again".into(),
+            dir: "experts/t2d-silver".into(),
+            open_below: Some(0.5),
+        };
+        let error = copy
+            .add_expert(again.clone(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("gate for the new expert"), "{error}");
+        let grown = routing.with_expert(Some(0.5)).unwrap();
+        copy.add_expert(again, Some(&grown)).unwrap();
+        let loaded = Model::load(copy.path(), &device).unwrap();
+        assert_eq!(loaded.experts.len(), 5);
+        assert_eq!(loaded.expert_routing.as_ref().unwrap().experts(), 5);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Instant;
 use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
-use colswarm_model::{ExpertList, ExpertRouting, Model, Outputs, copy_model_dir, format_duration};
+use colswarm_model::{ExpertRouting, Model, ModelDir, Outputs, format_duration};
 use colswarm_parl::{AdvantageConfig, F1Counts, RewardConfig, pair_counts};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_swarm::ColumnAttentionConfig;
@@ -224,20 +224,14 @@ impl Weights<ExpertRouting> for RoutingWeights<'_> {
 }
 
 /// Writes a copy of the model directory `from` with `routing` as its experts' routing into
-/// `to`, replacing it whole (built beside it, then renamed).
+/// `to`, replacing it whole (copied beside it, then renamed).
 fn write_model_dir(from: &Path, routing: &ExpertRouting, to: &Path) -> Result<(), TrainError> {
-    let partial = to.with_extension("partial");
+    let partial = to.with_extension("routed");
     if partial.exists() {
         std::fs::remove_dir_all(&partial).map_err(|e| TrainError::io(&partial, e))?;
     }
-    copy_model_dir(from, &partial)?;
-    let mut list = ExpertList::load(&partial)?;
-    list.routing = Some(routing.save(&partial)?);
-    list.column_attention = routing
-        .attention
-        .as_ref()
-        .map(|a| a.query.weight.shape().dims::<2>()[1]);
-    list.save(&partial)?;
+    let mut copy = ModelDir::open(from)?.copy_to(&partial)?;
+    copy.set_expert_routing(routing)?;
     if to.exists() {
         std::fs::remove_dir_all(to).map_err(|e| TrainError::io(to, e))?;
     }
