@@ -23,7 +23,6 @@ use crate::error::ModelError;
 use crate::expert_routing::ExpertRouting;
 use crate::experts::ExpertList;
 use crate::labels::{Activation, LABELS_FILE, LabelSpace, Task};
-use crate::prediction::Wanted;
 use crate::serialize_settings::{SERIALIZE_FILE, SerializeSettings};
 
 /// Which specialists read the tables at inference.
@@ -540,12 +539,6 @@ impl Expert {
     /// then [`crate::Example::expert_ngrams`]'s, not the primary's.
     pub fn own_ngrams(&self) -> Option<&NgramConfig> {
         self.own_ngrams.as_ref()
-    }
-
-    /// Whether it knows a label of one of the `wanted` namespaces.
-    pub fn knows_any(&self, wanted: Wanted<'_>) -> bool {
-        let knows = |task, asked: &[usize]| self.namespaces(task).iter().any(|n| asked.contains(n));
-        knows(Task::Cta, wanted.cta) || knows(Task::Cpa, wanted.cpa)
     }
 
     /// `(expert label, primary label)` flat pairs of `task`: the labels it shares with the

@@ -132,7 +132,7 @@ impl Model {
             let probs = rows_of(decision.probs);
             let mut reads = Vec::with_capacity(self.experts.len());
             for (i, expert) in self.experts.iter().enumerate() {
-                let asked = wanted.is_none_or(|w| expert.knows_any(w));
+                let asked = wanted.is_none_or(|w| knows_any(expert, w));
                 let open: Vec<bool> = (0..examples.len())
                     .map(|b| {
                         asked
@@ -447,6 +447,12 @@ impl Model {
             }
         }
     }
+}
+
+/// Whether `expert` knows a label of one of the `wanted` namespaces.
+fn knows_any(expert: &Expert, wanted: Wanted<'_>) -> bool {
+    let knows = |task, asked: &[usize]| expert.namespaces(task).iter().any(|n| asked.contains(n));
+    knows(Task::Cta, wanted.cta) || knows(Task::Cpa, wanted.cpa)
 }
 
 /// Outputs for `tables` tables with no rows (an expert that read none of them).
