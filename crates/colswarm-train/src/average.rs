@@ -189,18 +189,7 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     // The inputs' specialists live in the inputs (a run's checkpoints): copy them in, so that
     // the average outlives the checkpoints it was made from.
     localize_specialists(&temp)?;
-    // Domain experts are not averaged: every input has the same ones, which are copied.
-    let experts = ExpertList::load(&inputs[0])?;
-    if !experts.experts.is_empty() {
-        experts.save(&temp)?;
-        for expert in &experts.experts {
-            copy_model_dir(&inputs[0].join(&expert.dir), &temp.join(&expert.dir))?;
-        }
-        if let Some(routing) = &experts.routing {
-            let (from, to) = (inputs[0].join(&routing.path), temp.join(&routing.path));
-            std::fs::copy(&from, &to).map_err(|e| TrainError::io(&from, e))?;
-        }
-    }
+    copy_experts(&inputs[0], &temp)?;
     if out.exists() {
         return Err(TrainError::Run {
             path: out.to_path_buf(),
@@ -208,6 +197,24 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
         });
     }
     std::fs::rename(&temp, out).map_err(|e| TrainError::io(out, e))?;
+    Ok(())
+}
+
+/// Copies the domain experts of the model directory `from` (not averaged: every input has the
+/// same ones), their list and their routing, into `to`.
+fn copy_experts(from: &Path, to: &Path) -> Result<(), TrainError> {
+    let experts = ExpertList::load(from)?;
+    if experts.experts.is_empty() {
+        return Ok(());
+    }
+    experts.save(to)?;
+    for expert in &experts.experts {
+        copy_model_dir(&from.join(&expert.dir), &to.join(&expert.dir))?;
+    }
+    if let Some(routing) = &experts.routing {
+        let (source, target) = (from.join(&routing.path), to.join(&routing.path));
+        std::fs::copy(&source, &target).map_err(|e| TrainError::io(&source, e))?;
+    }
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use colswarm_model::{
     expert_routing::label_namespaces, namespace_probs, rows_of,
 };
 use colswarm_parl::{
-    AdvantageConfig, RewardConfig, RolloutOutcome, TableLabels, bernoulli_log_probs,
+    AdvantageConfig, PerfConfig, RewardConfig, RolloutOutcome, TableLabels, bernoulli_log_probs,
     group_advantages, policy_loss, r_perf, score_batch,
 };
 use colswarm_swarm::{ColumnAttention, ColumnHead, RouterDecision, StageSteps, TableSteps};
@@ -123,95 +123,21 @@ pub(super) fn routing_step(
     rng: &mut ChaCha8Rng,
     device: &Device,
 ) -> Result<(Tensor<1>, StepStats), TrainError> {
-    let (k, n) = (config.rollouts, routing.experts());
     let width = reads[0].features.len();
     let flat: Vec<f32> = reads.iter().flat_map(|r| r.features.clone()).collect();
     let features = Tensor::<2>::from_data(TensorData::new(flat, [reads.len(), width]), device);
-    let decisions: Vec<RouterDecision> = (0..k)
+    let decisions: Vec<RouterDecision> = (0..config.rollouts)
         .map(|_| routing.router.sample(features.clone(), rng))
         .collect();
-    let weights = routing.mix.host_weights();
-    let attention = routing.attention.as_ref().map(|a| a.valid());
-    let mut stats = StepStats {
-        activation_rate: vec![0.0; n],
-        ..StepStats::default()
-    };
-    let mut outcomes = Vec::with_capacity(reads.len() * k);
-    let mut gates = Vec::with_capacity(reads.len() * k);
-    let mut alone_total = 0.0;
-    let host_probs = rows_of(decisions[0].probs.clone().detach());
-    for (t, read) in reads.iter().enumerate() {
-        let gold = gold_labels(&read.example);
-        let perf = |outputs: &Outputs| -> Result<Option<f64>, TrainError> {
-            let predicted = predicted_labels(&model.space, &read.example, outputs);
-            r_perf(&predicted, &gold, &reward.perf).map_err(|e| TrainError::Config(e.to_string()))
-        };
-        alone_total += perf(&read.primary)?.unwrap_or(0.0);
-        for decision in &decisions {
-            let mask = decision.active[t].clone();
-            for (i, on) in mask.iter().enumerate() {
-                stats.activation_rate[i] += f64::from(u8::from(*on));
-            }
-            let outputs = mixed(model, (&weights, attention.as_ref()), read, &mask);
-            let mean_gate = host_probs[t].iter().map(|&g| f64::from(g)).sum::<f64>() / n as f64;
-            outcomes.push(RolloutOutcome {
-                table: t,
-                steps: table_steps(&read.example, &mask),
-                mask,
-                mean_gate: Some(mean_gate.clamp(0.0, 1.0)),
-                annotated_columns: read.example.columns.len(),
-                columns: read.example.columns.len(),
-                perf: perf(&outputs)?,
-            });
-            gates.push(decision.probs.clone().slice([t..t + 1, 0..n]));
-        }
-    }
-    let scored = score_batch(&outcomes, reward, progress)
-        .map_err(|e| TrainError::Config(format!("PARL reward: {e}")))?;
-    let totals: Vec<f64> = scored
-        .iter()
-        .zip(&outcomes)
-        .map(|(s, o)| {
-            let reads = o.mask.iter().filter(|&&on| on).count() as f64;
-            s.map_or(0.0, |r| r.total - config.read_cost * reads)
-        })
-        .collect();
-    let advantages = group_advantages(&totals, advantage)
-        .map_err(|e| TrainError::Config(format!("PARL advantages: {e}")))?;
-    let counted = scored.iter().flatten().count().max(1) as f64;
-    for (s, total) in scored.iter().zip(&totals) {
-        if let Some(s) = s {
-            stats.reward += total / counted;
-            stats.r_perf += s.perf / counted;
-            stats.r_parallel += s.parallel / counted;
-            stats.r_finish += s.finish / counted;
-            stats.lambda_parallel = s.lambdas.parallel;
-            stats.lambda_finish = s.lambdas.finish;
-        }
-    }
-    stats.gain = stats.r_perf - alone_total / reads.len() as f64;
-    for rate in &mut stats.activation_rate {
-        *rate /= outcomes.len() as f64;
-    }
-
-    let gates = Tensor::cat(gates, 0);
-    let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
-    let actions =
-        Tensor::<2, Bool>::from_data(TensorData::new(actions, [outcomes.len(), n]), device);
-    let new_log_probs = bernoulli_log_probs(gates, actions.clone());
-    let old_log_probs = new_log_probs.clone().detach();
-    let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
-    let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
-    let decided = actions.clone().equal(actions);
-    let policy = policy_loss(
-        new_log_probs,
-        old_log_probs,
-        adv,
-        decided,
-        &config.objective,
-    )
-    .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
-    stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
+    let (rolled, mut stats) = roll_out(routing, model, reads, &decisions, &reward.perf)?;
+    let policy = policy_term(
+        &rolled,
+        config,
+        (reward, advantage),
+        progress,
+        &mut stats,
+        device,
+    )?;
     let masks: Vec<&[Vec<bool>]> = decisions.iter().map(|d| d.active.as_slice()).collect();
     // Without router training the policy term counts zero: the router's gradients are zeros,
     // which leave Adam's moments, and so its weights, where they are; and the graph of its
@@ -230,6 +156,124 @@ pub(super) fn routing_step(
     }
     stats.loss = f64::from(loss.clone().into_scalar::<f32>());
     Ok((loss, stats))
+}
+
+/// Every rollout of a step, table by table (`K` in a row per table), with the gates each
+/// rollout's mask was drawn from.
+struct Rolled {
+    outcomes: Vec<RolloutOutcome>,
+    gates: Vec<Tensor<2>>,
+}
+
+/// Scores each rollout's mixed answers (`r_perf`) and counts who opened.
+fn roll_out(
+    routing: &ExpertRouting,
+    model: &Model,
+    reads: &[&TableRead],
+    decisions: &[RouterDecision],
+    perf_config: &PerfConfig,
+) -> Result<(Rolled, StepStats), TrainError> {
+    let n = routing.experts();
+    let weights = routing.mix.host_weights();
+    let attention = routing.attention.as_ref().map(|a| a.valid());
+    let mut stats = StepStats {
+        activation_rate: vec![0.0; n],
+        ..StepStats::default()
+    };
+    let mut rolled = Rolled {
+        outcomes: Vec::with_capacity(reads.len() * decisions.len()),
+        gates: Vec::with_capacity(reads.len() * decisions.len()),
+    };
+    let host_probs = rows_of(decisions[0].probs.clone().detach());
+    for (t, read) in reads.iter().enumerate() {
+        let gold = gold_labels(&read.example);
+        let perf = |outputs: &Outputs| -> Result<Option<f64>, TrainError> {
+            let predicted = predicted_labels(&model.space, &read.example, outputs);
+            r_perf(&predicted, &gold, perf_config).map_err(|e| TrainError::Config(e.to_string()))
+        };
+        stats.gain -= perf(&read.primary)?.unwrap_or(0.0) / reads.len() as f64;
+        for decision in decisions {
+            let mask = decision.active[t].clone();
+            for (i, on) in mask.iter().enumerate() {
+                stats.activation_rate[i] += f64::from(u8::from(*on));
+            }
+            let outputs = mixed(model, (&weights, attention.as_ref()), read, &mask);
+            let mean_gate = host_probs[t].iter().map(|&g| f64::from(g)).sum::<f64>() / n as f64;
+            rolled.outcomes.push(RolloutOutcome {
+                table: t,
+                steps: table_steps(&read.example, &mask),
+                mask,
+                mean_gate: Some(mean_gate.clamp(0.0, 1.0)),
+                annotated_columns: read.example.columns.len(),
+                columns: read.example.columns.len(),
+                perf: perf(&outputs)?,
+            });
+            rolled
+                .gates
+                .push(decision.probs.clone().slice([t..t + 1, 0..n]));
+        }
+    }
+    for rate in &mut stats.activation_rate {
+        *rate /= rolled.outcomes.len() as f64;
+    }
+    Ok((rolled, stats))
+}
+
+/// The rollouts' rewards (minus the read cost), advantages and the policy objective over the
+/// router's decisions; the reward terms are added to `stats`.
+fn policy_term(
+    rolled: &Rolled,
+    config: &ExpertRoutingConfig,
+    (reward, advantage): (&RewardConfig, &AdvantageConfig),
+    progress: f64,
+    stats: &mut StepStats,
+    device: &Device,
+) -> Result<Tensor<1>, TrainError> {
+    let outcomes = &rolled.outcomes;
+    let scored = score_batch(outcomes, reward, progress)
+        .map_err(|e| TrainError::Config(format!("PARL reward: {e}")))?;
+    let totals: Vec<f64> = scored
+        .iter()
+        .zip(outcomes)
+        .map(|(s, o)| {
+            let reads = o.mask.iter().filter(|&&on| on).count() as f64;
+            s.map_or(0.0, |r| r.total - config.read_cost * reads)
+        })
+        .collect();
+    let advantages = group_advantages(&totals, advantage)
+        .map_err(|e| TrainError::Config(format!("PARL advantages: {e}")))?;
+    let counted = scored.iter().flatten().count().max(1) as f64;
+    for (s, total) in scored.iter().zip(&totals) {
+        if let Some(s) = s {
+            stats.reward += total / counted;
+            stats.r_perf += s.perf / counted;
+            stats.r_parallel += s.parallel / counted;
+            stats.r_finish += s.finish / counted;
+            stats.lambda_parallel = s.lambdas.parallel;
+            stats.lambda_finish = s.lambdas.finish;
+        }
+    }
+    stats.gain += stats.r_perf;
+    let n = outcomes.first().map_or(0, |o| o.mask.len());
+    let gates = Tensor::cat(rolled.gates.clone(), 0);
+    let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
+    let actions =
+        Tensor::<2, Bool>::from_data(TensorData::new(actions, [outcomes.len(), n]), device);
+    let new_log_probs = bernoulli_log_probs(gates, actions.clone());
+    let old_log_probs = new_log_probs.clone().detach();
+    let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
+    let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
+    let decided = actions.clone().equal(actions);
+    let policy = policy_loss(
+        new_log_probs,
+        old_log_probs,
+        adv,
+        decided,
+        &config.objective,
+    )
+    .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
+    stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
+    Ok(policy)
 }
 
 /// The rows of one task the mix is trained on, over every rollout: each row's logits (the

@@ -272,32 +272,8 @@ pub fn train_expert_routing(
         );
     }
     let autodiff = device.clone().autodiff();
-    let mut fresh = trainable(start, config.mix_start, &autodiff);
-    if let (None, Some(width)) = (&fresh.attention, config.column_attention) {
-        let d_model = model.swarm.orchestrator.primary.d_model();
-        let widths = model
-            .experts
-            .iter()
-            .map(|e| e.model.swarm.orchestrator.primary.d_model())
-            .collect();
-        let attention = ColumnAttentionConfig::new(d_model, widths).with_d_attention(width);
-        fresh.attention = Some(attention.init(config.run.seed, &autodiff));
-    }
-    let mut at = match run.latest()? {
-        Some(checkpoint) => {
-            let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
-            Trained {
-                model: file.load_into(fresh, &autodiff)?,
-                optim: load_optimizer(&checkpoint, build_optimizer(&config.optimizer))?,
-                state: checkpoint.state,
-            }
-        }
-        None => Trained {
-            model: fresh,
-            optim: build_optimizer(&config.optimizer),
-            state: RunState::default(),
-        },
-    };
+    let fresh = starting_routing(start, config, &model, &autodiff);
+    let mut at = resume_routing(&run, fresh, config, &autodiff)?;
     let log = Log::open(&run.log_path(), at.state.step)?;
     let weights = RoutingWeights {
         run: &run,
@@ -345,6 +321,53 @@ pub fn train_expert_routing(
         steps: at.state.step,
         best: at.state.best_score.zip(at.state.best_epoch),
         model_dir,
+    })
+}
+
+/// The routing a run starts from: the model's, on the autodiff `device`, its mix at
+/// [`ExpertRoutingConfig::mix_start`] and with a fresh column attention where one is asked
+/// for and the model's routing has none.
+fn starting_routing(
+    start: &ExpertRouting,
+    config: &ExpertRoutingConfig,
+    model: &Model,
+    device: &Device,
+) -> ExpertRouting {
+    let mut fresh = trainable(start, config.mix_start, device);
+    if let (None, Some(width)) = (&fresh.attention, config.column_attention) {
+        let d_model = model.swarm.orchestrator.primary.d_model();
+        let widths = model
+            .experts
+            .iter()
+            .map(|e| e.model.swarm.orchestrator.primary.d_model())
+            .collect();
+        let attention = ColumnAttentionConfig::new(d_model, widths).with_d_attention(width);
+        fresh.attention = Some(attention.init(config.run.seed, device));
+    }
+    fresh
+}
+
+/// `fresh` with a new optimizer, or the run's newest checkpoint loaded into it.
+fn resume_routing(
+    run: &RunDir,
+    fresh: ExpertRouting,
+    config: &ExpertRoutingConfig,
+    device: &Device,
+) -> Result<Trained<ExpertRouting>, TrainError> {
+    Ok(match run.latest()? {
+        Some(checkpoint) => {
+            let file = CheckpointFile::open(&checkpoint.model_dir().join(CHECKPOINT_FILE))?;
+            Trained {
+                model: file.load_into(fresh, device)?,
+                optim: load_optimizer(&checkpoint, build_optimizer(&config.optimizer))?,
+                state: checkpoint.state,
+            }
+        }
+        None => Trained {
+            model: fresh,
+            optim: build_optimizer(&config.optimizer),
+            state: RunState::default(),
+        },
     })
 }
 
