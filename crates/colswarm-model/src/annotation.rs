@@ -1,16 +1,9 @@
-//! What the model says about a table: types and relations per column, the router's gates.
+//! What the model says about a table: types and relations per column, the router's gates
+//! (the output types; [`crate::Model::annotate`] writes them, in `rendering.rs`).
 
-use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
-use crate::encode::Columns;
-use crate::encode::Example;
-use crate::error::ModelError;
-use crate::label_names::LabelNames;
-use crate::labels::{Namespace, Task};
-use crate::model::{Model, SpecialistUse};
-use crate::prediction::{Outputs, Wanted};
+use crate::model::SpecialistUse;
 
 /// A label and the model's confidence in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,173 +116,42 @@ impl Default for AnnotateOptions {
     }
 }
 
-impl Model {
-    /// Annotates every column of every table.
-    pub fn annotate(
-        &self,
-        tables: &[Table],
-        options: &AnnotateOptions,
-    ) -> Result<Vec<TableAnnotation>, ModelError> {
-        let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, ModelError> {
-            let list = self.space.list(task);
-            if wanted.is_empty() {
-                return Ok((0..list.len()).collect());
-            }
-            wanted
-                .iter()
-                .map(|name| {
-                    list.iter().position(|n| &n.name == name).ok_or_else(|| {
-                        ModelError::UnknownNamespace(format!(
-                            "the model has no {task} namespace `{name}` (it has: {})",
-                            list.iter()
-                                .map(|n| n.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })
-                })
-                .collect()
-        };
-        // Each picked namespace with the words of its label names where it has a label-name
-        // prior: split once per call, not once per column.
-        let with_names = |task: Task, picked: Vec<usize>| -> Vec<(usize, Option<LabelNames>)> {
-            let list = self.space.list(task);
-            picked
-                .into_iter()
-                .map(|i| (i, LabelNames::of(&list[i])))
-                .collect()
-        };
-        let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
-        let cpa = with_names(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
-        let indices = |picked: &[(usize, Option<LabelNames>)]| -> Vec<usize> {
-            picked.iter().map(|(i, _)| *i).collect()
-        };
-        let (cta_wanted, cpa_wanted) = (indices(&cta), indices(&cpa));
-        let wanted = Wanted {
-            cta: &cta_wanted,
-            cpa: &cpa_wanted,
-        };
-        let mut annotations = Vec::with_capacity(tables.len());
-        for chunk in tables.chunks(options.batch_size.max(1)) {
-            // With the specialists off no expert reads the tables: their bags are not needed.
-            let experts = options.specialists != SpecialistUse::Off;
-            let examples = self.encode_for(chunk, Columns::All, experts);
-            let refs: Vec<&Example> = examples.iter().collect();
-            let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
-            let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
-            for (b, table) in chunk.iter().enumerate() {
-                annotations.push(outputs.table(self, b, table, &cta, &cpa, options));
-            }
-        }
-        Ok(annotations)
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
-    let mut order: Vec<usize> = (0..probs.len()).collect();
-    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
-    order
-        .into_iter()
-        .take(k)
-        .map(|i| Scored {
-            label: namespace.labels[i].clone(),
-            confidence: probs[i],
-        })
-        .collect()
-}
-
-/// A column's types in namespace `ns` from its probabilities: the decoded labels (none where
-/// the namespace abstains), best first, and the `top_k`.
-fn type_annotation(ns: &Namespace, probs: Vec<f32>, options: &AnnotateOptions) -> TypeAnnotation {
-    let abstained = options.abstain && abstains(ns, &probs);
-    let predicted = if abstained {
-        Vec::new()
-    } else {
-        decode(ns, &probs)
-    };
-    let probs = hierarchy_probs(ns, probs);
-    let mut labels: Vec<Scored> = predicted
-        .into_iter()
-        .map(|j| Scored {
-            label: ns.labels[j].clone(),
-            confidence: probs[j],
-        })
-        .collect();
-    labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
-    TypeAnnotation {
-        namespace: ns.name.clone(),
-        labels,
-        top_k: top_k(ns, &probs, options.top_k),
-        abstained,
-    }
-}
-
-impl Outputs {
-    pub(crate) fn table(
-        &self,
-        model: &Model,
-        b: usize,
-        table: &Table,
-        cta: &[(usize, Option<LabelNames>)],
-        cpa: &[(usize, Option<LabelNames>)],
-        options: &AnnotateOptions,
-    ) -> TableAnnotation {
-        let k = options.top_k;
-        let subject = subject_column(table);
-        let columns = (0..table.n_columns())
-            .map(|c| {
-                let logits = &self.cta[self.row_start[b] + c];
-                let header = table.columns[c].header.as_deref();
-                let types = cta
-                    .iter()
-                    .map(|(i, names)| {
-                        let ns = &model.space.cta[*i];
-                        let header = ns.prior_header(header, c, subject);
-                        let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
-                        type_annotation(ns, probs, options)
-                    })
-                    .collect();
-                let relations = self.cpa[b]
-                    .iter()
-                    .filter(|(_, o, _)| *o == c)
-                    .flat_map(|(_, _, logits)| {
-                        cpa.iter().map(move |(i, names)| {
-                            let ns = &model.space.cpa[*i];
-                            let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
-                            let abstained = options.abstain && abstains(ns, &probs);
-                            RelationAnnotation {
-                                namespace: ns.name.clone(),
-                                subject_column: subject,
-                                relation: (!abstained)
-                                    .then(|| top_k(ns, &probs, 1).into_iter().next())
-                                    .flatten(),
-                                top_k: top_k(ns, &probs, k),
-                                abstained,
-                            }
-                        })
-                    })
-                    .collect();
-                ColumnAnnotation {
-                    index: c,
-                    header: table.columns[c].header.clone(),
-                    types,
-                    relations,
-                }
-            })
-            .collect();
-        TableAnnotation {
-            table: table.id.clone(),
-            subject_column: subject,
-            router: self.gates[b]
-                .iter()
-                .zip(model.gate_names())
-                .map(|(&(gate, active), s)| GateAnnotation {
-                    specialist: s.to_string(),
-                    gate,
-                    active,
-                })
-                .collect(),
-            columns,
-        }
+    #[test]
+    fn an_annotation_reads_back_and_old_ones_without_abstention_flags_still_read() {
+        let annotation = TableAnnotation {
+            table: "films".into(),
+            subject_column: 0,
+            router: vec![GateAnnotation {
+                specialist: "t2d-expert".into(),
+                gate: 0.75,
+                active: true,
+            }],
+            columns: vec![ColumnAnnotation {
+                index: 1,
+                header: Some("director".into()),
+                types: vec![TypeAnnotation {
+                    namespace: "t2d".into(),
+                    labels: vec![Scored {
+                        label: "director".into(),
+                        confidence: 0.5,
+                    }],
+                    top_k: Vec::new(),
+                    abstained: false,
+                }],
+                relations: Vec::new(),
+            }],
+        };
+        let json = serde_json::to_string(&annotation).unwrap();
+        assert_eq!(
+            serde_json::from_str::<TableAnnotation>(&json).unwrap(),
+            annotation
+        );
+        let old = r#"{"namespace":"t2d","labels":[],"top_k":[]}"#;
+        let read: TypeAnnotation = serde_json::from_str(old).unwrap();
+        assert!(!read.abstained);
     }
 }

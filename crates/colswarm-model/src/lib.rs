@@ -43,6 +43,7 @@ mod model_dir;
 mod prediction;
 mod progress;
 mod read;
+mod rendering;
 mod serialize_settings;
 
 pub use added_head::{

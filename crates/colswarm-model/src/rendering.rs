@@ -1,0 +1,227 @@
+//! Turning a prediction into annotations: each namespace's probabilities (after the
+//! label-name prior) decoded into labels, abstentions, the `top_k`, relations to the subject
+//! column and the gates.
+
+use colswarm_tables::Table;
+
+use crate::annotation::{
+    AnnotateOptions, ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TableAnnotation,
+    TypeAnnotation,
+};
+use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
+use crate::encode::{Columns, Example};
+use crate::error::ModelError;
+use crate::label_names::LabelNames;
+use crate::labels::{Namespace, Task};
+use crate::model::{Model, SpecialistUse};
+use crate::prediction::{Outputs, Wanted};
+
+impl Model {
+    /// Annotates every column of every table.
+    pub fn annotate(
+        &self,
+        tables: &[Table],
+        options: &AnnotateOptions,
+    ) -> Result<Vec<TableAnnotation>, ModelError> {
+        let pick = |task: Task, wanted: &[String]| -> Result<Vec<usize>, ModelError> {
+            let list = self.space.list(task);
+            if wanted.is_empty() {
+                return Ok((0..list.len()).collect());
+            }
+            wanted
+                .iter()
+                .map(|name| {
+                    list.iter().position(|n| &n.name == name).ok_or_else(|| {
+                        ModelError::UnknownNamespace(format!(
+                            "the model has no {task} namespace `{name}` (it has: {})",
+                            list.iter()
+                                .map(|n| n.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+                })
+                .collect()
+        };
+        // Each picked namespace with the words of its label names where it has a label-name
+        // prior: split once per call, not once per column.
+        let with_names = |task: Task, picked: Vec<usize>| -> Vec<(usize, Option<LabelNames>)> {
+            let list = self.space.list(task);
+            picked
+                .into_iter()
+                .map(|i| (i, LabelNames::of(&list[i])))
+                .collect()
+        };
+        let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
+        let cpa = with_names(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
+        let indices = |picked: &[(usize, Option<LabelNames>)]| -> Vec<usize> {
+            picked.iter().map(|(i, _)| *i).collect()
+        };
+        let (cta_wanted, cpa_wanted) = (indices(&cta), indices(&cpa));
+        let wanted = Wanted {
+            cta: &cta_wanted,
+            cpa: &cpa_wanted,
+        };
+        let mut annotations = Vec::with_capacity(tables.len());
+        for chunk in tables.chunks(options.batch_size.max(1)) {
+            // With the specialists off no expert reads the tables: their bags are not needed.
+            let experts = options.specialists != SpecialistUse::Off;
+            let examples = self.encode_for(chunk, Columns::All, experts);
+            let refs: Vec<&Example> = examples.iter().collect();
+            let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
+            let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
+            for (b, table) in chunk.iter().enumerate() {
+                annotations.push(outputs.table(self, b, table, &cta, &cpa, options));
+            }
+        }
+        Ok(annotations)
+    }
+}
+
+fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
+    let mut order: Vec<usize> = (0..probs.len()).collect();
+    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
+    order
+        .into_iter()
+        .take(k)
+        .map(|i| Scored {
+            label: namespace.labels[i].clone(),
+            confidence: probs[i],
+        })
+        .collect()
+}
+
+/// A column's types in namespace `ns` from its probabilities: the decoded labels (none where
+/// the namespace abstains), best first, and the `top_k`.
+fn type_annotation(ns: &Namespace, probs: Vec<f32>, options: &AnnotateOptions) -> TypeAnnotation {
+    let abstained = options.abstain && abstains(ns, &probs);
+    let predicted = if abstained {
+        Vec::new()
+    } else {
+        decode(ns, &probs)
+    };
+    let probs = hierarchy_probs(ns, probs);
+    let mut labels: Vec<Scored> = predicted
+        .into_iter()
+        .map(|j| Scored {
+            label: ns.labels[j].clone(),
+            confidence: probs[j],
+        })
+        .collect();
+    labels.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    TypeAnnotation {
+        namespace: ns.name.clone(),
+        labels,
+        top_k: top_k(ns, &probs, options.top_k),
+        abstained,
+    }
+}
+
+impl Outputs {
+    pub(crate) fn table(
+        &self,
+        model: &Model,
+        b: usize,
+        table: &Table,
+        cta: &[(usize, Option<LabelNames>)],
+        cpa: &[(usize, Option<LabelNames>)],
+        options: &AnnotateOptions,
+    ) -> TableAnnotation {
+        let k = options.top_k;
+        let subject = subject_column(table);
+        let columns = (0..table.n_columns())
+            .map(|c| {
+                let logits = &self.cta[self.row_start[b] + c];
+                let header = table.columns[c].header.as_deref();
+                let types = cta
+                    .iter()
+                    .map(|(i, names)| {
+                        let ns = &model.space.cta[*i];
+                        let header = ns.prior_header(header, c, subject);
+                        let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
+                        type_annotation(ns, probs, options)
+                    })
+                    .collect();
+                let relations = self.cpa[b]
+                    .iter()
+                    .filter(|(_, o, _)| *o == c)
+                    .flat_map(|(_, _, logits)| {
+                        cpa.iter().map(move |(i, names)| {
+                            let ns = &model.space.cpa[*i];
+                            let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
+                            let abstained = options.abstain && abstains(ns, &probs);
+                            RelationAnnotation {
+                                namespace: ns.name.clone(),
+                                subject_column: subject,
+                                relation: (!abstained)
+                                    .then(|| top_k(ns, &probs, 1).into_iter().next())
+                                    .flatten(),
+                                top_k: top_k(ns, &probs, k),
+                                abstained,
+                            }
+                        })
+                    })
+                    .collect();
+                ColumnAnnotation {
+                    index: c,
+                    header: table.columns[c].header.clone(),
+                    types,
+                    relations,
+                }
+            })
+            .collect();
+        TableAnnotation {
+            table: table.id.clone(),
+            subject_column: subject,
+            router: self.gates[b]
+                .iter()
+                .zip(model.gate_names())
+                .map(|(&(gate, active), s)| GateAnnotation {
+                    specialist: s.to_string(),
+                    gate,
+                    active,
+                })
+                .collect(),
+            columns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use colswarm_swarm::LabelKind;
+    use colswarm_tables::DatasetFormat;
+
+    fn namespace(threshold: Option<f32>) -> Namespace {
+        let labels = ["city", "country", "river"].map(String::from).to_vec();
+        let mut ns = Namespace::new("t", DatasetFormat::T2d, LabelKind::SingleLabel, 0, labels);
+        ns.abstain_below = threshold;
+        ns
+    }
+
+    #[test]
+    fn top_k_lists_the_most_probable_first() {
+        let ns = namespace(None);
+        let top = top_k(&ns, &[0.2, 0.5, 0.3], 2);
+        let labels: Vec<&str> = top.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["country", "river"]);
+    }
+
+    #[test]
+    fn a_namespace_below_its_threshold_abstains_but_still_lists_its_candidates() {
+        let options = AnnotateOptions::default();
+        let unsure = type_annotation(&namespace(Some(0.6)), vec![0.2, 0.5, 0.3], &options);
+        assert!(unsure.abstained && unsure.labels.is_empty());
+        assert_eq!(unsure.top_k.len(), 3);
+        let sure = type_annotation(&namespace(Some(0.4)), vec![0.2, 0.5, 0.3], &options);
+        assert!(!sure.abstained);
+        assert_eq!(sure.labels[0].label, "country");
+        let told = AnnotateOptions {
+            abstain: false,
+            ..AnnotateOptions::default()
+        };
+        let labelled = type_annotation(&namespace(Some(0.6)), vec![0.2, 0.5, 0.3], &told);
+        assert!(!labelled.abstained && labelled.labels[0].label == "country");
+    }
+}
