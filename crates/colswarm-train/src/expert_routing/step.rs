@@ -2,14 +2,14 @@
 //! the gold labels, the policy loss over the router's gates plus the mix's supervised loss.
 
 use burn::module::Module;
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_model::{
-    Example, ExpertOutputs, ExpertRouting, LabelSpace, Model, Outputs, Task, decode,
-    expert_routing::label_namespaces, namespace_probs, rows_of,
+    Example, ExpertOutputs, ExpertRouting, LabelSpace, Model, Outputs, Task,
+    expert_routing::label_namespaces, rows_of,
 };
 use colswarm_parl::{
-    AdvantageConfig, PerfConfig, RewardConfig, RolloutOutcome, TableLabels, bernoulli_log_probs,
-    group_advantages, policy_loss, r_perf, score_batch,
+    AdvantageConfig, PerfConfig, RewardConfig, RolloutOutcome, TableLabels, group_advantages,
+    r_perf, score_batch,
 };
 use colswarm_swarm::{ColumnAttention, ColumnHead, RouterDecision, StageSteps, TableSteps};
 use rand_chacha::ChaCha8Rng;
@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::config::ExpertRoutingConfig;
 use super::data::TableRead;
 use crate::error::TrainError;
+use crate::parl::{self, gold_labels, rollout_policy};
 use crate::supervised::namespace_loss;
 
 /// What one step's rollouts did, averaged (logged).
@@ -37,53 +38,21 @@ pub(super) struct StepStats {
     pub(super) loss: f64,
 }
 
-/// The labels a table's (mixed) outputs predict, decoded as in evaluation, keyed as
-/// [`gold_labels`] keys them; a gold relation whose pair the outputs did not score (the model
-/// chose another subject column) is predicted as nothing.
+/// The labels a table's (mixed) outputs predict, decoded as in evaluation; a gold relation
+/// whose pair the outputs did not score (the model chose another subject column) is predicted
+/// as nothing.
 pub(super) fn predicted_labels(
     space: &LabelSpace,
     example: &Example,
     outputs: &Outputs,
 ) -> TableLabels<usize> {
-    let mut labels = TableLabels::default();
-    if let Some(ns) = example.cta_namespace.map(|i| &space.cta[i]) {
-        for (q, target) in example.cta.iter().enumerate() {
-            if target.is_empty() {
-                continue;
-            }
-            let probs = namespace_probs(ns, &outputs.cta[q], None);
-            labels
-                .cta
-                .extend(decode(ns, &probs).into_iter().map(|i| (q, ns.offset + i)));
-        }
-    }
-    if let Some(ns) = example.cpa_namespace.map(|i| &space.cpa[i]) {
-        for (s, o, _) in &example.cpa {
-            let Some((_, _, logits)) = outputs.cpa[0].iter().find(|(a, b, _)| a == s && b == o)
-            else {
-                continue;
-            };
-            let probs = namespace_probs(ns, logits, None);
-            labels.cpa.extend(
-                decode(ns, &probs)
-                    .into_iter()
-                    .map(|i| ((*s, *o), ns.offset + i)),
-            );
-        }
-    }
-    labels
-}
-
-/// The gold labels of a table.
-pub(super) fn gold_labels(example: &Example) -> TableLabels<usize> {
-    let mut labels = TableLabels::default();
-    for (q, outputs) in example.cta.iter().enumerate() {
-        labels.cta.extend(outputs.iter().map(|&o| (q, o)));
-    }
-    for (s, o, outputs) in &example.cpa {
-        labels.cpa.extend(outputs.iter().map(|&r| ((*s, *o), r)));
-    }
-    labels
+    parl::predicted_labels(space, example, &outputs.cta, |i| {
+        let (s, o, _) = &example.cpa[i];
+        outputs.cpa[0]
+            .iter()
+            .find(|(a, b, _)| a == s && b == o)
+            .map(|(_, _, logits)| logits.as_slice())
+    })
 }
 
 /// The primary's outputs on `read`'s table with the experts `open` marks mixed in at `weights`,
@@ -254,24 +223,8 @@ fn policy_term(
         }
     }
     stats.gain += stats.r_perf;
-    let n = outcomes.first().map_or(0, |o| o.mask.len());
-    let gates = Tensor::cat(rolled.gates.clone(), 0);
-    let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
-    let actions =
-        Tensor::<2, Bool>::from_data(TensorData::new(actions, [outcomes.len(), n]), device);
-    let new_log_probs = bernoulli_log_probs(gates, actions.clone());
-    let old_log_probs = new_log_probs.clone().detach();
-    let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
-    let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
-    let decided = actions.clone().equal(actions);
-    let policy = policy_loss(
-        new_log_probs,
-        old_log_probs,
-        adv,
-        decided,
-        &config.objective,
-    )
-    .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
+    let gates = rolled.gates.clone();
+    let policy = rollout_policy(gates, outcomes, &advantages, &config.objective, device)?;
     stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
     Ok(policy)
 }

@@ -14,13 +14,14 @@ use colswarm_swarm::ColumnAttentionConfig;
 
 use super::config::{ExpertRoutingConfig, ExpertRoutingOptions, ExpertRoutingSummary};
 use super::data::{TableRead, read_tables};
-use super::step::{Heads, gold_labels, mixed, predicted_labels, routing_step};
+use super::step::{Heads, mixed, predicted_labels, routing_step};
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
+use crate::parl::gold_labels;
 use crate::run::{
     Computed, Driver, Evaluation, Log, ROLLOUT_STREAM, Retention, RunDir, RunState, Schedule,
-    Stage, Trained, Weights, build_optimizer, check_optimizer, commit_with_optimizer, epoch_order,
-    load_optimizer, rng_for,
+    Stage, Trained, Weights, build_optimizer, check_optimizer, commit_with_optimizer,
+    load_optimizer, rng_for, step_batch,
 };
 
 /// Refuses configurations that cannot run.
@@ -66,11 +67,9 @@ impl Stage for Routing<'_> {
         let started = Instant::now();
         let config = self.config;
         let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-        let order = epoch_order(seed, state.step / self.batches(), self.train.len());
-        let at = (state.step % self.batches()) * batch_size;
-        let picked: Vec<&TableRead> = order[at..(at + batch_size).min(self.train.len())]
-            .iter()
-            .map(|&i| &self.train[i])
+        let picked: Vec<&TableRead> = step_batch(seed, state.step, batch_size, self.train.len())
+            .into_iter()
+            .map(|i| &self.train[i])
             .collect();
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);

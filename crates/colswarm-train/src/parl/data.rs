@@ -8,7 +8,7 @@ use colswarm_tables::DataSpec;
 use crate::error::TrainError;
 
 /// The gold labels of an example as `TableLabels` over head outputs.
-pub(super) fn gold_labels(example: &Example) -> TableLabels<usize> {
+pub(crate) fn gold_labels(example: &Example) -> TableLabels<usize> {
     let mut labels = TableLabels::default();
     for (q, outputs) in example.cta.iter().enumerate() {
         labels.cta.extend(outputs.iter().map(|&o| (q, o)));

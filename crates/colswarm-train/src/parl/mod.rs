@@ -28,4 +28,6 @@ mod step;
 mod training;
 
 pub use config::{ParlConfig, ParlOptions, ParlSummary, ScheduleChoice};
+pub(crate) use data::gold_labels;
+pub(crate) use step::{predicted_labels, rollout_policy};
 pub use training::train_router;

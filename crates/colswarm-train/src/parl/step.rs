@@ -3,8 +3,8 @@
 use burn::tensor::{Bool, Device, Tensor, TensorData};
 use colswarm_model::{Example, LabelSpace, decode, namespace_probs, rows_of, to_batch};
 use colswarm_parl::{
-    AdvantageConfig, RewardConfig, RolloutOutcome, TableLabels, bernoulli_log_probs,
-    group_advantages, policy_loss, r_perf, score_batch,
+    AdvantageConfig, ObjectiveConfig, RewardConfig, RolloutOutcome, TableLabels,
+    bernoulli_log_probs, group_advantages, policy_loss, r_perf, score_batch,
 };
 use colswarm_swarm::{RouterDecision, StageSteps, Swarm, SwarmOutput, TableRead, TableSteps};
 use rand_chacha::ChaCha8Rng;
@@ -33,12 +33,14 @@ pub(super) struct StepStats {
     supervised_loss: f64,
 }
 
-/// A rollout's predictions for one example as `TableLabels`, decoded as in evaluation.
-fn predicted_labels(
+/// A rollout's predictions for one example as `TableLabels`, decoded as in evaluation: its CTA
+/// rows (one per query) and, for the `i`-th gold relation of the example, `cpa_row(i)` (`None`:
+/// the rollout scored no such pair, so it predicts nothing there).
+pub(crate) fn predicted_labels<'a>(
     space: &LabelSpace,
     example: &Example,
     cta_rows: &[Vec<f32>],
-    cpa_rows: &[Vec<f32>],
+    cpa_row: impl Fn(usize) -> Option<&'a [f32]>,
 ) -> TableLabels<usize> {
     let mut labels = TableLabels::default();
     if let Some(ns) = example.cta_namespace.map(|i| &space.cta[i]) {
@@ -54,7 +56,10 @@ fn predicted_labels(
         }
     }
     if let Some(ns) = example.cpa_namespace.map(|i| &space.cpa[i]) {
-        for ((s, o, _), logits) in example.cpa.iter().zip(cpa_rows) {
+        for (i, (s, o, _)) in example.cpa.iter().enumerate() {
+            let Some(logits) = cpa_row(i) else {
+                continue;
+            };
             let probs = namespace_probs(ns, logits, None);
             labels.cpa.extend(
                 decode(ns, &probs)
@@ -154,7 +159,8 @@ impl Rollouts {
                 rows_of(swarm.orchestrator.cpa_logits(out, &pairs).detach())
             };
             row += example.queries.len();
-            let predicted = predicted_labels(space, example, rows, &cpa_rows);
+            let predicted =
+                predicted_labels(space, example, rows, |i| cpa_rows.get(i).map(Vec::as_slice));
             let perf = r_perf(&predicted, &gold_labels(example), &reward.perf)
                 .map_err(|e| TrainError::Config(e.to_string()))?;
             let mask = decision.active[t].clone();
@@ -193,7 +199,7 @@ impl Rollouts {
         progress: f64,
         device: &Device,
     ) -> Result<(Tensor<1>, StepStats), TrainError> {
-        let (mut stats, n_specialists) = (self.stats, self.n_specialists);
+        let mut stats = self.stats;
         let outcomes: Vec<RolloutOutcome> = self.outcomes.into_iter().flatten().collect();
         let scored = score_batch(&outcomes, reward, progress)
             .map_err(|e| TrainError::Config(format!("PARL reward: {e}")))?;
@@ -219,25 +225,8 @@ impl Rollouts {
         stats.serial_steps /= n;
         stats.supervised_loss /= self.k as f64;
 
-        let gates = Tensor::cat(self.log_probs.into_iter().flatten().collect(), 0);
-        let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
-        let actions = Tensor::<2, Bool>::from_data(
-            TensorData::new(actions, [outcomes.len(), n_specialists]),
-            device,
-        );
-        let new_log_probs = bernoulli_log_probs(gates, actions.clone());
-        let old_log_probs = new_log_probs.clone().detach();
-        let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
-        let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
-        let decisions = actions.clone().equal(actions);
-        let policy = policy_loss(
-            new_log_probs,
-            old_log_probs,
-            adv,
-            decisions,
-            &config.objective,
-        )
-        .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))?;
+        let gates = self.log_probs.into_iter().flatten().collect();
+        let policy = rollout_policy(gates, &outcomes, &advantages, &config.objective, device)?;
         stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
         let mut loss = policy;
         let count = self.supervised.len() as f64;
@@ -247,6 +236,28 @@ impl Rollouts {
         stats.loss = f64::from(loss.clone().into_scalar::<f32>());
         Ok((loss, stats))
     }
+}
+
+/// The K2.5 policy objective over rollouts: each rollout's gates (`[1, n]` each, in the order
+/// of `outcomes`), the mask it drew, and its advantage.
+pub(crate) fn rollout_policy(
+    gates: Vec<Tensor<2>>,
+    outcomes: &[RolloutOutcome],
+    advantages: &[f64],
+    objective: &ObjectiveConfig,
+    device: &Device,
+) -> Result<Tensor<1>, TrainError> {
+    let n = outcomes.first().map_or(0, |o| o.mask.len());
+    let actions: Vec<bool> = outcomes.iter().flat_map(|o| o.mask.clone()).collect();
+    let actions =
+        Tensor::<2, Bool>::from_data(TensorData::new(actions, [outcomes.len(), n]), device);
+    let new_log_probs = bernoulli_log_probs(Tensor::cat(gates, 0), actions.clone());
+    let old_log_probs = new_log_probs.clone().detach();
+    let adv: Vec<f32> = advantages.iter().map(|&a| a as f32).collect();
+    let adv = Tensor::<1>::from_data(TensorData::new(adv, [outcomes.len()]), device);
+    let decisions = actions.clone().equal(actions);
+    policy_loss(new_log_probs, old_log_probs, adv, decisions, objective)
+        .map_err(|e| TrainError::Config(format!("PARL objective: {e}")))
 }
 
 /// A rollout's steps on one table: the primary's read, the active specialists' reads in

@@ -20,7 +20,7 @@ use crate::param_ids::renumber;
 use crate::run::{
     Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROLLOUT_STREAM, Retention, RunDir,
     RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_evaluation,
-    dev_reports, epoch_order, resume, rng_for,
+    dev_reports, resume, rng_for, step_batch,
 };
 
 /// Refuses configurations that cannot run.
@@ -60,11 +60,9 @@ impl Stage for Parl<'_> {
         let started = Instant::now();
         let config = self.config;
         let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-        let order = epoch_order(seed, state.step / self.batches(), self.train.len());
-        let at = (state.step % self.batches()) * batch_size;
-        let picked: Vec<&Example> = order[at..(at + batch_size).min(self.train.len())]
-            .iter()
-            .map(|&i| &self.train[i])
+        let picked: Vec<&Example> = step_batch(seed, state.step, batch_size, self.train.len())
+            .into_iter()
+            .map(|i| &self.train[i])
             .collect();
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);

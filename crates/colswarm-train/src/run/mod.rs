@@ -30,7 +30,7 @@ pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
 pub(crate) use driver::{Computed, Driver, Evaluation, Schedule, Stage, Trained, Weights};
 pub use log::Log;
 pub use rng::epoch_order;
-pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for};
+pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for, step_batch};
 pub use settings::{
     LrDecay, NonFinitePolicy, OptimizerSettings, RunSettings, build_optimizer, check_optimizer,
 };

@@ -24,6 +24,16 @@ pub(crate) fn rng_for(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
     rng
 }
 
+/// The examples (indices into `n`) of step `step` of a run that goes through them
+/// `batch_size` at a time, each epoch in its [`epoch_order`] (the last batch of an epoch may be
+/// shorter).
+pub(crate) fn step_batch(seed: u64, step: usize, batch_size: usize, n: usize) -> Vec<usize> {
+    let batches = n.div_ceil(batch_size).max(1);
+    let order = epoch_order(seed, step / batches, n);
+    let at = (step % batches) * batch_size;
+    order[at..(at + batch_size).min(n)].to_vec()
+}
+
 /// The example order of an epoch.
 pub fn epoch_order(seed: u64, epoch: usize, n: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
