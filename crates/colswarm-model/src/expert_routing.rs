@@ -1,5 +1,6 @@
 //! Who among the domain experts reads a table, and how much each counts: a sigmoid router and
-//! a per-namespace logit mix, trained together (`colswarm train-router`, PARL).
+//! a per-namespace logit mix, trained together (`colswarm train-router --experts`, PARL), and
+//! optionally a column attention ([`ColumnAttention`]) before the heads answer again.
 //!
 //! The router is a [`SpecialistRouter`] over the table's pooled primary read and, per expert,
 //! the primary's least confident answer in that expert's namespaces: `g = σ(W·[h; c] + b)`,
