@@ -14,33 +14,70 @@
 #   mix-0    the rule kept as the router, the mix alone trained from the identity;
 #   attend   the rule kept as the router, the average, and a column attention (width 16,
 #            its gate closed at the start) trained with the mix;
+# BENCH=t2d runs the same on T2D CTA's five folds instead: fold K's model is the T2D
+# cross-validation's (scripts/t2d-cross-validation.sh, TCV default runs/t2d-cv) with
+# `t2d-silver` beside it (trained on open-data columns, no T2D table: an expert that knows
+# something the primary was not trained on), opening below 0.95 as shipped; the halves are
+# `folds=K/half=0` and `/half=1`.
 # Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
 # STEPS default 300; ARMS, default all four; TRAIN_ARGS adds flags to train-router, e.g.
 # "--lr 1e-3"; BIN as in the other
 # scripts). About two minutes on the 2-core machine; rerunning keeps what exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CV=${CV:-runs/gittables-cv}
-OUT=${OUT:-runs/expert-routing}
+BENCH=${BENCH:-gittables}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 STEPS=${STEPS:-300}
 ARMS=${ARMS:-"trained from-0 mix-0 attend"}
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
+T=datasets/t2d-webtables/t2d.tar.gz
+case $BENCH in
+  gittables)
+    CV=${CV:-runs/gittables-cv}
+    OUT=${OUT:-runs/expert-routing}
+    FOLDS="0 1 2 3"
+    HALVES=("0,1|2,3,4" "2,3,4|0,1")
+    TASK=()
+    ;;
+  t2d)
+    CV=${CV:-runs/t2d-silver-cv}
+    OUT=${OUT:-runs/expert-routing-t2d}
+    FOLDS="0 1 2 3 4"
+    HALVES=("0|1" "1|0")
+    TASK=(--task cta)
+    TCV=${TCV:-runs/t2d-cv}
+    for k in $FOLDS; do
+      [ -d "$CV/swarm$k" ] && continue
+      $BIN add-expert --model "$TCV/fold$k-avg" --out "$CV/swarm$k" --open-below 0.95 \
+        --expert t2d-silver=models/colswarm-small/experts/t2d-silver >/dev/null
+    done
+    ;;
+  *) echo "BENCH is gittables or t2d" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
-HALVES=("0,1|2,3,4" "2,3,4|0,1")
 
-# eval NAME MODEL K PARTS [FLAGS]: predictions of MODEL on fold K's PARTS.
+# data K PART: the data spec of fold K's PART (a list of hash folds of GitTables' cv_K file, or
+# a half of T2D's fold K), as FORMAT:PATH#SPLIT.
+data() {
+  case $BENCH in
+    gittables) echo "sato-cv:${G}$1.csv.gz#folds=$2" ;;
+    t2d) echo "t2d:$T#folds=$1/half=$2" ;;
+  esac
+}
+
+# score NAME MODEL K PART [FLAGS]: predictions of MODEL on fold K's PART.
 score() {
-  local name=$1 model=$2 k=$3 parts=$4
+  local name=$1 model=$2 k=$3 part=$4
   shift 4
-  local file="$OUT/$name-fold$k-$parts.jsonl"
+  local file="$OUT/$name-fold$k-$part.jsonl" spec
   [ -s "$file" ] && return
-  $BIN --threads 1 eval --model "$model" --format sato-cv --input "${G}$k.csv.gz" \
-    --split "folds=$parts" --json --predictions "$file.partial" "$@" >/dev/null
+  spec=$(data "$k" "$part")
+  $BIN --threads 1 eval --model "$model" --format "${spec%%:*}" --input "$(echo "${spec#*:}" | cut -d'#' -f1)" \
+    --split "${spec##*#}" "${TASK[@]}" --json --predictions "$file.partial" "$@" >/dev/null
   mv "$file.partial" "$file"
 }
 
-for k in 0 1 2 3; do
+for k in $FOLDS; do
   for half in "${HALVES[@]}"; do
     IFS='|' read -r fit scored <<< "$half"
     score alone "$CV/swarm$k" "$k" "$scored" --no-specialists
@@ -54,7 +91,7 @@ for k in 0 1 2 3; do
         [ "$arm" = attend ] && extra=(--mix-only --column-attention 16)
         if [ ! -d "$run/model" ]; then
           $BIN --threads 1 train-router --experts --quiet --model "$CV/swarm$k" \
-            --train "gittables=sato-cv:${G}$k.csv.gz#folds=$fit" --steps "$STEPS" \
+            --train "$BENCH=$(data "$k" "$fit")" --steps "$STEPS" \
             --eval-every 0 --seed "$seed" "${extra[@]}" ${TRAIN_ARGS:-} --out "$run" >/dev/null
         fi
         score "$arm-seed$seed" "$run/model" "$k" "$scored"

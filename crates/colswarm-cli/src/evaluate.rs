@@ -25,7 +25,8 @@ pub(crate) struct EvalArgs {
     /// File or directory of the data.
     #[arg(long)]
     input: Vec<PathBuf>,
-    /// Keep only this part of the hash split (all, train, dev, or folds=I,J,… of the five).
+    /// Keep only this part of the hash split (all, train, dev, folds=I,J,… of the five, or
+    /// folds=I,J,…/half=H, one of two halves of them).
     #[arg(long, default_value = "all")]
     split: Split,
     /// cta or cpa (default: what the format annotates).

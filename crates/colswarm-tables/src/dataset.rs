@@ -114,18 +114,31 @@ pub enum Split {
     /// `folds=1,2`: finer parts of the same hash split (`train` is folds 1–4, `dev` fold 0), e.g.
     /// to hold out part of a training set.
     Folds(u8),
+    /// One of two halves of those folds, written `folds=1,2/half=0`: a table's half is the
+    /// parity of its hash divided by 5, which does not depend on its fold. To fit something on
+    /// one half of a held-out fold and score it on the other.
+    Half {
+        /// The folds, as in [`Split::Folds`].
+        folds: u8,
+        /// 0 or 1.
+        half: u8,
+    },
 }
 
 impl Split {
     /// Whether a table with this id belongs to the split. The rule depends on the id alone, so
     /// it is stable across machines, orderings and subsets.
     pub fn contains(self, table_id: &str) -> bool {
-        let fold = fnv1a(table_id.as_bytes()) % 5;
+        let hash = fnv1a(table_id.as_bytes());
+        let fold = hash % 5;
         match self {
             Split::All => true,
             Split::Train => fold != 0,
             Split::Dev => fold == 0,
             Split::Folds(folds) => folds & (1 << fold) != 0,
+            Split::Half { folds, half } => {
+                folds & (1 << fold) != 0 && (hash / 5) % 2 == u64::from(half)
+            }
         }
     }
 }
@@ -139,6 +152,19 @@ impl FromStr for Split {
             "train" => Ok(Split::Train),
             "dev" => Ok(Split::Dev),
             _ => match s.strip_prefix("folds=") {
+                Some(list) if list.contains("/half=") => {
+                    let (list, half) = list.split_once("/half=").unwrap_or((list, ""));
+                    let Ok(Split::Folds(folds)) = format!("folds={list}").parse::<Split>() else {
+                        return Err(format!("split `{s}`: `{list}` is not a list of folds 0 to 4"));
+                    };
+                    match half {
+                        "0" | "1" => Ok(Split::Half {
+                            folds,
+                            half: u8::from(half == "1"),
+                        }),
+                        _ => Err(format!("split `{s}`: a half is 0 or 1, not `{half}`")),
+                    }
+                }
                 Some(list) => {
                     let mut folds = 0u8;
                     for fold in list.split(',') {
@@ -154,7 +180,8 @@ impl FromStr for Split {
                     Ok(Split::Folds(folds))
                 }
                 None => Err(format!(
-                    "unknown split `{s}` (expected all, train, dev or folds=I,J,… with folds 0 to 4)"
+                    "unknown split `{s}` (expected all, train, dev, folds=I,J,… with folds 0 to 4, \
+                     or folds=I,J,…/half=H with H 0 or 1)"
                 )),
             },
         }
@@ -174,6 +201,7 @@ impl fmt::Display for Split {
                     .collect();
                 write!(f, "folds={}", list.join(","))
             }
+            Split::Half { folds, half } => write!(f, "{}/half={half}", Split::Folds(*folds)),
         }
     }
 }
@@ -403,6 +431,32 @@ mod tests {
         }
         assert_eq!(rest.to_string(), "folds=2,3,4");
         for bad in ["folds=", "folds=5", "folds=1,x", "folds"] {
+            let err = bad.parse::<Split>().unwrap_err();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_two_halves_of_folds_partition_them_about_evenly() {
+        let ids: Vec<String> = (0..5000).map(|i| format!("table-{i}")).collect();
+        let folds: Split = "folds=1,3".parse().unwrap();
+        let halves: Vec<Split> = ["folds=1,3/half=0", "folds=3,1/half=1"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut sizes = [0usize; 2];
+        for id in &ids {
+            let inside: Vec<bool> = halves.iter().map(|h| h.contains(id)).collect();
+            assert_eq!(inside[0] || inside[1], folds.contains(id), "{id}");
+            assert!(!(inside[0] && inside[1]), "{id}");
+            for (size, &i) in sizes.iter_mut().zip(&inside) {
+                *size += usize::from(i);
+            }
+        }
+        let total = sizes[0] + sizes[1];
+        assert!(sizes[0] * 10 > total * 4 && sizes[1] * 10 > total * 4, "{sizes:?}");
+        assert_eq!(halves[1].to_string(), "folds=1,3/half=1");
+        for bad in ["folds=1/half=2", "folds=9/half=0", "folds=1/half="] {
             let err = bad.parse::<Split>().unwrap_err();
             assert!(err.contains(bad), "{err}");
         }
