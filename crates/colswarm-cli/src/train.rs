@@ -231,18 +231,14 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
     }
     let defaults = ParlConfig::default();
     let mut config = ParlConfig {
-        model: args.model,
+        model: args.model.clone(),
         train: specs(&args.train)?,
         dev: specs(&args.dev)?,
         steps: args.steps.unwrap_or(defaults.steps),
         eval_every: args.eval_every,
         rollouts: args.rollouts,
         schedule: args.schedule.parse()?,
-        optimizer: OptimizerSettings {
-            batch_size: args.batch_size.unwrap_or(defaults.optimizer.batch_size),
-            learning_rate: args.lr.unwrap_or(defaults.optimizer.learning_rate),
-            ..defaults.optimizer
-        },
+        optimizer: args.optimizer(&defaults.optimizer),
         run: RunSettings {
             seed: args.seed,
             ..defaults.run
@@ -259,11 +255,22 @@ pub(crate) fn cmd_train_router(args: TrainRouterArgs) -> Result<()> {
     Ok(())
 }
 
+impl TrainRouterArgs {
+    /// The stage's optimizer `defaults` with `--batch-size` and `--lr` where given.
+    fn optimizer(&self, defaults: &OptimizerSettings) -> OptimizerSettings {
+        OptimizerSettings {
+            batch_size: self.batch_size.unwrap_or(defaults.batch_size),
+            learning_rate: self.lr.unwrap_or(defaults.learning_rate),
+            ..defaults.clone()
+        }
+    }
+}
+
 /// `train-router --experts`: the experts' router and logit mix.
 fn cmd_route_experts(args: TrainRouterArgs) -> Result<()> {
     let defaults = ExpertRoutingConfig::default();
     let mut config = ExpertRoutingConfig {
-        model: args.model,
+        model: args.model.clone(),
         train: specs(&args.train)?,
         dev: specs(&args.dev)?,
         steps: args.steps.unwrap_or(defaults.steps),
@@ -274,11 +281,7 @@ fn cmd_route_experts(args: TrainRouterArgs) -> Result<()> {
         train_router: !args.mix_only,
         column_attention: args.column_attention,
         mix_start: args.mix_start,
-        optimizer: OptimizerSettings {
-            batch_size: args.batch_size.unwrap_or(defaults.optimizer.batch_size),
-            learning_rate: args.lr.unwrap_or(defaults.optimizer.learning_rate),
-            ..defaults.optimizer
-        },
+        optimizer: args.optimizer(&defaults.optimizer),
         run: RunSettings {
             seed: args.seed,
             ..defaults.run

@@ -155,7 +155,9 @@ impl FromStr for Split {
                 Some(list) if list.contains("/half=") => {
                     let (list, half) = list.split_once("/half=").unwrap_or((list, ""));
                     let Ok(Split::Folds(folds)) = format!("folds={list}").parse::<Split>() else {
-                        return Err(format!("split `{s}`: `{list}` is not a list of folds 0 to 4"));
+                        return Err(format!(
+                            "split `{s}`: `{list}` is not a list of folds 0 to 4"
+                        ));
                     };
                     match half {
                         "0" | "1" => Ok(Split::Half {
@@ -454,7 +456,10 @@ mod tests {
             }
         }
         let total = sizes[0] + sizes[1];
-        assert!(sizes[0] * 10 > total * 4 && sizes[1] * 10 > total * 4, "{sizes:?}");
+        assert!(
+            sizes[0] * 10 > total * 4 && sizes[1] * 10 > total * 4,
+            "{sizes:?}"
+        );
         assert_eq!(halves[1].to_string(), "folds=1,3/half=1");
         for bad in ["folds=1/half=2", "folds=9/half=0", "folds=1/half="] {
             let err = bad.parse::<Split>().unwrap_err();
