@@ -12,15 +12,13 @@
 #   trained  the router and the mix from the rule and the average;
 #   from-0   the router from the rule, the mix from the identity (θ = 0);
 #   mix-0    the rule kept as the router, the mix alone trained from the identity;
-#   attend   the rule kept as the router, the average, and a column attention (width 16,
-#            its gate closed at the start) trained with the mix;
 # BENCH=t2d runs the same on T2D CTA's five folds instead: fold K's model is the T2D
 # cross-validation's (scripts/t2d-cross-validation.sh, TCV default runs/t2d-cv) with
 # `t2d-silver` beside it (trained on open-data columns, no T2D table: an expert that knows
 # something the primary was not trained on), opening below 0.95 as shipped; the halves are
 # `folds=K/half=0` and `/half=1`.
 # Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
-# STEPS default 300; ARMS, default all four; TRAIN_ARGS adds flags to train-router, e.g.
+# STEPS default 300; ARMS, default all three; TRAIN_ARGS adds flags to train-router, e.g.
 # "--lr 1e-3"; BIN as in the other
 # scripts). About two minutes on the 2-core machine; rerunning keeps what exists.
 set -euo pipefail
@@ -28,7 +26,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-gittables}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 STEPS=${STEPS:-300}
-ARMS=${ARMS:-"trained from-0 mix-0 attend"}
+ARMS=${ARMS:-"trained from-0 mix-0"}
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 T=datasets/t2d-webtables/t2d.tar.gz
 case $BENCH in
@@ -88,7 +86,6 @@ for k in $FOLDS; do
         extra=()
         [ "$arm" = from-0 ] && extra=(--mix-start 0)
         [ "$arm" = mix-0 ] && extra=(--mix-start 0 --mix-only)
-        [ "$arm" = attend ] && extra=(--mix-only --column-attention 16)
         if [ ! -d "$run/model" ]; then
           $BIN --threads 1 train-router --experts --quiet --model "$CV/swarm$k" \
             --train "$BENCH=$(data "$k" "$fit")" --steps "$STEPS" \

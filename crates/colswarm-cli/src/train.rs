@@ -117,11 +117,7 @@ pub(crate) struct TrainRouterArgs {
     /// With --experts: subtracted from a rollout's reward for each expert it opens.
     #[arg(long, default_value_t = ExpertRoutingConfig::default().read_cost)]
     read_cost: f64,
-    /// With --experts: add column fusion, a gated cross-attention from each column to the open
-    /// experts' readings of it (starting closed), with queries and keys of this width.
-    #[arg(long, value_name = "WIDTH")]
-    column_attention: Option<usize>,
-    /// With --experts: keep the model's router and train the mix (and attention) alone.
+    /// With --experts: keep the model's router and train the mix alone.
     #[arg(long)]
     mix_only: bool,
     /// With --experts: start every weight of the mix at this θ (0: the primary alone, 1: the
@@ -279,7 +275,6 @@ fn cmd_route_experts(args: TrainRouterArgs) -> Result<()> {
         schedule: args.schedule.parse()?,
         read_cost: args.read_cost,
         train_router: !args.mix_only,
-        column_attention: args.column_attention,
         mix_start: args.mix_start,
         optimizer: args.optimizer(&defaults.optimizer),
         run: RunSettings {

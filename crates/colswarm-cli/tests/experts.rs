@@ -303,7 +303,7 @@ fn experts_that_cannot_stand_beside_the_primary_are_refused_and_nothing_is_writt
 /// `train-router --experts` trains the router and the mix of the shipped model's experts on a
 /// few T2D tables: the model it writes carries the trained routing (and annotates); a finished
 /// run asked again rebuilds the same model from its last checkpoint; `--mix-only` keeps the
-/// router's decisions; `--column-attention` is stored and loaded.
+/// router's decisions.
 #[test]
 fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
     let data = t2d_subset(8);
@@ -380,16 +380,4 @@ fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
         report["routing"]["specialists"].clone()
     };
     assert_eq!(rates(&mix_only.join("model")), rates(&shipped));
-
-    // Column attention: stored with its width, read back when the model loads.
-    let attending = work.path().join("attending");
-    route(&attending, &["--mix-only", "--column-attention", "8"]);
-    let list = json(&attending.join("model/experts.json"));
-    assert_eq!(list["column_attention"], 8, "{list}");
-    stdout(&colswarm(&[
-        "annotate",
-        "--model",
-        attending.join("model").to_str().unwrap(),
-        "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv",
-    ]));
 }

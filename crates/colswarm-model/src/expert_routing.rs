@@ -1,6 +1,5 @@
 //! Who among the domain experts reads a table, and how much each counts: a sigmoid router and
-//! a per-namespace logit mix, trained together (`colswarm train-router --experts`, PARL), and
-//! optionally a column attention ([`ColumnAttention`]) before the heads answer again.
+//! a per-namespace logit mix, trained together (`colswarm train-router --experts`, PARL).
 //!
 //! The router is a [`SpecialistRouter`] over the table's pooled primary read and, per expert,
 //! the primary's least confident answer in that expert's namespaces: `g = σ(W·[h; c] + b)`,
@@ -17,10 +16,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::init::ParamFactory;
 use colswarm_swarm::manifest::{FileRef, sha256_file};
-use colswarm_swarm::{
-    ColumnAttention, ColumnAttentionConfig, LogitMix, LogitMixConfig, SpecialistRouter,
-    SpecialistRouterConfig,
-};
+use colswarm_swarm::{LogitMix, LogitMixConfig, SpecialistRouter, SpecialistRouterConfig};
 
 use crate::error::ModelError;
 use crate::experts::ExpertList;
@@ -41,9 +37,6 @@ pub struct ExpertRouting {
     pub router: SpecialistRouter,
     /// Per namespace (the shared CTA head's, then CPA's), each expert's weight.
     pub mix: LogitMix,
-    /// Column fusion before the heads answer again: each column attends to the open experts'
-    /// readings of it ([`ColumnAttention`]); `None`: the logit mix alone.
-    pub attention: Option<ColumnAttention>,
 }
 
 impl ExpertRouting {
@@ -75,27 +68,13 @@ impl ExpertRouting {
         let mix = LogitMixConfig::new(namespaces, n)
             .with_initial_weight(1.0)
             .init(device);
-        ExpertRouting {
-            router,
-            mix,
-            attention: None,
-        }
+        ExpertRouting { router, mix }
     }
 
     /// This routing with one more expert, last: its gate follows `open_below` (as in
     /// [`ExpertRouting::from_rule`]) and reads nothing else, its weight in the mix is 1; the
     /// other experts' gates and weights are kept and do not read its confidence.
-    ///
-    /// A routing with column attention is refused: the new expert has no trained projections
-    /// and would change every answer through the shared softmax; train the routing again.
-    pub fn with_expert(&self, open_below: Option<f32>) -> Result<Self, ModelError> {
-        if self.attention.is_some() {
-            return Err(ModelError::Encoding(
-                "the experts' routing has column attention, which an added expert would change: \
-                 add the expert, then train the routing again (train-router --experts)"
-                    .into(),
-            ));
-        }
+    pub fn with_expert(&self, open_below: Option<f32>) -> Self {
         let device = self.router.gate.weight.device();
         let n = self.experts();
         let d_model = self.router.gate.weight.shape().dims::<2>()[0] - n;
@@ -141,11 +120,7 @@ impl ExpertRouting {
             vec![self.mix.weight.val(), rule.mix.weight.val()],
             1,
         ));
-        Ok(ExpertRouting {
-            router,
-            mix,
-            attention: None,
-        })
+        ExpertRouting { router, mix }
     }
 
     /// Number of experts routed.
@@ -174,10 +149,7 @@ impl ExpertRouting {
     pub fn load(
         dir: &Path,
         file: &FileRef,
-        ((d_model, experts, namespaces), attention): (
-            (usize, usize, usize),
-            Option<&ColumnAttentionConfig>,
-        ),
+        (d_model, experts, namespaces): (usize, usize, usize),
         device: &Device,
     ) -> Result<Self, ModelError> {
         let path = dir.join(&file.path);
@@ -191,8 +163,7 @@ impl ExpertRouting {
                 ),
             });
         }
-        let mut empty = Self::from_rule(d_model, &vec![None; experts], namespaces, device);
-        empty.attention = attention.map(|config| config.init(0, device));
+        let empty = Self::from_rule(d_model, &vec![None; experts], namespaces, device);
         Ok(CheckpointFile::open(&path)?.load_into(empty, device)?)
     }
 
@@ -201,7 +172,7 @@ impl ExpertRouting {
     pub fn of(
         dir: &Path,
         list: &ExpertList,
-        (d_model, space, widths): (usize, &LabelSpace, &[usize]),
+        (d_model, space): (usize, &LabelSpace),
         device: &Device,
     ) -> Result<Option<Self>, ModelError> {
         if list.experts.is_empty() {
@@ -210,11 +181,8 @@ impl ExpertRouting {
         let namespaces = mixed_namespaces(space);
         let routing = match &list.routing {
             Some(file) => {
-                let attention = list.column_attention.map(|a| {
-                    ColumnAttentionConfig::new(d_model, widths.to_vec()).with_d_attention(a)
-                });
                 let shape = (d_model, list.experts.len(), namespaces);
-                Self::load(dir, file, (shape, attention.as_ref()), device)?
+                Self::load(dir, file, shape, device)?
             }
             None => {
                 let rules: Vec<Option<f32>> = list.experts.iter().map(|e| e.open_below).collect();
@@ -294,7 +262,7 @@ mod tests {
             routing.router.gate.weight.map(|_| {
                 Tensor::from_data(TensorData::new(vec![3.0f32, 0.0, -20.0], [3, 1]), &device)
             });
-        let grown = routing.with_expert(Some(0.9)).unwrap();
+        let grown = routing.with_expert(Some(0.9));
         assert_eq!(grown.experts(), 2);
         let pooled = vec![1.0, 0.0, 0.0, 0.0];
         // Table 0: pooled 1 lifts the first gate above its rule (σ(3 + 10 − 20·0.6) > ½).
@@ -311,7 +279,7 @@ mod tests {
         let device = Device::flex();
         let routing = ExpertRouting::from_rule(2, &[Some(0.5)], 3, &device);
         let file = routing.save(dir.path()).unwrap();
-        let loaded = ExpertRouting::load(dir.path(), &file, ((2, 1, 3), None), &device).unwrap();
+        let loaded = ExpertRouting::load(dir.path(), &file, (2, 1, 3), &device).unwrap();
         let confidence = vec![vec![0.4], vec![0.6]];
         let pooled = vec![0.0; 4];
         assert_eq!(
@@ -322,8 +290,7 @@ mod tests {
             sha256: "0".repeat(64),
             ..file
         };
-        let error =
-            ExpertRouting::load(dir.path(), &wrong, ((2, 1, 3), None), &device).unwrap_err();
+        let error = ExpertRouting::load(dir.path(), &wrong, (2, 1, 3), &device).unwrap_err();
         assert!(error.to_string().contains(ROUTING_FILE), "{error}");
     }
 }

@@ -49,9 +49,6 @@ pub struct ExpertList {
     /// the experts' confidence rules and the plain average.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<FileRef>,
-    /// With a trained routing that has column attention: its query and key width.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub column_attention: Option<usize>,
 }
 
 impl ExpertList {
@@ -105,7 +102,6 @@ mod tests {
                 open_below: Some(0.9),
             }],
             routing: None,
-            column_attention: None,
         };
         list.save(dir.path()).unwrap();
         assert_eq!(ExpertList::load(dir.path()).unwrap(), list);

@@ -211,24 +211,17 @@ impl Model {
             let expert = Expert::new(&expert.name, loaded, expert.open_below, &model, &expert_dir)?;
             model.experts.push(expert);
         }
-        let widths: Vec<usize> = model
-            .experts
-            .iter()
-            .map(|e| e.model.swarm.orchestrator.primary.d_model())
-            .collect();
         let d_model = manifest.config.primary.d_model;
-        model.expert_routing =
-            ExpertRouting::of(dir, &list, (d_model, &model.space, &widths), device)?;
+        model.expert_routing = ExpertRouting::of(dir, &list, (d_model, &model.space), device)?;
         Ok(model)
     }
 
     /// Adds `expert` after the others: the router gives it a gate that follows its confidence
-    /// rule ([`ExpertRouting::with_expert`]) and the others keep theirs. Refused for a routing
-    /// with column attention.
-    pub fn push_expert(&mut self, expert: Expert) -> Result<(), ModelError> {
+    /// rule ([`ExpertRouting::with_expert`]) and the others keep theirs.
+    pub fn push_expert(&mut self, expert: Expert) {
         let d_model = self.swarm.orchestrator.primary.d_model();
         self.expert_routing = Some(match &self.expert_routing {
-            Some(routing) => routing.with_expert(expert.open_below)?,
+            Some(routing) => routing.with_expert(expert.open_below),
             None => ExpertRouting::from_rule(
                 d_model,
                 &[expert.open_below],
@@ -237,7 +230,6 @@ impl Model {
             ),
         });
         self.experts.push(expert);
-        Ok(())
     }
 
     /// Removes every expert and their routing: the primary alone (with its specialists).
@@ -606,7 +598,7 @@ mod tests {
         let joined = Expert::new("t2d-neighbours", expert.clone(), None, &primary, &dir).unwrap();
         assert!(joined.own_ngrams().is_some_and(|n| n.neighbours));
         let bare = primary.clone();
-        primary.push_expert(joined).unwrap();
+        primary.push_expert(joined);
 
         let rows = [
             ["Rushmore", "Wes Anderson", "1998"],

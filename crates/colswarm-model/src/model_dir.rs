@@ -232,8 +232,7 @@ impl ModelDir {
     }
 
     /// Stores `routing` as the experts' trained routing: its file, then `experts.json`
-    /// pointing at it (with the column attention's width where it has one), each written
-    /// atomically.
+    /// pointing at it, each written atomically.
     pub fn set_expert_routing(&mut self, routing: &ExpertRouting) -> Result<(), ModelError> {
         self.store_routing(routing)?;
         self.experts.save(&self.path)
@@ -277,10 +276,6 @@ impl ModelDir {
             });
         }
         self.experts.routing = Some(routing.save(&self.path)?);
-        self.experts.column_attention = routing
-            .attention
-            .as_ref()
-            .map(|a| a.query.weight.shape().dims::<2>()[1]);
         Ok(())
     }
 
@@ -396,7 +391,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("gate for the new expert"), "{error}");
-        let grown = routing.with_expert(Some(0.5)).unwrap();
+        let grown = routing.with_expert(Some(0.5));
         copy.add_expert(again, Some(&grown)).unwrap();
         let loaded = Model::load(copy.path(), &device).unwrap();
         assert_eq!(loaded.experts.len(), 5);

@@ -1,8 +1,8 @@
 //! One prediction at inference, read back to the host: the primary's logits, then the experts
 //! the router opens, their logits mixed in ([`crate::expert_routing`]).
 
-use burn::tensor::{Int, Tensor, TensorData};
-use colswarm_swarm::{ColumnAttention, MixInput, mix_row};
+use burn::tensor::Tensor;
+use colswarm_swarm::{MixInput, mix_row};
 use colswarm_tables::NgramConfig;
 
 use crate::decode::best_probability;
@@ -23,8 +23,6 @@ pub struct Outputs {
     pub row_start: Vec<usize>,
     /// Gate probabilities and activity per table: the specialists', then the experts'.
     pub gates: Vec<Vec<(f32, bool)>>,
-    /// The column representations the heads read, one row per query.
-    pub columns: Vec<Vec<f32>>,
 }
 
 impl Outputs {
@@ -36,7 +34,6 @@ impl Outputs {
             cpa: vec![self.cpa[b].clone()],
             row_start: vec![0],
             gates: vec![self.gates.get(b).cloned().unwrap_or_default()],
-            columns: self.columns[start..start + columns].to_vec(),
         }
     }
 }
@@ -148,9 +145,6 @@ impl Model {
                 }
                 reads.push(self.expert_read(expert, examples, subjects, &open)?);
             }
-            if let Some(attention) = &routing.attention {
-                self.attend(attention, &reads, examples, &mut outputs);
-            }
             self.mix_experts(&routing.mix.host_weights(), &reads, examples, &mut outputs);
         }
         // The added namespaces' outputs follow the shared head's (after the experts, who know
@@ -251,7 +245,6 @@ impl Model {
             cpa,
             row_start,
             gates,
-            columns: rows_of(out.columns),
         };
         Ok((outputs, out.pooled, added))
     }
@@ -327,76 +320,6 @@ impl Model {
         columns.chain(pairs).fold(1.0, f32::min)
     }
 
-    /// Column fusion: each column of `outputs` attends to the columns of the experts that read
-    /// its table (`reads`), and the primary's heads answer again from the fused columns (CTA
-    /// logits and every CPA pair's).
-    pub fn attend(
-        &self,
-        attention: &ColumnAttention,
-        reads: &[ExpertOutputs],
-        examples: &[&Example],
-        outputs: &mut Outputs,
-    ) {
-        let rows = outputs.columns.len();
-        if rows == 0 {
-            return;
-        }
-        let device = self.swarm.orchestrator.device();
-        let to_tensor = |values: Vec<f32>, width: usize| {
-            Tensor::<2>::from_data(TensorData::new(values, [rows, width]), &device)
-        };
-        let d = outputs.columns[0].len();
-        let columns = to_tensor(outputs.columns.concat(), d);
-        let mut open = vec![0f32; rows * reads.len()];
-        let mut specialists = Vec::with_capacity(reads.len());
-        for (i, (read, expert)) in reads.iter().zip(&self.experts).enumerate() {
-            let width = expert.model.swarm.orchestrator.primary.d_model();
-            let mut values = vec![0f32; rows * width];
-            for (b, example) in examples.iter().enumerate() {
-                let (Some(j), Some(out)) = (read.slot[b], read.outputs.as_ref()) else {
-                    continue;
-                };
-                for c in 0..example.columns.len() {
-                    let row = outputs.row_start[b] + c;
-                    values[row * width..(row + 1) * width]
-                        .copy_from_slice(&out.columns[out.row_start[j] + c]);
-                    open[row * reads.len() + i] = 1.0;
-                }
-            }
-            specialists.push(to_tensor(values, width));
-        }
-        let fused = attention.forward(columns, &specialists, to_tensor(open, reads.len()));
-        let orchestrator = &self.swarm.orchestrator;
-        outputs.cta = rows_of(orchestrator.cta.forward(fused.clone()));
-        let pairs: Vec<(usize, usize)> = outputs
-            .cpa
-            .iter()
-            .enumerate()
-            .flat_map(|(b, table)| {
-                let start = outputs.row_start[b];
-                table.iter().map(move |(s, o, _)| (start + s, start + o))
-            })
-            .collect();
-        if !pairs.is_empty() {
-            let pick = |which: fn(&(usize, usize)) -> usize| {
-                let index: Vec<i64> = pairs.iter().map(|p| which(p) as i64).collect();
-                fused
-                    .clone()
-                    .select(0, Tensor::<1, Int>::from_data(index.as_slice(), &device))
-            };
-            let logits = rows_of(orchestrator.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1)));
-            let mut logits = logits.into_iter();
-            for table in &mut outputs.cpa {
-                for (_, _, row) in table.iter_mut() {
-                    if let Some(new) = logits.next() {
-                        *row = new;
-                    }
-                }
-            }
-        }
-        outputs.columns = rows_of(fused);
-    }
-
     /// Mixes each expert's logits into `outputs` (the primary's) on the tables it read, at
     /// `weights` (`[namespace][expert]`, [`colswarm_swarm::LogitMix::host_weights`]).
     pub fn mix_experts(
@@ -462,7 +385,6 @@ fn empty_outputs(tables: usize) -> Outputs {
         cpa: vec![Vec::new(); tables],
         row_start: vec![0; tables],
         gates: vec![Vec::new(); tables],
-        columns: Vec::new(),
     }
 }
 
@@ -502,77 +424,35 @@ mod tests {
     use std::path::Path;
 
     use burn::tensor::Device;
-    use colswarm_swarm::ColumnAttentionConfig;
     use colswarm_tables::Table;
 
     use super::*;
     use crate::encode::Columns;
 
-    fn shipped() -> Model {
+    #[test]
+    fn experts_weighed_at_zero_leave_the_primary_s_answers_and_report_their_gates() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small");
-        Model::load(Path::new(dir), &Device::default()).unwrap()
-    }
-
-    fn films() -> Table {
-        let rows = [
-            ["Rushmore", "Wes Anderson", "1998"],
-            ["Heat", "Michael Mann", "1995"],
-        ];
-        Table::from_rows(
+        let mut model = Model::load(Path::new(dir), &Device::default()).unwrap();
+        let table = Table::from_rows(
             "films",
             Some(vec!["title".into(), "director".into(), "year".into()]),
-            rows.iter()
-                .map(|r| r.iter().map(|c| c.to_string()).collect())
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn a_column_attention_with_its_gate_closed_changes_no_answer() {
-        let model = shipped();
-        let examples = model.encode(&[films()], Columns::All);
-        let refs: Vec<&Example> = examples.iter().collect();
-        let before = model.predict(&refs, &[0], SpecialistUse::All).unwrap();
-        let mut attending = model.clone();
-        let widths = attending
-            .experts
-            .iter()
-            .map(|e| e.model.swarm.orchestrator.primary.d_model())
-            .collect();
-        let config = ColumnAttentionConfig::new(64, widths).with_d_attention(8);
-        let routing = attending.expert_routing.as_mut().unwrap();
-        routing.attention = Some(config.init(5, &Device::default()));
-        let after = attending.predict(&refs, &[0], SpecialistUse::All).unwrap();
-        assert_eq!(after.cta, before.cta);
-        assert_eq!(after.cpa, before.cpa);
-        assert_eq!(after.columns, before.columns);
-        // Open, the gate moves the answers of the columns the experts read.
-        let routing = attending.expert_routing.as_mut().unwrap();
-        let attention = routing.attention.as_mut().unwrap();
-        attention.gate = attention.gate.clone().map(|g| g.ones_like());
-        let open = attending.predict(&refs, &[0], SpecialistUse::All).unwrap();
-        assert_ne!(open.cta, before.cta);
-        // Closed experts give the attention nothing to read.
-        let off = attending.predict(&refs, &[0], SpecialistUse::Off).unwrap();
-        let alone = model.predict(&refs, &[0], SpecialistUse::Off).unwrap();
-        assert_eq!(off.cta, alone.cta);
-    }
-
-    #[test]
-    fn a_routing_with_attention_refuses_a_new_expert() {
-        let mut model = shipped();
-        let widths = model
-            .experts
-            .iter()
-            .map(|e| e.model.swarm.orchestrator.primary.d_model())
-            .collect();
-        let routing = model.expert_routing.as_mut().unwrap();
-        routing.attention =
-            Some(ColumnAttentionConfig::new(64, widths).init(5, &Device::default()));
-        let error = routing.with_expert(Some(0.5)).unwrap_err();
-        assert!(
-            error.to_string().contains("train the routing again"),
-            "{error}"
+            vec![
+                vec!["Rushmore".into(), "Wes Anderson".into(), "1998".into()],
+                vec!["Heat".into(), "Michael Mann".into(), "1995".into()],
+            ],
         );
+        let examples = model.encode(&[table], Columns::All);
+        let refs: Vec<&Example> = examples.iter().collect();
+        let alone = model.predict(&refs, &[0], SpecialistUse::Off).unwrap();
+        let routed = model.predict(&refs, &[0], SpecialistUse::Router).unwrap();
+        let opened: Vec<bool> = routed.gates[0][3..].iter().map(|&(_, on)| on).collect();
+        assert!(opened.iter().any(|&on| on), "{:?}", routed.gates);
+        assert_ne!(routed.cta, alone.cta, "an open expert moves the logits");
+        let routing = model.expert_routing.as_mut().unwrap();
+        routing.mix.weight = routing.mix.weight.clone().map(|w| w.zeros_like());
+        let weighed_out = model.predict(&refs, &[0], SpecialistUse::Router).unwrap();
+        assert_eq!(weighed_out.cta, alone.cta);
+        assert_eq!(weighed_out.cpa, alone.cpa);
+        assert_eq!(weighed_out.gates, routed.gates);
     }
 }

@@ -14,7 +14,6 @@
 mod alignment;
 mod batch;
 mod checksum;
-mod column_attention;
 mod error;
 mod fusion;
 mod heads;
@@ -30,7 +29,6 @@ mod word_vectors;
 
 pub use alignment::{AlignmentProjection, StateShape};
 pub use batch::TableBatch;
-pub use column_attention::{ColumnAttention, ColumnAttentionConfig};
 pub use error::SwarmError;
 pub use fusion::{FusionMode, StateFusion, StateFusionConfig};
 pub use heads::{ColumnHead, ColumnHeadConfig, LabelKind};

@@ -47,10 +47,6 @@ pub struct ExpertRoutingConfig {
     /// Where the mix starts: `None` from the model's own (for a directory without a trained
     /// routing, the plain average), `Some(θ)` from every weight at `θ` (0: the identity).
     pub mix_start: Option<f64>,
-    /// Column fusion: each column attends to the open experts' readings of it, through a gate
-    /// that starts closed, before the primary's heads answer again; the query and key width.
-    /// `None`: the model's routing's attention, if any (the logit mix alone otherwise).
-    pub column_attention: Option<usize>,
     /// How the loss is minimised (`batch_size` tables per step).
     pub optimizer: OptimizerSettings,
     /// The seed, checkpoints, logging and non-finite steps.
@@ -73,7 +69,6 @@ impl Default for ExpertRoutingConfig {
             mix_weight: 1.0,
             train_router: true,
             mix_start: None,
-            column_attention: None,
             // A few hundred weights: a larger rate than the PARL stage's.
             optimizer: OptimizerSettings {
                 batch_size: 16,

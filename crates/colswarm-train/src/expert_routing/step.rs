@@ -1,7 +1,6 @@
 //! One step: `K` sampled router masks per table, each rollout's mixed answers scored against
 //! the gold labels, the policy loss over the router's gates plus the mix's supervised loss.
 
-use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use colswarm_model::{
     Example, ExpertOutputs, ExpertRouting, LabelSpace, Model, Outputs, Task,
@@ -11,7 +10,7 @@ use colswarm_parl::{
     AdvantageConfig, PerfConfig, RewardConfig, RolloutOutcome, TableLabels, group_advantages,
     r_perf, score_batch,
 };
-use colswarm_swarm::{ColumnAttention, ColumnHead, RouterDecision, StageSteps, TableSteps};
+use colswarm_swarm::{RouterDecision, StageSteps, TableSteps};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -55,11 +54,10 @@ pub(super) fn predicted_labels(
     })
 }
 
-/// The primary's outputs on `read`'s table with the experts `open` marks mixed in at `weights`,
-/// after the column attention where there is one (on the model's device).
+/// The primary's outputs on `read`'s table with the experts `open` marks mixed in at `weights`.
 pub(super) fn mixed(
     model: &Model,
-    (weights, attention): (&[Vec<f32>], Option<&ColumnAttention>),
+    weights: &[Vec<f32>],
     read: &TableRead,
     open: &[bool],
 ) -> Outputs {
@@ -73,9 +71,6 @@ pub(super) fn mixed(
             outputs: on.then(|| out.clone()),
         })
         .collect();
-    if let Some(attention) = attention {
-        model.attend(attention, &reads, &[&read.example], &mut outputs);
-    }
     model.mix_experts(weights, &reads, &[&read.example], &mut outputs);
     outputs
 }
@@ -83,7 +78,7 @@ pub(super) fn mixed(
 /// One step on `reads`: rollouts, rewards, advantages, and the loss to minimise.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn routing_step(
-    (routing, heads): (&ExpertRouting, &Heads),
+    routing: &ExpertRouting,
     model: &Model,
     reads: &[&TableRead],
     config: &ExpertRoutingConfig,
@@ -118,7 +113,7 @@ pub(super) fn routing_step(
         policy * 0.0
     };
     if config.mix_weight > 0.0
-        && let Some(mix) = mix_loss((routing, heads), model, reads, &masks, device)
+        && let Some(mix) = mix_loss(routing, model, reads, &masks, device)
     {
         stats.mix_loss = f64::from(mix.clone().into_scalar::<f32>());
         loss = loss + mix * config.mix_weight;
@@ -144,7 +139,6 @@ fn roll_out(
 ) -> Result<(Rolled, StepStats), TrainError> {
     let n = routing.experts();
     let weights = routing.mix.host_weights();
-    let attention = routing.attention.as_ref().map(|a| a.valid());
     let mut stats = StepStats {
         activation_rate: vec![0.0; n],
         ..StepStats::default()
@@ -166,7 +160,7 @@ fn roll_out(
             for (i, on) in mask.iter().enumerate() {
                 stats.activation_rate[i] += f64::from(u8::from(*on));
             }
-            let outputs = mixed(model, (&weights, attention.as_ref()), read, &mask);
+            let outputs = mixed(model, &weights, read, &mask);
             let mean_gate = host_probs[t].iter().map(|&g| f64::from(g)).sum::<f64>() / n as f64;
             rolled.outcomes.push(RolloutOutcome {
                 table: t,
@@ -234,8 +228,6 @@ fn policy_term(
 /// namespace and gold outputs.
 struct MixRows<'a> {
     primary: Vec<f32>,
-    /// Each row's column (CTA) or columns (CPA, subject and object) among [`ColumnRows`].
-    at: Vec<(usize, usize)>,
     experts: Vec<Vec<f32>>,
     open: Vec<f32>,
     targets: Vec<(usize, &'a [usize])>,
@@ -245,7 +237,7 @@ struct MixRows<'a> {
 /// and CPA rows together, each namespace's loss weighted by its share of the rows; `None`
 /// without a target.
 fn mix_loss(
-    (routing, heads): (&ExpertRouting, &Heads),
+    routing: &ExpertRouting,
     model: &Model,
     reads: &[&TableRead],
     masks: &[&[Vec<bool>]],
@@ -253,11 +245,6 @@ fn mix_loss(
 ) -> Option<Tensor<1>> {
     let mut parts = Vec::new();
     let mut total_rows = 0;
-    // With column attention the primary answers again from its fused columns, every rollout's.
-    let fused = routing
-        .attention
-        .as_ref()
-        .map(|attention| column_rows(model, reads, masks, device).fuse(attention));
     for task in [Task::Cta, Task::Cpa] {
         let labels = label_namespaces(&model.space, task);
         let rows = task_rows(model, reads, masks, task, labels.len());
@@ -282,12 +269,8 @@ fn mix_loss(
         let experts =
             Tensor::<3>::from_data(TensorData::new(rows.experts.concat(), [n, r, l]), device);
         let index: Vec<i64> = labels.iter().map(|&ns| ns as i64).collect();
-        let primary = match &fused {
-            Some(fused) => heads.answer(task, fused, &rows.at, device),
-            None => tensor(rows.primary, [r, l]),
-        };
         let mixed = routing.mix.forward(
-            primary,
+            tensor(rows.primary, [r, l]),
             experts,
             tensor(known, [n, l]),
             tensor(rows.open, [r, n]),
@@ -329,25 +312,16 @@ fn task_rows<'a>(
     let n = model.experts.len();
     let mut rows = MixRows {
         primary: Vec::new(),
-        at: Vec::new(),
         experts: vec![Vec::new(); n],
         open: Vec::new(),
         targets: Vec::new(),
     };
-    let mut first = 0;
     for mask in masks {
         for (t, read) in reads.iter().enumerate() {
             let example = &read.example;
-            let start = first;
-            first += example.columns.len();
-            // (primary row, its columns, each expert's row, namespace, gold) per target.
-            let mut push = |primary: &[f32],
-                            at: (usize, usize),
-                            own: Vec<Option<&[f32]>>,
-                            ns,
-                            gold: &'a [usize]| {
+            // (primary row, each expert's row, namespace, gold) per target of the table.
+            let mut push = |primary: &[f32], own: Vec<Option<&[f32]>>, ns, gold: &'a [usize]| {
                 rows.primary.extend_from_slice(&primary[..labels]);
-                rows.at.push((start + at.0, start + at.1));
                 for (i, expert) in model.experts.iter().enumerate() {
                     let mut aligned = vec![0f32; labels];
                     if let Some(logits) = own[i] {
@@ -371,7 +345,7 @@ fn task_rows<'a>(
                             continue;
                         }
                         let own = read.experts.iter().map(|o| Some(o.cta[q].as_slice()));
-                        push(&read.primary.cta[q], (q, q), own.collect(), ns, gold);
+                        push(&read.primary.cta[q], own.collect(), ns, gold);
                     }
                 }
                 Task::Cpa => {
@@ -389,96 +363,13 @@ fn task_rows<'a>(
                             continue;
                         };
                         let own = read.experts.iter().map(|out| find(out, *s, *o));
-                        push(primary, (*s, *o), own.collect(), ns, gold);
+                        push(primary, own.collect(), ns, gold);
                     }
                 }
             }
         }
     }
     rows
-}
-
-/// The primary's heads, frozen, on the training device: what answers from fused columns.
-pub(super) struct Heads {
-    cta: ColumnHead,
-    cpa: ColumnHead,
-}
-
-impl Heads {
-    /// `model`'s heads on `device` (no gradient reaches them; it flows through them).
-    pub(super) fn of(model: &Model, device: &Device) -> Self {
-        let orchestrator = &model.swarm.orchestrator;
-        Heads {
-            cta: orchestrator.cta.clone().fork(device).no_grad(),
-            cpa: orchestrator.cpa.clone().fork(device).no_grad(),
-        }
-    }
-
-    /// The logits of `task` for the rows `at` of `fused` (a column, or a subject and an object).
-    fn answer(
-        &self,
-        task: Task,
-        fused: &Tensor<2>,
-        at: &[(usize, usize)],
-        device: &Device,
-    ) -> Tensor<2> {
-        let pick = |which: fn(&(usize, usize)) -> usize| {
-            let index: Vec<i64> = at.iter().map(|p| which(p) as i64).collect();
-            fused
-                .clone()
-                .select(0, Tensor::<1, Int>::from_data(index.as_slice(), device))
-        };
-        match task {
-            Task::Cta => self.cta.forward(pick(|p| p.0)),
-            Task::Cpa => self.cpa.forward_pair(pick(|p| p.0), pick(|p| p.1)),
-        }
-    }
-}
-
-/// Every column of every rollout's tables, in [`task_rows`]' order: the primary's
-/// representation, each expert's, and who read the table.
-struct ColumnRows {
-    primary: Tensor<2>,
-    experts: Vec<Tensor<2>>,
-    open: Tensor<2>,
-}
-
-impl ColumnRows {
-    fn fuse(self, attention: &ColumnAttention) -> Tensor<2> {
-        attention.forward(self.primary, &self.experts, self.open)
-    }
-}
-
-fn column_rows(
-    model: &Model,
-    reads: &[&TableRead],
-    masks: &[&[Vec<bool>]],
-    device: &Device,
-) -> ColumnRows {
-    let n = model.experts.len();
-    let (mut primary, mut experts, mut open) = (Vec::new(), vec![Vec::new(); n], Vec::new());
-    let mut rows = 0;
-    for mask in masks {
-        for (t, read) in reads.iter().enumerate() {
-            for c in 0..read.example.columns.len() {
-                primary.extend_from_slice(&read.primary.columns[c]);
-                for (i, out) in read.experts.iter().enumerate() {
-                    experts[i].extend_from_slice(&out.columns[c]);
-                }
-                open.extend(mask[t].iter().map(|&on| if on { 1.0f32 } else { 0.0 }));
-                rows += 1;
-            }
-        }
-    }
-    let tensor = |values: Vec<f32>| {
-        let width = values.len() / rows.max(1);
-        Tensor::<2>::from_data(TensorData::new(values, [rows, width]), device)
-    };
-    ColumnRows {
-        primary: tensor(primary),
-        experts: experts.into_iter().map(tensor).collect(),
-        open: tensor(open),
-    }
 }
 
 /// A rollout's steps on one table: the primary's read, the open experts' reads in parallel.

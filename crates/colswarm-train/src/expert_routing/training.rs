@@ -10,11 +10,10 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_model::{ExpertRouting, Model, ModelDir, Outputs, format_duration};
 use colswarm_parl::{AdvantageConfig, F1Counts, RewardConfig, pair_counts};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
-use colswarm_swarm::ColumnAttentionConfig;
 
 use super::config::{ExpertRoutingConfig, ExpertRoutingOptions, ExpertRoutingSummary};
 use super::data::{TableRead, read_tables};
-use super::step::{Heads, mixed, predicted_labels, routing_step};
+use super::step::{mixed, predicted_labels, routing_step};
 use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::parl::gold_labels;
@@ -48,7 +47,6 @@ struct Routing<'a> {
     dev: &'a [TableRead],
     reward: RewardConfig,
     advantage: AdvantageConfig,
-    heads: Heads,
     device: Device,
 }
 
@@ -74,7 +72,7 @@ impl Stage for Routing<'_> {
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
         let (loss, stats) = routing_step(
-            (routing, &self.heads),
+            routing,
             self.model,
             &picked,
             config,
@@ -143,7 +141,6 @@ pub struct RoutingScore {
 fn score_routing(routing: &ExpertRouting, model: &Model, reads: &[TableRead]) -> RoutingScore {
     let device = routing.router.gate.weight.device();
     let weights = routing.mix.host_weights();
-    let attention = routing.attention.as_ref();
     let (mut routed, mut alone) = (F1Counts::default(), F1Counts::default());
     let mut rates = vec![0.0; routing.experts()];
     let counts = |outputs: &Outputs, read: &TableRead| -> F1Counts {
@@ -160,7 +157,7 @@ fn score_routing(routing: &ExpertRouting, model: &Model, reads: &[TableRead]) ->
             for (rate, &on) in rates.iter_mut().zip(open) {
                 *rate += f64::from(u8::from(on)) / reads.len() as f64;
             }
-            let outputs = mixed(model, (&weights, attention), read, open);
+            let outputs = mixed(model, &weights, read, open);
             routed = routed.merge(counts(&outputs, read));
             alone = alone.merge(counts(&read.primary, read));
         }
@@ -271,7 +268,7 @@ pub fn train_expert_routing(
         );
     }
     let autodiff = device.clone().autodiff();
-    let fresh = starting_routing(start, config, &model, &autodiff);
+    let fresh = trainable(start, config.mix_start, &autodiff);
     let mut at = resume_routing(&run, fresh, config, &autodiff)?;
     let log = Log::open(&run.log_path(), at.state.step)?;
     let weights = RoutingWeights {
@@ -305,7 +302,6 @@ pub fn train_expert_routing(
             group_size: config.rollouts,
             ..AdvantageConfig::default()
         },
-        heads: Heads::of(&model, &autodiff),
         device: autodiff,
     };
     driver.drive(&mut stage, &mut at)?;
@@ -321,29 +317,6 @@ pub fn train_expert_routing(
         best: at.state.best_score.zip(at.state.best_epoch),
         model_dir,
     })
-}
-
-/// The routing a run starts from: the model's, on the autodiff `device`, its mix at
-/// [`ExpertRoutingConfig::mix_start`] and with a fresh column attention where one is asked
-/// for and the model's routing has none.
-fn starting_routing(
-    start: &ExpertRouting,
-    config: &ExpertRoutingConfig,
-    model: &Model,
-    device: &Device,
-) -> ExpertRouting {
-    let mut fresh = trainable(start, config.mix_start, device);
-    if let (None, Some(width)) = (&fresh.attention, config.column_attention) {
-        let d_model = model.swarm.orchestrator.primary.d_model();
-        let widths = model
-            .experts
-            .iter()
-            .map(|e| e.model.swarm.orchestrator.primary.d_model())
-            .collect();
-        let attention = ColumnAttentionConfig::new(d_model, widths).with_d_attention(width);
-        fresh.attention = Some(attention.init(config.run.seed, device));
-    }
-    fresh
 }
 
 /// `fresh` with a new optimizer, or the run's newest checkpoint loaded into it.
@@ -391,7 +364,6 @@ fn trainable(routing: &ExpertRouting, mix_start: Option<f64>, device: &Device) -
         Some(theta) => Tensor::full(mix.shape(), theta as f32, device),
         None => copy(mix),
     });
-    fresh.attention = routing.attention.clone().map(|a| a.fork(device));
     fresh
 }
 
