@@ -2,7 +2,7 @@
 //! the router opens, their logits mixed in ([`crate::expert_routing`]).
 
 use burn::tensor::Tensor;
-use colswarm_swarm::{MixInput, mix_row};
+use colswarm_swarm::{MixInput, SwarmError, mix_row};
 use colswarm_tables::NgramConfig;
 
 use crate::decode::best_probability;
@@ -116,12 +116,12 @@ impl Model {
         let (mut outputs, pooled, added) = self.primary_outputs(examples, subjects, specialists)?;
         if let Some(routing) = &self.expert_routing {
             if routing.experts() != self.experts.len() {
-                return Err(ModelError::Encoding(format!(
+                return Err(ModelError::Swarm(SwarmError::Inconsistent(format!(
                     "the experts' router routes {} experts but the model holds {}: add experts \
                      with Model::push_expert",
                     routing.experts(),
                     self.experts.len()
-                )));
+                ))));
             }
             let confidence = self.expert_confidence(examples, &outputs);
             let features = ExpertRouting::features(pooled, &confidence);
