@@ -65,9 +65,7 @@ pub use error::ModelError;
 pub use expert_routing::{ExpertRouting, ROUTING_FILE};
 pub use experts::{EXPERTS_FILE, ExpertList, ExpertRef};
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
-pub use model::{
-    Expert, Model, SpecialistUse, copy_model_dir, load_model_extras, rows_of, save_model_extras,
-};
+pub use model::{Expert, Model, SpecialistUse, load_model_extras, rows_of, save_model_extras};
 pub use model_dir::{ModelDir, ModelFile};
 pub use prediction::{ExpertOutputs, ExpertReads, Outputs, Wanted};
 pub use progress::{Progress, format_duration};

@@ -75,13 +75,6 @@ pub fn save_model_extras(
     Ok(())
 }
 
-/// Copies a model directory (its files and subdirectories: specialists, experts) into `to`,
-/// created if missing ([`crate::ModelDir::copy_to`] copies into a new directory only, whole or
-/// not at all).
-pub fn copy_model_dir(from: &Path, to: &Path) -> Result<(), ModelError> {
-    crate::model_dir::copy_tree(from, to)
-}
-
 /// Reads the label space and serialization settings of a model directory, laid out as its
 /// manifest's version says (older layouts are upgraded in memory), and checks the label space
 /// against the manifest's label lists.
@@ -568,7 +561,7 @@ mod tests {
     #[test]
     fn an_expert_with_its_own_ngrams_reads_its_own_bags_beside_the_primary() {
         use crate::encode::{Columns, Example};
-        use crate::model::{SpecialistUse, copy_model_dir};
+        use crate::model::SpecialistUse;
         use burn::tensor::Device;
         use colswarm_tables::Table;
 
@@ -578,7 +571,10 @@ mod tests {
         ));
         let work = tempfile::tempdir().unwrap();
         let dir = work.path().join("experts/t2d-neighbours");
-        copy_model_dir(&shipped.join("experts/t2d-expert"), &dir).unwrap();
+        crate::ModelDir::open(&shipped.join("experts/t2d-expert"))
+            .unwrap()
+            .copy_to(&dir)
+            .unwrap();
         // Its word vectors are the primary's file, two directories up.
         std::fs::copy(
             shipped.join("word_vectors.safetensors"),

@@ -5,8 +5,8 @@
 //! DIR/
 //!   swarm.json                 the swarm's manifest (colswarm_swarm::manifest): every weight
 //!                              file below with its SHA-256, the orchestrator's configuration
-//!   primary.safetensors, router.safetensors, fusion.safetensors, cta_head.safetensors,
-//!   cpa_head.safetensors, [column_ngrams.safetensors], [column_words.safetensors],
+//!   primary.safetensors, [router.safetensors, fusion.safetensors] (with specialists),
+//!   cta_head.safetensors, cpa_head.safetensors, [column_ngrams.safetensors], [column_words.safetensors],
 //!   [word_vectors.safetensors], [alignment-NAME.safetensors], [specialists/NAME.safetensors]
 //!   labels.json                the label space (crate::labels): namespaces, thresholds,
 //!                              label-name prior weights, fine-tuned heads with their SHA-256
@@ -97,13 +97,15 @@ impl ModelDir {
         let m = &self.manifest;
         let mut files = vec![file("manifest", MANIFEST_FILE, None)];
         for (role, f) in [
-            ("primary", &m.primary),
-            ("router", &m.router),
-            ("fusion", &m.fusion),
-            ("cta head", &m.cta_head),
-            ("cpa head", &m.cpa_head),
+            ("primary", Some(&m.primary)),
+            ("router", m.router.as_ref()),
+            ("fusion", m.fusion.as_ref()),
+            ("cta head", Some(&m.cta_head)),
+            ("cpa head", Some(&m.cpa_head)),
         ] {
-            files.push(file(role, &f.path, Some(&f.sha256)));
+            if let Some(f) = f {
+                files.push(file(role, &f.path, Some(&f.sha256)));
+            }
         }
         if let Some(f) = &m.column_ngrams {
             files.push(file("n-grams", &f.path, Some(&f.sha256)));
@@ -300,8 +302,17 @@ impl ModelDir {
     }
 }
 
+impl ModelDir {
+    /// Copies the directory's files and subdirectories into `staging`, created if missing,
+    /// beside what it already holds: for a run that builds a new model directory there and
+    /// renames it into place when it is whole (`fine-tune`'s `OUT.partial`).
+    pub fn copy_into(&self, staging: &Path) -> Result<(), ModelError> {
+        copy_tree(&self.path, staging)
+    }
+}
+
 /// Copies a directory tree into `to`, created if missing.
-pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), ModelError> {
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ModelError> {
     std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {
         let entry = entry.map_err(|e| ModelError::io(from, e))?;

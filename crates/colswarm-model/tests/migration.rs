@@ -53,8 +53,18 @@ fn v1_copy(to: &Path) -> PathBuf {
     v2
 }
 
+/// Copies a directory tree (an old layout: not a model directory this version opens as is).
 fn copy_dir(from: &Path, to: &Path) {
-    colswarm_model::copy_model_dir(from, to).unwrap();
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
 
 fn read_json(path: &Path) -> Value {

@@ -4,7 +4,9 @@
 //! model-dir/
 //!   swarm.json                 the manifest: configs, labels, files with their SHA-256
 //!   primary.safetensors        the primary RWKV-7 model (a regular RWKV checkpoint)
-//!   router.safetensors  fusion.safetensors  cta_head.safetensors  cpa_head.safetensors
+//!   cta_head.safetensors  cpa_head.safetensors
+//!   router.safetensors  fusion.safetensors   with specialists only: the sigmoid router and the
+//!                                 state fusion (a swarm without specialists has neither)
 //!   column_ngrams.safetensors     the column n-gram embedding, when the config reads n-grams
 //!   column_words.safetensors  word_vectors.safetensors   the word-vector projection and the
 //!                                 fixed word vectors (f16), when the config reads word vectors
@@ -88,10 +90,11 @@ pub struct SwarmManifest {
     pub cpa_labels: Vec<String>,
     /// The primary model.
     pub primary: FileRef,
-    /// The router.
-    pub router: FileRef,
-    /// The fusion layer.
-    pub fusion: FileRef,
+    /// The router (present exactly when the swarm has specialists: without them it has
+    /// nothing to route, and its file would be a placeholder; older directories list one).
+    pub router: Option<FileRef>,
+    /// The fusion layer (as the router).
+    pub fusion: Option<FileRef>,
     /// The CTA head.
     pub cta_head: FileRef,
     /// The CPA head.
@@ -200,6 +203,24 @@ impl Checked<'_> {
             )));
         }
         Ok(path)
+    }
+
+    /// The router's or the fusion's file: required with specialists, optional without (a
+    /// directory saved before they were left out lists one).
+    fn routing(
+        &self,
+        file: &Option<FileRef>,
+        what: &str,
+        params: usize,
+        routed: bool,
+    ) -> Result<Option<PathBuf>, SwarmError> {
+        match file {
+            Some(file) => self.file(file, what, params).map(Some),
+            None if routed => Err(self.mismatch(&format!(
+                "the swarm has specialists but the manifest names no file for the {what}"
+            ))),
+            None => Ok(None),
+        }
     }
 
     /// An optional component: its file exactly when the config asks for it (`config` says how).
@@ -318,14 +339,19 @@ impl Swarm {
             sha256: sha256_file(&primary_path)?,
         };
         let specialists = self.save_specialists(dir)?;
+        let routed = !specialists.is_empty();
         let manifest = SwarmManifest {
             version: ManifestVersion::V2,
             config: config.clone(),
             cta_labels: cta_labels.to_vec(),
             cpa_labels: cpa_labels.to_vec(),
             primary,
-            router: save_component(&o.router, dir, "router.safetensors")?,
-            fusion: save_component(&o.fusion, dir, "fusion.safetensors")?,
+            router: routed
+                .then(|| save_component(&o.router, dir, "router.safetensors"))
+                .transpose()?,
+            fusion: routed
+                .then(|| save_component(&o.fusion, dir, "fusion.safetensors"))
+                .transpose()?,
             cta_head: save_component(&o.cta, dir, "cta_head.safetensors")?,
             cpa_head: save_component(&o.cpa, dir, "cpa_head.safetensors")?,
             column_ngrams: o
@@ -422,8 +448,11 @@ impl Swarm {
             manifest_path: &manifest_path,
         };
         let primary = checked.file(&manifest.primary, "primary", params.primary)?;
-        let router = checked.file(&manifest.router, "router", params.router)?;
-        let fusion = checked.file(&manifest.fusion, "fusion", params.fusion)?;
+        // Without specialists the router and fusion have nothing to do: older directories
+        // still list a file for each, which is checked and loaded.
+        let routed = !manifest.specialists.is_empty();
+        let router = checked.routing(&manifest.router, "router", params.router, routed)?;
+        let fusion = checked.routing(&manifest.fusion, "fusion", params.fusion, routed)?;
         let cta = checked.file(&manifest.cta_head, "CTA head", params.cta)?;
         let cpa = checked.file(&manifest.cpa_head, "CPA head", params.cpa)?;
         let ngrams = checked.optional(
@@ -449,8 +478,12 @@ impl Swarm {
         let mut orchestrator = manifest.config.init(&shapes, 0, device);
         let open = |path: &Path| CheckpointFile::open(path);
         orchestrator.primary = open(&primary)?.load_into(orchestrator.primary, device)?;
-        orchestrator.router = open(&router)?.load_into(orchestrator.router, device)?;
-        orchestrator.fusion = open(&fusion)?.load_into(orchestrator.fusion, device)?;
+        if let Some(router) = &router {
+            orchestrator.router = open(router)?.load_into(orchestrator.router, device)?;
+        }
+        if let Some(fusion) = &fusion {
+            orchestrator.fusion = open(fusion)?.load_into(orchestrator.fusion, device)?;
+        }
         orchestrator.cta = open(&cta)?.load_into(orchestrator.cta, device)?;
         orchestrator.cpa = open(&cpa)?.load_into(orchestrator.cpa, device)?;
         let orchestrator = load_optional(orchestrator, (ngrams, words, &alignments), device)?;

@@ -176,8 +176,13 @@ pub struct SwarmOutput {
 /// How the router's mask is chosen.
 #[derive(Debug)]
 pub enum Routing<'a, R: Rng> {
-    /// Training: Bernoulli samples.
+    /// Training: Bernoulli samples, the mask read back to the host so that specialists skip
+    /// the tables it closes to them (where host and device share memory, as on the CPU).
     Sample(&'a mut R),
+    /// Training: the same Bernoulli samples, the mask left on the device
+    /// ([`SpecialistRouter::sample_on_device`]); every specialist reads every table, and the
+    /// mask gates what it adds (on a GPU, where a read-back would stall the queue).
+    SampleOnDevice(&'a mut R),
     /// Inference: `g > τ` with the budget.
     Threshold,
     /// A given mask (`[table][specialist]`), e.g. a rollout to re-score.
@@ -435,7 +440,8 @@ impl Orchestrator {
     /// plus the mean of the table read over each column's span, the columns' n-gram
     /// embeddings ([`OrchestratorConfig::column_ngrams`]) and, with column fusion, the aligned
     /// column readings ([`SpecialistStates::columns`]) of the specialists each table activated
-    /// (`active[table][specialist]`).
+    /// (the decision's mask: on the host, `active[table][specialist]`; drawn on the device, its
+    /// `mask`).
     ///
     /// # Shapes
     ///
@@ -446,7 +452,7 @@ impl Orchestrator {
         batch: &TableBatch,
         read: &TableRead,
         specialists: &SpecialistStates,
-        active: &[Vec<bool>],
+        decision: &RouterDecision,
     ) -> Tensor<2> {
         let mut columns = self.answer(state, batch) + read.column_pooled.clone();
         if let Some(ngrams) = &read.column_ngrams {
@@ -456,9 +462,18 @@ impl Orchestrator {
             columns = columns + words.clone();
         }
         let rows = batch.column_rows();
+        let active = &decision.active;
+        // A mask drawn on the device gates each column by its table's row of it.
+        let row_mask = decision.on_device.then(|| {
+            let table_of_row: Vec<i64> = rows.iter().map(|&(t, _)| t as i64).collect();
+            let index = Tensor::<1, Int>::from_data(table_of_row.as_slice(), &self.device());
+            decision.mask.clone().select(0, index)
+        });
         for (i, readings) in specialists.columns.iter().enumerate() {
             let Some(readings) = readings else { continue };
-            if rows.iter().all(|&(t, _)| active[t][i]) {
+            if let Some(mask) = &row_mask {
+                columns = columns + readings.clone() * mask.clone().narrow(1, i, 1);
+            } else if rows.iter().all(|&(t, _)| active[t][i]) {
                 columns = columns + readings.clone();
             } else if rows.iter().any(|&(t, _)| active[t][i]) {
                 let mask: Vec<f32> = rows
@@ -610,14 +625,15 @@ impl Swarm {
         let router = &self.orchestrator.router;
         let decision = match routing {
             Routing::Sample(rng) => router.sample(read.pooled.clone(), rng),
+            Routing::SampleOnDevice(rng) => router.sample_on_device(read.pooled.clone(), rng),
             Routing::Threshold => router.decide(read.pooled.clone()),
             Routing::Fixed(active) => router.evaluate(read.pooled.clone(), active),
         };
         let specialists = self.run_specialists(batch, &decision.active);
         let fused = self.orchestrator.fuse(&read.state, &specialists, &decision);
-        let mut columns =
-            self.orchestrator
-                .columns(&fused, batch, read, &specialists, &decision.active);
+        let mut columns = self
+            .orchestrator
+            .columns(&fused, batch, read, &specialists, &decision);
         if let Some(mask) = column_mask {
             columns = columns * mask;
         }

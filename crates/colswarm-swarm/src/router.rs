@@ -47,8 +47,13 @@ pub struct RouterDecision {
     pub probs: Tensor<2>,
     /// The mask, 1.0 for active specialists, `[batch, n]` (no gradient).
     pub mask: Tensor<2>,
-    /// The same mask on the host, row-major: `active[b][i]`.
+    /// Which specialists read each table, row-major: `active[b][i]`. The mask itself, unless
+    /// it was drawn on the device ([`SpecialistRouter::sample_on_device`]): then every
+    /// specialist reads every table and `mask` alone gates what they add.
     pub active: Vec<Vec<bool>>,
+    /// Whether the mask was drawn on the device and never read back (`active` is then all
+    /// `true`).
+    pub on_device: bool,
     /// `Σ_i m_i·log g_i + (1−m_i)·log(1−g_i)`, `[batch]` (differentiable in `g`).
     pub log_prob: Tensor<1>,
     /// Entropy of the Bernoulli gates, `Σ_i H(g_i)`, `[batch]`.
@@ -128,6 +133,30 @@ impl SpecialistRouter {
         decision(probs, active)
     }
 
+    /// [`Self::sample`]'s mask, drawn where the gates are: the same uniforms, drawn from `rng`
+    /// in the same order (one per table and specialist, tables in order), compared with the
+    /// gates on the device, and the budget applied there, so nothing is read back to the host
+    /// and a GPU need not wait. Every specialist then reads every table (`active` is all `true`;
+    /// `on_device` says so), and `mask` gates what each adds.
+    ///
+    /// # Shapes
+    ///
+    /// - `pooled`: `[batch, d_model]`
+    pub fn sample_on_device<R: Rng>(&self, pooled: Tensor<2>, rng: &mut R) -> RouterDecision {
+        let probs = self.forward(pooled);
+        let [batch, n] = probs.dims();
+        let device = probs.device();
+        let uniforms: Vec<f32> = (0..batch * n).map(|_| rng.random::<f32>()).collect();
+        let uniforms = Tensor::<2>::from_data(TensorData::new(uniforms, [batch, n]), &device);
+        let mut chosen = uniforms.lower(probs.clone().detach()).float();
+        if let Some(budget) = self.budget {
+            chosen = within_budget(chosen, probs.clone().detach(), budget);
+        }
+        let mut decision = decision_with_mask(probs, chosen, vec![vec![true; n]; batch]);
+        decision.on_device = true;
+        decision
+    }
+
     /// Inference-time decision: `g_i > τ`, then the budget.
     pub fn decide(&self, pooled: Tensor<2>) -> RouterDecision {
         let probs = self.forward(pooled);
@@ -168,6 +197,31 @@ fn to_flags(chosen: &[usize], n: usize) -> Vec<bool> {
     flags
 }
 
+/// Keeps, per row, the `budget` chosen specialists (`chosen` is 1 or 0) with the highest
+/// gates, ties to the lower index: [`apply_budget`] on the device. A chosen specialist is kept
+/// when fewer than `budget` chosen ones rank before it.
+///
+/// # Shapes
+///
+/// - `chosen`, `probs`: `[batch, n]`
+fn within_budget(chosen: Tensor<2>, probs: Tensor<2>, budget: usize) -> Tensor<2> {
+    let [batch, n] = chosen.dims();
+    let device = chosen.device();
+    // Gates lie in (0, 1): an unchosen specialist scores −1 and ranks before no chosen one.
+    let score = probs * chosen.clone() + (chosen.clone() - 1.0);
+    let mine = score.clone().reshape([batch, n, 1]).expand([batch, n, n]);
+    let theirs = score.reshape([batch, 1, n]).expand([batch, n, n]);
+    let lower_index: Vec<f32> = (0..n * n)
+        .map(|k| f32::from(u8::from(k % n < k / n)))
+        .collect();
+    let lower_index = Tensor::<3>::from_data(TensorData::new(lower_index, [1, n, n]), &device);
+    let before = theirs.clone().greater(mine.clone()).float()
+        + theirs.equal(mine).float() * lower_index.expand([batch, n, n]);
+    let chosen_before = before * chosen.clone().reshape([batch, 1, n]).expand([batch, n, n]);
+    let rank = chosen_before.sum_dim(2).reshape([batch, n]);
+    chosen * rank.lower_elem(budget as f32).float()
+}
+
 fn decision(probs: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
     let [batch, n] = probs.dims();
     let flat: Vec<f32> = active
@@ -175,6 +229,11 @@ fn decision(probs: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
         .flat_map(|row| row.iter().map(|&a| if a { 1.0 } else { 0.0 }))
         .collect();
     let mask = Tensor::<2>::from_data(TensorData::new(flat, [batch, n]), &probs.device());
+    decision_with_mask(probs, mask, active)
+}
+
+fn decision_with_mask(probs: Tensor<2>, mask: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
+    let batch = probs.dims()[0];
     // Clamp so log(0) never appears when a gate saturates.
     let p = probs.clone().clamp(1e-6, 1.0 - 1e-6);
     let q = p.clone().neg() + 1.0;
@@ -189,6 +248,7 @@ fn decision(probs: Tensor<2>, active: Vec<Vec<bool>>) -> RouterDecision {
         probs,
         mask,
         active,
+        on_device: false,
         log_prob,
         entropy,
     }
@@ -260,6 +320,34 @@ mod tests {
         // g = σ(2) = 0.881 and σ(−2) = 0.119
         assert!((rate(0) - 0.881).abs() < 0.03, "{}", rate(0));
         assert!((rate(1) - 0.119).abs() < 0.03, "{}", rate(1));
+    }
+
+    #[test]
+    fn masks_drawn_on_the_device_are_the_host_masks_budget_and_ties_included() {
+        let device = Device::flex();
+        let rows = |t: &Tensor<2>| -> Vec<Vec<bool>> {
+            let [_, n] = t.dims();
+            let v = t.clone().into_data().try_to_vec::<f32>().unwrap();
+            v.chunks(n)
+                .map(|r| r.iter().map(|&x| x == 1.0).collect())
+                .collect()
+        };
+        for budget in [None, Some(1), Some(2), Some(4)] {
+            // Five specialists, two of them with equal weights (ties on every table).
+            let weight = vec![0.8, -0.3, 0.5, 0.5, 1.2, -0.6, 0.4, 0.9, 0.9, -1.1];
+            let r = router(weight, 2, 5, budget);
+            let x = Tensor::<2>::random([64, 2], burn::tensor::Distribution::Default, &device);
+            let host = r.sample(x.clone(), &mut ChaCha8Rng::seed_from_u64(7));
+            let on_device = r.sample_on_device(x, &mut ChaCha8Rng::seed_from_u64(7));
+            assert!(on_device.on_device && !host.on_device);
+            assert_eq!(rows(&on_device.mask), host.active, "budget {budget:?}");
+            assert!(on_device.active.iter().flatten().all(|&a| a));
+            let (a, b) = (
+                host.log_prob.into_data().try_to_vec::<f32>().unwrap(),
+                on_device.log_prob.into_data().try_to_vec::<f32>().unwrap(),
+            );
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

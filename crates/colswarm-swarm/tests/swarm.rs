@@ -705,3 +705,137 @@ fn the_forward_pass_scores_the_cpa_pairs_the_batch_asks_for() {
     assert_eq!(inside.dims(), after.dims());
     assert_eq!(values(inside), values(after));
 }
+
+#[test]
+fn a_mask_drawn_on_the_device_gives_the_host_masks_answers() {
+    use rand::SeedableRng;
+    let device = Device::flex();
+    let specialists = vec![
+        specialist("a", rwkv(16, 2, 8), 10),
+        specialist("wide", rwkv(32, 3, 16), 11),
+    ];
+    let mut mixed = 0;
+    for mode in [
+        FusionMode::WeightedSum,
+        FusionMode::Gated,
+        FusionMode::ConcatProject,
+    ] {
+        let s = swarm_of(
+            config(mode).with_column_fusion(true),
+            &device,
+            specialists.clone(),
+        );
+        for seed in 0..6 {
+            let host = s
+                .forward(
+                    &batch(),
+                    Routing::Sample(&mut ChaCha8Rng::seed_from_u64(seed)),
+                )
+                .unwrap();
+            let on_device = s
+                .forward(
+                    &batch(),
+                    Routing::SampleOnDevice(&mut ChaCha8Rng::seed_from_u64(seed)),
+                )
+                .unwrap();
+            assert!(on_device.router.on_device);
+            let mask: Vec<bool> = values(on_device.router.mask.clone())
+                .iter()
+                .map(|&m| m == 1.0)
+                .collect();
+            let active: Vec<bool> = host.router.active.concat();
+            assert_eq!(mask, active, "{mode:?}, seed {seed}");
+            if active.iter().any(|&a| a) && !active.iter().all(|&a| a) {
+                mixed += 1;
+            }
+            for (got, want) in [
+                (on_device.columns, host.columns),
+                (on_device.cta_logits, host.cta_logits),
+            ] {
+                for (k, (g, w)) in values(got).iter().zip(values(want)).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                        "{mode:?} {k}: {g} {w}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        mixed > 3,
+        "masks that open some specialists but not all: {mixed}"
+    );
+}
+
+#[test]
+fn a_swarm_without_specialists_saves_no_router_or_fusion_and_older_ones_still_load() {
+    let device = Device::flex();
+    let dir = tempfile::tempdir().unwrap();
+    let alone = swarm(FusionMode::WeightedSum, &device, Vec::new());
+    let labels: Vec<String> = (0..5).map(|i| format!("type{i}")).collect();
+    let manifest = alone
+        .save(dir.path(), &config(FusionMode::WeightedSum), &labels, &[])
+        .unwrap();
+    assert!(manifest.router.is_none() && manifest.fusion.is_none());
+    for file in ["router.safetensors", "fusion.safetensors"] {
+        assert!(!dir.path().join(file).exists(), "{file} written");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("swarm.json")).unwrap()).unwrap();
+    assert!(json["router"].is_null() && json["fusion"].is_null());
+    let answers = |s: &Swarm| {
+        values(
+            s.forward(&batch(), Routing::<NoRng>::Threshold)
+                .unwrap()
+                .cta_logits,
+        )
+    };
+    let (loaded, _) = Swarm::load(dir.path(), &device).unwrap();
+    assert_eq!(answers(&loaded), answers(&alone));
+
+    // A directory written when every swarm had both files: they are checked and loaded.
+    let mut json = serde_json::to_value(&manifest).unwrap();
+    let router = &alone.orchestrator.router;
+    let fusion = &alone.orchestrator.fusion;
+    for (key, path) in [
+        ("router", "router.safetensors"),
+        ("fusion", "fusion.safetensors"),
+    ] {
+        let file = dir.path().join(path);
+        let empty = std::collections::HashMap::new();
+        match key {
+            "router" => colswarm_rwkv::checkpoint::save_module(router, empty, &file).unwrap(),
+            _ => colswarm_rwkv::checkpoint::save_module(fusion, empty, &file).unwrap(),
+        }
+        let sha256 = colswarm_swarm::manifest::sha256_file(&file).unwrap();
+        json[key] = serde_json::json!({ "path": path, "sha256": sha256 });
+    }
+    std::fs::write(
+        dir.path().join("swarm.json"),
+        serde_json::to_vec_pretty(&json).unwrap(),
+    )
+    .unwrap();
+    let (loaded, read) = Swarm::load(dir.path(), &device).unwrap();
+    assert!(read.router.is_some() && read.fusion.is_some());
+    assert_eq!(answers(&loaded), answers(&alone));
+
+    let routed = swarm(
+        FusionMode::WeightedSum,
+        &device,
+        vec![specialist("a", rwkv(16, 2, 8), 10)],
+    );
+    let old = tempfile::tempdir().unwrap();
+    let with_files = routed
+        .save(old.path(), &config(FusionMode::WeightedSum), &labels, &[])
+        .unwrap();
+    // A routed swarm whose manifest names no router is refused, naming what is missing.
+    let mut json = serde_json::to_value(&with_files).unwrap();
+    json["router"] = serde_json::Value::Null;
+    std::fs::write(
+        old.path().join("swarm.json"),
+        serde_json::to_vec_pretty(&json).unwrap(),
+    )
+    .unwrap();
+    let err = Swarm::load(old.path(), &device).unwrap_err().to_string();
+    assert!(err.contains("no file for the router"), "{err}");
+}

@@ -15,7 +15,7 @@ use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, localize_specialist
 
 use crate::error::TrainError;
 use crate::run::{ModelParts, RunDir, read_state};
-use colswarm_model::{ExpertList, ExpertRef, SerializeSettings, copy_model_dir, load_model_extras};
+use colswarm_model::{ExpertList, ExpertRef, ModelDir, SerializeSettings, load_model_extras};
 
 /// One float parameter on the host: its shape and values.
 type HostParam = (Vec<usize>, Vec<f32>);
@@ -209,7 +209,7 @@ fn copy_experts(from: &Path, to: &Path) -> Result<(), TrainError> {
     }
     experts.save(to)?;
     for expert in &experts.experts {
-        copy_model_dir(&from.join(&expert.dir), &to.join(&expert.dir))?;
+        ModelDir::open(&from.join(&expert.dir))?.copy_to(&to.join(&expert.dir))?;
     }
     if let Some(routing) = &experts.routing {
         let (source, target) = (from.join(&routing.path), to.join(&routing.path));

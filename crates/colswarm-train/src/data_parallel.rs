@@ -50,12 +50,14 @@ pub struct ParallelGrads<O> {
     pub outputs: Vec<O>,
 }
 
-/// How many of `module`'s parameters have a gradient holding a NaN or an infinity. A finite
+/// How many of `module`'s parameters have a gradient holding a NaN or an infinity, counted on
+/// the device (`[1]`, as a float; `None` when no parameter has a gradient): the training driver
+/// reads it back with the step's loss at its logging cadence, not inside the step. A finite
 /// loss can still give one (a square root at 0, an overflow in the backward pass), and one such
 /// step would poison the weights and Adam's moments.
-pub fn non_finite_gradients<M: Module>(module: &M, grads: &GradientsParams) -> usize {
-    /// `Σ|g|` of every gradient, left on the device: NaN and ±inf survive it, and finite values
-    /// stay finite unless they overflow it, which is as bad a gradient.
+pub fn non_finite_gradients<M: Module>(module: &M, grads: &GradientsParams) -> Option<Tensor<1>> {
+    /// `Σ|g|` of every gradient: NaN and ±inf survive it, and finite values stay finite unless
+    /// they overflow it, which is as bad a gradient.
     struct Totals<'a> {
         grads: &'a GradientsParams,
         totals: Vec<Tensor<1>>,
@@ -73,14 +75,15 @@ pub fn non_finite_gradients<M: Module>(module: &M, grads: &GradientsParams) -> u
     };
     module.visit(&mut visitor);
     if visitor.totals.is_empty() {
-        return 0;
+        return None;
     }
-    // One read back to the host per step, not one per parameter.
-    Tensor::cat(visitor.totals, 0)
-        .into_data()
-        .iter::<f32>()
-        .filter(|total| !total.is_finite())
-        .count()
+    Some(
+        Tensor::cat(visitor.totals, 0)
+            .is_finite()
+            .bool_not()
+            .float()
+            .sum(),
+    )
 }
 
 /// Splits `n` rows into at most `parts` contiguous shards of near-equal size.
@@ -327,18 +330,19 @@ mod tests {
 
     #[test]
     fn an_infinite_gradient_of_a_finite_loss_is_counted() {
+        let count = |t: Option<Tensor<1>>| t.unwrap().into_scalar::<f32>();
         let device = Device::flex().autodiff();
         let model = Mlp::new(&device);
         let x = Tensor::<2>::random([4, 6], Distribution::Default, &device);
         let y = Tensor::<2>::random([4, 3], Distribution::Default, &device);
         let grads = GradientsParams::from_grads(model.loss(x.clone(), y).backward(), &model);
-        assert_eq!(non_finite_gradients(&model, &grads), 0);
+        assert_eq!(count(non_finite_gradients(&model, &grads)), 0.0);
 
         // sqrt(0) is 0, its derivative is infinite: the loss stays finite, one gradient does not.
         let loss = model.a.weight.val().mul_scalar(0.0).sqrt().sum();
         assert!(loss.clone().into_scalar::<f32>().is_finite());
         let grads = GradientsParams::from_grads(loss.backward(), &model);
-        assert_eq!(non_finite_gradients(&model, &grads), 1);
+        assert_eq!(count(non_finite_gradients(&model, &grads)), 1.0);
     }
 
     #[test]

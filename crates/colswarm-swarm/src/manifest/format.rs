@@ -60,8 +60,12 @@ struct ManifestV2 {
     cta_labels: Vec<String>,
     cpa_labels: Vec<String>,
     primary: FileRef,
-    router: FileRef,
-    fusion: FileRef,
+    /// `null` in a swarm without specialists (written as a placeholder file before).
+    #[serde(deserialize_with = "required")]
+    router: Option<FileRef>,
+    /// As `router`.
+    #[serde(deserialize_with = "required")]
+    fusion: Option<FileRef>,
     cta_head: FileRef,
     cpa_head: FileRef,
     #[serde(deserialize_with = "required")]
@@ -257,8 +261,8 @@ impl ManifestV1 {
             cta_labels: self.cta_labels,
             cpa_labels: self.cpa_labels,
             primary: self.primary,
-            router: self.router,
-            fusion: self.fusion,
+            router: Some(self.router),
+            fusion: Some(self.fusion),
             cta_head: self.cta_head,
             cpa_head: self.cpa_head,
             column_ngrams: self.column_ngrams,

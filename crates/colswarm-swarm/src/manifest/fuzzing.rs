@@ -75,8 +75,15 @@ impl Drop for Written {
 fn component(manifest: &mut SwarmManifest, which: u8) -> &mut FileRef {
     match which % 7 {
         0 => &mut manifest.primary,
-        1 => &mut manifest.router,
-        2 => &mut manifest.fusion,
+        // The fuzzed model has a specialist, so both files.
+        1 => manifest
+            .router
+            .as_mut()
+            .expect("a routed swarm's router file"),
+        2 => manifest
+            .fusion
+            .as_mut()
+            .expect("a routed swarm's fusion file"),
         3 => &mut manifest.cta_head,
         4 => &mut manifest.cpa_head,
         5 => &mut manifest.specialists[0].checkpoint,

@@ -32,9 +32,9 @@ pub(super) struct StepStats {
     lambda_parallel: f64,
     lambda_finish: f64,
     pub(super) activation_rate: Vec<f64>,
-    policy_loss: f64,
-    mix_loss: f64,
-    pub(super) loss: f64,
+    /// The policy and mix losses, left on the device (the driver reads them with the loss).
+    #[serde(skip)]
+    pub(super) losses: Vec<(&'static str, Tensor<1>)>,
 }
 
 /// The labels a table's (mixed) outputs predict, decoded as in evaluation; a gold relation
@@ -115,10 +115,9 @@ pub(super) fn routing_step(
     if config.mix_weight > 0.0
         && let Some(mix) = mix_loss(routing, model, reads, &masks, device)
     {
-        stats.mix_loss = f64::from(mix.clone().into_scalar::<f32>());
+        stats.losses.push(("mix_loss", mix.clone().detach()));
         loss = loss + mix * config.mix_weight;
     }
-    stats.loss = f64::from(loss.clone().into_scalar::<f32>());
     Ok((loss, stats))
 }
 
@@ -219,7 +218,7 @@ fn policy_term(
     stats.gain += stats.r_perf;
     let gates = rolled.gates.clone();
     let policy = rollout_policy(gates, outcomes, &advantages, &config.objective, device)?;
-    stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
+    stats.losses.push(("policy_loss", policy.clone().detach()));
     Ok(policy)
 }
 

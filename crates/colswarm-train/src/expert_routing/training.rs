@@ -71,7 +71,7 @@ impl Stage for Routing<'_> {
             .collect();
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
-        let (loss, stats) = routing_step(
+        let (loss, mut stats) = routing_step(
             routing,
             self.model,
             &picked,
@@ -93,7 +93,8 @@ impl Stage for Routing<'_> {
         entry["progress"] = p.into();
         entry["seconds"] = started.elapsed().as_secs_f64().into();
         Ok(Computed {
-            loss: stats.loss,
+            loss,
+            scalars: std::mem::take(&mut stats.losses),
             grads,
             tables: picked.iter().map(|r| r.example.table_id.clone()).collect(),
             columns: picked.iter().map(|r| r.example.columns.len()).sum(),
@@ -181,7 +182,7 @@ struct RoutingWeights<'a> {
 }
 
 impl Weights<ExpertRouting> for RoutingWeights<'_> {
-    fn non_finite(&self, routing: &ExpertRouting, grads: &GradientsParams) -> usize {
+    fn non_finite(&self, routing: &ExpertRouting, grads: &GradientsParams) -> Option<Tensor<1>> {
         non_finite_gradients(routing, grads)
     }
 

@@ -26,8 +26,8 @@ use std::time::Instant;
 use burn::tensor::Device;
 use colswarm_eval::NgramClassifier;
 use colswarm_model::{
-    Activation, AddedHead, DatasetFormat, HeadFile, LABELS_FILE, LabelSpace, Model, Namespace,
-    NgramFile, NgramWeights, Progress, Task, copy_model_dir,
+    Activation, AddedHead, DatasetFormat, HeadFile, LABELS_FILE, LabelSpace, Model, ModelDir,
+    Namespace, NgramFile, NgramWeights, Progress, Task,
 };
 use colswarm_rwkv::checkpoint::{save_module, write_atomically};
 use colswarm_swarm::LabelKind;
@@ -118,7 +118,7 @@ pub fn fine_tune(
     let (chosen, head, reader) =
         fit_namespace(&targets, labels.len(), multi_label, buckets, config);
 
-    copy_model_dir(model_dir, &staging)?;
+    ModelDir::open(model_dir)?.copy_into(&staging)?;
     let added = Added {
         head,
         reader,

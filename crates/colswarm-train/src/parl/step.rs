@@ -28,9 +28,10 @@ pub(super) struct StepStats {
     gate_entropy: f64,
     critical_steps: f64,
     serial_steps: f64,
-    pub(super) loss: f64,
-    policy_loss: f64,
-    supervised_loss: f64,
+    /// The policy and supervised losses, left on the device (the driver reads them with the
+    /// loss).
+    #[serde(skip)]
+    pub(super) losses: Vec<(&'static str, Tensor<1>)>,
 }
 
 /// A rollout's predictions for one example as `TableLabels`, decoded as in evaluation: its CTA
@@ -94,11 +95,11 @@ pub(super) fn parl_step(
         let orchestrator = &swarm.orchestrator;
         let decision = orchestrator.router.sample(read.pooled.clone(), rng);
         let fused = orchestrator.fuse(&read.state, &specialist_states, &decision);
-        let columns =
-            orchestrator.columns(&fused, &batch, &read, &specialist_states, &decision.active);
+        let columns = orchestrator.columns(&fused, &batch, &read, &specialist_states, &decision);
         let out = orchestrator.output(columns, (&read, decision.clone()), TableSteps::default());
         if let Some(losses) = supervised_loss(orchestrator, space, examples, &out, 1.0) {
-            rolled.stats.supervised_loss += losses.cta.unwrap_or(0.0) + losses.cpa.unwrap_or(0.0);
+            let parts = losses.cta.into_iter().chain(losses.cpa);
+            rolled.supervised_parts.extend(parts);
             rolled.supervised.push(losses.total);
         }
         rolled.score(swarm, space, examples, (&out, &decision), (rollout, reward))?;
@@ -115,6 +116,8 @@ struct Rollouts {
     outcomes: Vec<Option<RolloutOutcome>>,
     log_probs: Vec<Option<Tensor<2>>>,
     supervised: Vec<Tensor<1>>,
+    /// Every rollout's CTA and CPA losses, detached (logged).
+    supervised_parts: Vec<Tensor<1>>,
     stats: StepStats,
 }
 
@@ -126,6 +129,7 @@ impl Rollouts {
             outcomes: vec![None; tables * k],
             log_probs: vec![None; tables * k],
             supervised: Vec::new(),
+            supervised_parts: Vec::new(),
             stats: StepStats {
                 activation_rate: vec![0.0; n_specialists],
                 ..StepStats::default()
@@ -223,17 +227,18 @@ impl Rollouts {
         stats.gate_entropy /= n;
         stats.critical_steps /= n;
         stats.serial_steps /= n;
-        stats.supervised_loss /= self.k as f64;
+        if let Some(sum) = self.supervised_parts.into_iter().reduce(|a, b| a + b) {
+            stats.losses.push(("supervised_loss", sum / self.k as f64));
+        }
 
         let gates = self.log_probs.into_iter().flatten().collect();
         let policy = rollout_policy(gates, &outcomes, &advantages, &config.objective, device)?;
-        stats.policy_loss = f64::from(policy.clone().into_scalar::<f32>());
+        stats.losses.push(("policy_loss", policy.clone().detach()));
         let mut loss = policy;
         let count = self.supervised.len() as f64;
         if let Some(sum) = self.supervised.into_iter().reduce(|a, b| a + b) {
             loss = loss + sum * (config.supervised_weight / count);
         }
-        stats.loss = f64::from(loss.clone().into_scalar::<f32>());
         Ok((loss, stats))
     }
 }

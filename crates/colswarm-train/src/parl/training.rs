@@ -66,7 +66,7 @@ impl Stage for Parl<'_> {
             .collect();
         let p = state.step as f64 / config.steps as f64;
         let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
-        let (loss, stats) = parl_step(
+        let (loss, mut stats) = parl_step(
             swarm,
             self.space,
             &picked,
@@ -88,7 +88,8 @@ impl Stage for Parl<'_> {
         entry["progress"] = p.into();
         entry["seconds"] = started.elapsed().as_secs_f64().into();
         Ok(Computed {
-            loss: stats.loss,
+            loss,
+            scalars: std::mem::take(&mut stats.losses),
             grads,
             tables: picked.iter().map(|e| e.table_id.clone()).collect(),
             columns: picked.iter().map(|e| e.columns.len()).sum(),

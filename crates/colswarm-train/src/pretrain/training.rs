@@ -262,8 +262,6 @@ struct Pretraining<'a> {
     corpus: &'a KnowledgeCorpus,
     held_out: Batch,
     started: Instant,
-    /// The losses since the last held-out score (the progress line's mean).
-    losses: (f64, usize),
     /// The last held-out score.
     last: Option<HeldOutScore>,
 }
@@ -286,27 +284,23 @@ impl Stage for Pretraining<'_> {
             self.config,
         );
         let loss = batch.loss(batch.forward(model));
-        let value = f64::from(loss.clone().into_scalar::<f32>());
         let grads = GradientsParams::from_grads(loss.backward(), model);
-        self.losses.0 += value;
-        self.losses.1 += 1;
         let tokens: usize = batch.tokens.iter().map(Vec::len).sum();
         let columns = batch.targets.len();
         Ok(Computed {
-            loss: value,
+            loss,
             grads,
             // Drawn tables, named by no file.
             tables: Vec::new(),
             columns,
             tokens,
             entry: serde_json::json!({
-                "loss": value, "columns": columns, "tokens": tokens,
+                "columns": columns, "tokens": tokens,
                 "seconds": self.started.elapsed().as_secs_f64(),
             }),
-            progress: Some(format!(
-                "loss {:.4}",
-                self.losses.0 / self.losses.1.max(1) as f64
-            )),
+            scalars: Vec::new(),
+            // The driver's: the mean loss since the last held-out score.
+            progress: None,
         })
     }
 
@@ -318,7 +312,6 @@ impl Stage for Pretraining<'_> {
             self.corpus,
             self.config.objective,
         );
-        self.losses = (0.0, 0);
         let mut entry = serde_json::Map::new();
         entry.insert(
             "score".into(),
@@ -342,7 +335,7 @@ struct PretrainWeights<'a> {
 }
 
 impl Weights<PretrainModel> for PretrainWeights<'_> {
-    fn non_finite(&self, model: &PretrainModel, grads: &GradientsParams) -> usize {
+    fn non_finite(&self, model: &PretrainModel, grads: &GradientsParams) -> Option<Tensor<1>> {
         non_finite_gradients(model, grads)
     }
 
@@ -505,7 +498,6 @@ fn train_from(
         corpus,
         held_out: Batch::of(held_out_tables(sampler, config), config),
         started: Instant::now(),
-        losses: (0.0, 0),
         last: None,
     };
     if !driver.drive(&mut stage, &mut at)? {

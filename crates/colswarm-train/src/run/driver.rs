@@ -7,17 +7,20 @@
 use std::time::Instant;
 
 use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::Tensor;
 use colswarm_model::{Progress, format_duration};
 
 use super::dir::RunState;
 use super::log::Log;
+use super::pending::{PendingStep, ReadStep, read_back};
 use super::settings::{OptimizerSettings, RunSettings, learning_rate};
 use crate::error::TrainError;
 
-/// One step's gradients and what the driver logs about it.
+/// One step's gradients and what the driver logs about it. Its numbers stay on the device:
+/// the driver reads them back at its logging cadence, not inside the step.
 pub(crate) struct Computed {
-    /// The batch's loss (read to the host once per step).
-    pub(crate) loss: f64,
+    /// The batch's loss, `[1]`.
+    pub(crate) loss: Tensor<1>,
     /// The gradients of the trained weights.
     pub(crate) grads: GradientsParams,
     /// The batch's tables, named in the log when the step is skipped.
@@ -26,9 +29,13 @@ pub(crate) struct Computed {
     pub(crate) columns: usize,
     /// See `columns`.
     pub(crate) tokens: usize,
-    /// The step's log entry, without its `event` and `step` (the driver adds them).
+    /// The step's log entry, without its `event`, `step` and `loss` (the driver adds them) and
+    /// without `scalars`.
     pub(crate) entry: serde_json::Value,
-    /// The progress line's text; `None`: the epoch's mean loss.
+    /// Numbers of the log entry computed on the device (`[1]` each), read back with the loss.
+    pub(crate) scalars: Vec<(&'static str, Tensor<1>)>,
+    /// The progress line's text; `None`: the mean loss of the epoch (or, in a step schedule,
+    /// since the last evaluation).
     pub(crate) progress: Option<String>,
 }
 
@@ -65,8 +72,9 @@ pub(crate) trait Stage {
 
 /// How a stage's model takes an optimizer step and is saved.
 pub(crate) trait Weights<M> {
-    /// Parameter tensors of `model` whose gradient in `grads` is not finite.
-    fn non_finite(&self, model: &M, grads: &GradientsParams) -> usize;
+    /// How many parameter tensors of `model` have a non-finite gradient in `grads`, counted on
+    /// the device (`[1]`; `None`: nothing to count).
+    fn non_finite(&self, model: &M, grads: &GradientsParams) -> Option<Tensor<1>>;
 
     /// One optimizer step of `model`'s trained weights.
     fn step(&self, model: &mut M, optim: &mut ModuleOptimizer, rate: f64, grads: GradientsParams);
@@ -113,14 +121,38 @@ pub(crate) struct Trained<M> {
     pub(crate) state: RunState,
 }
 
-/// What an epoch has read so far in this process, for its throughput line.
+/// What an epoch (or a step schedule) has read so far in this process, for its throughput line.
 struct EpochClock {
     started: Instant,
     columns: usize,
     tokens: usize,
 }
 
-impl<M> Driver<'_, M> {
+impl EpochClock {
+    fn start() -> Self {
+        EpochClock {
+            started: Instant::now(),
+            columns: 0,
+            tokens: 0,
+        }
+    }
+}
+
+/// What the loop carries from window to window in this process.
+struct Around {
+    progress: Progress,
+    clock: EpochClock,
+    /// The losses of a step schedule since its last evaluation (its progress line's mean).
+    since_evaluation: (f64, usize),
+    /// The progress line's text as last read.
+    text: String,
+    /// Steps taken or skipped in this process.
+    steps_here: usize,
+    /// Read-backs of the steps' numbers in this process.
+    read_backs: usize,
+}
+
+impl<M: Clone> Driver<'_, M> {
     fn total_steps(&self, batches: usize) -> usize {
         match self.schedule {
             Schedule::Epochs { epochs, .. } => epochs * batches,
@@ -142,77 +174,238 @@ impl<M> Driver<'_, M> {
         stage: &mut impl Stage<Model = M>,
         at: &mut Trained<M>,
     ) -> Result<bool, TrainError> {
+        self.drive_counting(stage, at).map(|(finished, _)| finished)
+    }
+
+    /// [`Self::drive`], and how many times it read the steps' numbers back to the host.
+    ///
+    /// Steps run in windows that end at the logging cadence or where the run does something
+    /// with the weights (a checkpoint, an evaluation, the end of an epoch). Every step of a
+    /// window is taken as if it were finite; the window's losses, non-finite counts and logged
+    /// numbers are then read back together. If a step was not finite, the window is taken back:
+    /// the weights and optimizer from its start, the steps before the bad one taken again (each
+    /// step is a function of the weights and the counters, so they come out the same), and the
+    /// bad one stops the run or is skipped, as [`NonFinitePolicy`] says.
+    ///
+    /// [`NonFinitePolicy`]: super::NonFinitePolicy
+    pub(crate) fn drive_counting(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+    ) -> Result<(bool, usize), TrainError> {
         let batches = stage.batches();
         if batches == 0 {
             return Err(TrainError::Config(
                 "the training sets hold no labelled column to train on".into(),
             ));
         }
-        let total_steps = self.total_steps(batches);
-        let mut progress = match self.schedule {
-            Schedule::Steps { steps, .. } => Progress::new(self.label, steps, self.progress),
-            Schedule::Epochs { .. } => self.epoch_progress(&at.state, batches),
+        let mut around = Around {
+            progress: match self.schedule {
+                Schedule::Steps { steps, .. } => Progress::new(self.label, steps, self.progress),
+                Schedule::Epochs { .. } => self.epoch_progress(&at.state, batches),
+            },
+            clock: EpochClock::start(),
+            since_evaluation: (0.0, 0),
+            text: String::new(),
+            steps_here: 0,
+            read_backs: 0,
         };
-        let mut clock = EpochClock {
-            started: Instant::now(),
-            columns: 0,
-            tokens: 0,
-        };
-        let mut steps_here = 0;
         while !self.done(&at.state) {
-            if self.stop_after_steps.is_some_and(|s| steps_here >= s) {
-                return Ok(false);
+            if self
+                .stop_after_steps
+                .is_some_and(|s| around.steps_here >= s)
+            {
+                return Ok((false, around.read_backs));
             }
-            let computed = stage.gradients(&at.model, &at.state)?;
-            let epoch = match self.schedule {
-                Schedule::Epochs { .. } => at.state.epoch,
-                Schedule::Steps { .. } => at.state.step / batches.max(1),
-            };
-            self.step(
-                at,
-                computed,
-                (epoch, total_steps),
-                &mut clock,
-                &mut progress,
-            )?;
-            steps_here += 1;
-            match self.schedule {
-                Schedule::Epochs { .. } if at.state.batch == batches => {
-                    self.end_epoch(stage, at, &clock, &mut progress)?;
-                    progress = self.epoch_progress(&at.state, batches);
-                    clock = EpochClock {
-                        started: Instant::now(),
-                        columns: 0,
-                        tokens: 0,
-                    };
-                }
-                Schedule::Epochs { .. } => {
-                    let every = self.run.checkpoint_every;
-                    if every > 0 && at.state.step.is_multiple_of(every) {
-                        self.weights.save(&at.model, &at.optim, &at.state)?;
-                    }
-                }
-                Schedule::Steps { steps, eval_every } => {
-                    let step = at.state.step;
-                    if (eval_every > 0 && step.is_multiple_of(eval_every)) || step == steps {
-                        self.evaluate_steps(stage, at, steps)?;
-                    } else if self.run.checkpoint_every > 0
-                        && step.is_multiple_of(self.run.checkpoint_every)
-                    {
-                        self.weights.save(&at.model, &at.optim, &at.state)?;
-                    }
-                }
-            }
+            self.window(stage, at, batches, &mut around)?;
+            self.after_window(stage, at, batches, &mut around)?;
         }
         if let Schedule::Steps { .. } = self.schedule {
+            let clock = &around.clock;
             let seconds = clock.started.elapsed().as_secs_f64().max(1e-9);
-            progress.finish(&format!(
+            around.progress.finish(&format!(
                 "done, {:.0} columns/s, {:.0} tokens/s",
                 clock.columns as f64 / seconds,
                 clock.tokens as f64 / seconds
             ));
         }
-        Ok(true)
+        Ok((true, around.read_backs))
+    }
+
+    /// One window of steps: taken, read back, and accepted, or taken back to its first
+    /// non-finite step.
+    fn window(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+        batches: usize,
+        around: &mut Around,
+    ) -> Result<(), TrainError> {
+        let start = (at.model.clone(), at.optim.clone(), at.state.clone());
+        let mut pending = Vec::new();
+        loop {
+            let step = self.take(stage, at, batches)?;
+            around.steps_here += 1;
+            if let Some(text) = &step.progress {
+                around.text.clone_from(text);
+            }
+            around.progress.set(at.state.batch, &around.text);
+            pending.push(step);
+            if self.ends_window(&at.state, batches, around.steps_here) {
+                break;
+            }
+        }
+        let read = read_back(&pending);
+        around.read_backs += 1;
+        let good = read.iter().take_while(|r| r.is_finite()).count();
+        if good < read.len() {
+            (at.model, at.optim, at.state) = start;
+            for _ in 0..good {
+                self.take(stage, at, batches)?;
+            }
+            around.steps_here -= pending.len() - good - 1;
+        }
+        self.accept(&pending[..good], &read[..good], at, around)?;
+        if let (Some(bad), Some(numbers)) = (pending.get(good), read.get(good)) {
+            self.skip(bad, numbers, &mut at.state)?;
+        }
+        around.progress.set(at.state.batch, &around.text);
+        Ok(())
+    }
+
+    /// Computes and takes one step, its numbers left on the device.
+    fn take(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+        batches: usize,
+    ) -> Result<PendingStep, TrainError> {
+        let computed = stage.gradients(&at.model, &at.state)?;
+        let non_finite = self.weights.non_finite(&at.model, &computed.grads);
+        let state = &mut at.state;
+        let epoch = match self.schedule {
+            Schedule::Epochs { .. } => state.epoch,
+            Schedule::Steps { .. } => state.step / batches.max(1),
+        };
+        let (pending, grads) =
+            PendingStep::new(computed, non_finite, (state.step, epoch, state.batch));
+        let rate = learning_rate(self.optimizer, state.step, self.total_steps(batches));
+        self.weights.step(&mut at.model, &mut at.optim, rate, grads);
+        self.advance(state);
+        Ok(pending)
+    }
+
+    fn advance(&self, state: &mut RunState) {
+        state.step += 1;
+        state.batch = match self.schedule {
+            Schedule::Epochs { .. } => state.batch + 1,
+            Schedule::Steps { .. } => state.step,
+        };
+    }
+
+    /// Whether the window ends after a step that left the run at `state`: the logging cadence,
+    /// a checkpoint, an evaluation, the end of an epoch or of the run, or `stop_after_steps`.
+    fn ends_window(&self, state: &RunState, batches: usize, steps_here: usize) -> bool {
+        let step = state.step;
+        let every = |n: usize| n > 0 && step.is_multiple_of(n);
+        every(self.run.log_every.max(1))
+            || every(self.run.checkpoint_every)
+            || self.stop_after_steps.is_some_and(|s| steps_here >= s)
+            || match self.schedule {
+                Schedule::Epochs { .. } => state.batch == batches,
+                Schedule::Steps { steps, eval_every } => every(eval_every) || step >= steps,
+            }
+    }
+
+    /// The finite steps of a window, read: the epoch's loss, the throughput counts, the log.
+    fn accept(
+        &self,
+        steps: &[PendingStep],
+        read: &[ReadStep],
+        at: &mut Trained<M>,
+        around: &mut Around,
+    ) -> Result<(), TrainError> {
+        let state = &mut at.state;
+        for (step, numbers) in steps.iter().zip(read) {
+            match self.schedule {
+                Schedule::Epochs { .. } => {
+                    state.epoch_loss.0 += numbers.loss;
+                    state.epoch_loss.1 += 1;
+                }
+                Schedule::Steps { .. } => {
+                    around.since_evaluation.0 += numbers.loss;
+                    around.since_evaluation.1 += 1;
+                }
+            }
+            around.clock.columns += step.columns;
+            around.clock.tokens += step.tokens;
+            if (step.step + 1).is_multiple_of(self.run.log_every.max(1)) {
+                self.log.write(&step.log_entry(numbers))?;
+            }
+        }
+        if steps.last().is_some_and(|s| s.progress.is_none()) {
+            let (sum, n) = match self.schedule {
+                Schedule::Epochs { .. } => state.epoch_loss,
+                Schedule::Steps { .. } => around.since_evaluation,
+            };
+            around.text = format!("loss {:.4}", sum / n.max(1) as f64);
+        }
+        Ok(())
+    }
+
+    /// A non-finite step, read: an error naming it, or (under the skip policy) logged and
+    /// passed over.
+    fn skip(
+        &self,
+        step: &PendingStep,
+        read: &ReadStep,
+        state: &mut RunState,
+    ) -> Result<(), TrainError> {
+        self.run
+            .on_non_finite
+            .take_step(read.loss, read.non_finite, step.epoch, step.step)?;
+        self.log.write(&serde_json::json!({
+            "event": "skip", "epoch": step.epoch, "step": step.step,
+            "batch": step.batch, "loss": read.loss.to_string(),
+            "non_finite_gradients": read.non_finite, "tables": step.tables,
+        }))?;
+        self.advance(state);
+        Ok(())
+    }
+
+    /// What the run does after a window's last step: the end of an epoch, a checkpoint, an
+    /// evaluation.
+    fn after_window(
+        &self,
+        stage: &mut impl Stage<Model = M>,
+        at: &mut Trained<M>,
+        batches: usize,
+        around: &mut Around,
+    ) -> Result<(), TrainError> {
+        let step = at.state.step;
+        let checkpoint =
+            self.run.checkpoint_every > 0 && step.is_multiple_of(self.run.checkpoint_every);
+        match self.schedule {
+            Schedule::Epochs { .. } if at.state.batch == batches => {
+                self.end_epoch(stage, at, &around.clock, &mut around.progress)?;
+                around.progress = self.epoch_progress(&at.state, batches);
+                around.clock = EpochClock::start();
+            }
+            Schedule::Epochs { .. } => {
+                if checkpoint {
+                    self.weights.save(&at.model, &at.optim, &at.state)?;
+                }
+            }
+            Schedule::Steps { steps, eval_every } => {
+                if (eval_every > 0 && step.is_multiple_of(eval_every)) || step == steps {
+                    self.evaluate_steps(stage, at, steps)?;
+                    around.since_evaluation = (0.0, 0);
+                } else if checkpoint {
+                    self.weights.save(&at.model, &at.optim, &at.state)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn epoch_progress(&self, state: &RunState, batches: usize) -> Progress {
@@ -225,64 +418,6 @@ impl<M> Driver<'_, M> {
             batches,
             self.progress,
         )
-    }
-
-    /// Takes (or skips, as the non-finite policy says) one computed step of `epoch` and logs
-    /// it.
-    fn step(
-        &self,
-        at: &mut Trained<M>,
-        computed: Computed,
-        (epoch, total_steps): (usize, usize),
-        clock: &mut EpochClock,
-        progress: &mut Progress,
-    ) -> Result<(), TrainError> {
-        let state = &mut at.state;
-        let epochs = matches!(self.schedule, Schedule::Epochs { .. });
-        let value = computed.loss;
-        // Only a finite loss gets its gradients checked (a non-finite one is reported as is).
-        let bad_gradients = if value.is_finite() {
-            self.weights.non_finite(&at.model, &computed.grads)
-        } else {
-            0
-        };
-        let taken = self
-            .run
-            .on_non_finite
-            .take_step(value, bad_gradients, epoch, state.step)?;
-        if taken {
-            let rate = learning_rate(self.optimizer, state.step, total_steps);
-            self.weights
-                .step(&mut at.model, &mut at.optim, rate, computed.grads);
-            if epochs {
-                state.epoch_loss.0 += value;
-                state.epoch_loss.1 += 1;
-            }
-            clock.columns += computed.columns;
-            clock.tokens += computed.tokens;
-        } else {
-            self.log.write(&serde_json::json!({
-                "event": "skip", "epoch": epoch, "step": state.step,
-                "batch": state.batch, "loss": value.to_string(),
-                "non_finite_gradients": bad_gradients, "tables": computed.tables,
-            }))?;
-        }
-        state.step += 1;
-        state.batch = if epochs { state.batch + 1 } else { state.step };
-        if taken && state.step.is_multiple_of(self.run.log_every.max(1)) {
-            let mut entry = computed.entry;
-            entry["event"] = "step".into();
-            entry["step"] = state.step.into();
-            self.log.write(&entry)?;
-        }
-        let text = computed.progress.unwrap_or_else(|| {
-            format!(
-                "loss {:.4}",
-                state.epoch_loss.0 / state.epoch_loss.1.max(1) as f64
-            )
-        });
-        progress.set(state.batch, &text);
-        Ok(())
     }
 
     /// The end of an epoch: its throughput, the dev score, the best model, early stopping and
@@ -397,6 +532,8 @@ mod tests {
         nan_at: Option<usize>,
         scores: Vec<Option<f64>>,
         evaluations: Vec<usize>,
+        /// Calls of `gradients`.
+        computed: usize,
     }
 
     impl Stage for Counting {
@@ -412,13 +549,15 @@ mod tests {
             } else {
                 1.0
             };
+            self.computed += 1;
             Ok(Computed {
-                loss,
+                loss: Tensor::<1>::from_floats([loss as f32], &burn::tensor::Device::flex()),
                 grads: GradientsParams::new(),
                 tables: vec![format!("table{}", state.step)],
                 columns: 2,
                 tokens: 10,
-                entry: serde_json::json!({ "loss": loss }),
+                entry: serde_json::json!({}),
+                scalars: Vec::new(),
                 progress: None,
             })
         }
@@ -444,11 +583,13 @@ mod tests {
     struct Recorder {
         checkpoints: RefCell<Vec<usize>>,
         best: RefCell<Vec<usize>>,
+        /// The driver's read-backs of the steps' numbers.
+        read_backs: RefCell<usize>,
     }
 
     impl Weights<usize> for Recorder {
-        fn non_finite(&self, _: &usize, _: &GradientsParams) -> usize {
-            0
+        fn non_finite(&self, _: &usize, _: &GradientsParams) -> Option<Tensor<1>> {
+            None
         }
 
         fn step(&self, taken: &mut usize, _: &mut ModuleOptimizer, _: f64, _: GradientsParams) {
@@ -492,7 +633,8 @@ mod tests {
             optim: build_optimizer(&optimizer),
             state: RunState::default(),
         };
-        let finished = driver.drive(stage, &mut at).unwrap();
+        let (finished, read_backs) = driver.drive_counting(stage, &mut at).unwrap();
+        *recorder.read_backs.borrow_mut() = read_backs;
         let entries = std::fs::read_to_string(dir.path().join("log.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -507,6 +649,7 @@ mod tests {
             nan_at: None,
             scores,
             evaluations: Vec::new(),
+            computed: 0,
         }
     }
 
@@ -623,6 +766,105 @@ mod tests {
             "{err}"
         );
         assert_eq!(at.model, 2);
+    }
+
+    #[test]
+    fn numbers_are_read_back_once_per_logging_interval_not_per_step() {
+        let every_five = RunSettings {
+            log_every: 5,
+            ..RunSettings::default()
+        };
+        let steps = Schedule::Steps {
+            steps: 20,
+            eval_every: 0,
+        };
+        let mut stage = counting(3, vec![]);
+        let (_, at, saved, log) = run(steps, &mut stage, every_five.clone(), None);
+        assert_eq!((at.model, stage.computed), (20, 20));
+        assert_eq!(*saved.read_backs.borrow(), 4);
+        let logged: Vec<u64> = log
+            .iter()
+            .filter(|e| e["event"] == "step")
+            .map(|e| e["step"].as_u64().unwrap())
+            .collect();
+        assert_eq!(logged, [5, 10, 15, 20]);
+        assert!(log.iter().all(|e| e["event"] != "step" || e["loss"] == 1.0));
+
+        // Epochs of 7 batches: windows end at the log cadence and at each epoch's end.
+        let epochs = Schedule::Epochs {
+            epochs: 2,
+            patience: 2,
+        };
+        let mut stage = counting(7, vec![]);
+        let (_, at, saved, log) = run(epochs, &mut stage, every_five, None);
+        assert_eq!(at.model, 14);
+        assert_eq!(*saved.read_backs.borrow(), 4, "steps 1-5, 6-7, 8-10, 11-14");
+        let epoch = log.iter().find(|e| e["event"] == "epoch").unwrap();
+        assert_eq!(epoch["train_loss"], 1.0);
+        assert_eq!(epoch["train_columns"], 14);
+    }
+
+    #[test]
+    fn a_non_finite_step_inside_a_window_is_taken_back_and_skipped_or_stops_the_run() {
+        let settings = |on_non_finite| RunSettings {
+            on_non_finite,
+            ..RunSettings::default()
+        };
+        let steps = Schedule::Steps {
+            steps: 6,
+            eval_every: 0,
+        };
+        let mut stage = counting(6, vec![]);
+        stage.nan_at = Some(2);
+        let (_, at, saved, log) = run(steps, &mut stage, settings(NonFinitePolicy::Skip), None);
+        // The window of six steps was taken back to step 2: steps 0 and 1 taken again, step 2
+        // skipped, steps 3 to 5 in a second window.
+        assert_eq!(at.model, 5, "every step but the skipped one");
+        assert_eq!(at.state.step, 6);
+        assert_eq!(stage.computed, 6 + 2 + 3);
+        assert_eq!(*saved.read_backs.borrow(), 2);
+        let skipped: Vec<&serde_json::Value> =
+            log.iter().filter(|e| e["event"] == "skip").collect();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0]["step"], 2);
+        assert_eq!(skipped[0]["tables"][0], "table2");
+        assert_eq!(*saved.best.borrow(), [5]);
+
+        let mut stage = counting(6, vec![]);
+        stage.nan_at = Some(4);
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
+        let (optimizer, stop, recorder) = (
+            OptimizerSettings::default(),
+            settings(NonFinitePolicy::Stop),
+            Recorder::default(),
+        );
+        let driver = Driver {
+            schedule: steps,
+            optimizer: &optimizer,
+            run: &stop,
+            weights: &recorder,
+            log: &log,
+            label: "test",
+            progress: false,
+            stop_after_steps: None,
+            epoch_fields: serde_json::Map::new(),
+        };
+        let mut at = Trained {
+            model: 0,
+            optim: build_optimizer(&optimizer),
+            state: RunState::default(),
+        };
+        let err = driver.drive(&mut stage, &mut at).unwrap_err();
+        assert!(
+            matches!(err, TrainError::NonFinite { step: 4, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            (at.model, at.state.step),
+            (4, 4),
+            "the steps before it stand"
+        );
     }
 
     #[test]

@@ -6,13 +6,14 @@
 //! from here, binds its configuration to a [`RunDir`] ([`RunDir::for_config`]), resumes from its
 //! newest checkpoint ([`resume`]), and hands the loop to the one [`Driver`]: the stage computes
 //! each step's gradients from the random streams of [`rng_for`] and scores its dev sets (with
-//! [`dev_reports`]); the driver checks each step with [`NonFinitePolicy::take_step`], steps the
-//! optimizer, logs, and writes checkpoints and the best model through [`Weights`] (for a swarm,
+//! [`dev_reports`]); the driver steps the optimizer, reads the steps' losses back at its logging
+//! cadence and checks them with [`NonFinitePolicy::take_step`], logs, and writes checkpoints and the best model through [`Weights`] (for a swarm,
 //! [`Checkpoints`]).
 
 mod dir;
 mod driver;
 mod log;
+mod pending;
 mod rng;
 mod settings;
 
@@ -20,7 +21,7 @@ use std::path::Path;
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use colswarm_model::{
     LabelSpace, Model, SerializeSettings, SpecialistUse, Task, save_model_extras,
 };
@@ -120,7 +121,7 @@ impl Checkpoints<'_> {
 
 /// A swarm stage trains the orchestrator; the specialists stay frozen.
 impl Weights<Swarm> for Checkpoints<'_> {
-    fn non_finite(&self, swarm: &Swarm, grads: &GradientsParams) -> usize {
+    fn non_finite(&self, swarm: &Swarm, grads: &GradientsParams) -> Option<Tensor<1>> {
         non_finite_gradients(&swarm.orchestrator, grads)
     }
 

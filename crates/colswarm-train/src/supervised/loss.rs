@@ -11,10 +11,10 @@ use colswarm_swarm::{Orchestrator, SwarmOutput};
 pub struct Losses {
     /// Weighted sum of the two.
     pub total: Tensor<1>,
-    /// CTA part (mean over labelled columns), when any.
-    pub cta: Option<f64>,
-    /// CPA part (mean over targets), when any.
-    pub cpa: Option<f64>,
+    /// CTA part (mean over labelled columns), when any; `[1]`, detached.
+    pub cta: Option<Tensor<1>>,
+    /// CPA part (mean over targets), when any; `[1]`, detached.
+    pub cpa: Option<Tensor<1>>,
 }
 
 /// The loss of `rows` of `logits`, restricted to one namespace's outputs: with
@@ -178,10 +178,10 @@ pub fn shard_loss(
             None => loss,
         });
     }
-    let scalar = |t: &Tensor<1>| f64::from(t.clone().into_scalar::<f32>());
+    let detached = |t: &Tensor<1>| t.clone().detach();
     let (cta_value, cpa_value) = (
-        cta_total.as_ref().map(scalar),
-        cpa_total.as_ref().map(scalar),
+        cta_total.as_ref().map(detached),
+        cpa_total.as_ref().map(detached),
     );
     if let Some(t) = cta_total {
         parts.push((t, 1.0));

@@ -2,6 +2,7 @@
 //! ([`crate::data_parallel`]), each with the router masks and column-dropout masks the
 //! undivided batch would draw, and its part of the batch's loss.
 
+use burn::backend::DispatchDevice;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_model::{Example, LabelSpace, to_batch};
@@ -102,15 +103,16 @@ impl DropoutDraw {
     }
 }
 
-/// What one shard of a training step reports besides its loss.
+/// What one shard of a training step reports besides its loss; its numbers stay on the
+/// device.
 #[derive(Debug)]
 pub(super) struct ShardReport {
-    /// Its loss (its part of the batch's loss).
-    pub(super) loss: f64,
-    pub(super) cta: Option<f64>,
-    pub(super) cpa: Option<f64>,
-    /// Active (table, specialist) pairs and all pairs.
-    pub(super) active: usize,
+    /// Its loss (its part of the batch's loss), `[1]`, detached.
+    pub(super) loss: Tensor<1>,
+    pub(super) cta: Option<Tensor<1>>,
+    pub(super) cpa: Option<Tensor<1>>,
+    /// Active (table, specialist) pairs (`[1]`) and all pairs.
+    pub(super) active: Tensor<1>,
     pub(super) gates: usize,
 }
 
@@ -139,22 +141,49 @@ pub(super) fn shard_step(
             &replica.device(),
         )
     });
-    let out = swarm.forward_masked(&tables, Routing::Sample(&mut routing), column_mask)?;
+    // On a GPU the mask stays on the device; on the CPU it comes back, free, so that the
+    // specialists skip the tables it closes to them.
+    let routing = if shares_host_memory(&replica.device()) {
+        Routing::Sample(&mut routing)
+    } else {
+        Routing::SampleOnDevice(&mut routing)
+    };
+    let out = swarm.forward_masked(&tables, routing, column_mask)?;
     let losses = shard_loss(replica, space, examples, &out, cpa_weight, batch)
         .ok_or_else(|| TrainError::Config("a batch without targets".into()))?;
     let report = ShardReport {
-        loss: f64::from(losses.total.clone().into_scalar::<f32>()),
+        loss: losses.total.clone().detach(),
         cta: losses.cta,
         cpa: losses.cpa,
-        active: out.router.active.iter().flatten().filter(|a| **a).count(),
-        gates: out.router.active.iter().map(Vec::len).sum(),
+        active: out.router.mask.clone().sum(),
+        gates: out.router.mask.dims().iter().product(),
     };
     Ok((losses.total, report))
 }
 
-/// Sums the parts that are there (`None` when none is).
-pub(super) fn sum_parts(parts: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    parts.flatten().reduce(|a, b| a + b)
+/// Whether `device` keeps its tensors in host memory (burn's Flex CPU backend), where reading
+/// one back costs no wait.
+pub(crate) fn shares_host_memory(device: &Device) -> bool {
+    fn flex(device: &DispatchDevice) -> bool {
+        #[allow(unreachable_patterns)] // which variants exist depends on burn's features
+        match device {
+            DispatchDevice::Flex(_) => true,
+            DispatchDevice::Autodiff(inner) => flex(inner),
+            _ => false,
+        }
+    }
+    flex(device.as_dispatch())
+}
+
+/// Sums the shards' parts that are there, on `device` (`None` when none is).
+pub(super) fn sum_parts(
+    parts: impl Iterator<Item = Option<Tensor<1>>>,
+    device: &Device,
+) -> Option<Tensor<1>> {
+    parts
+        .flatten()
+        .map(|t| t.to_device(device))
+        .reduce(|a, b| a + b)
 }
 
 #[cfg(test)]

@@ -273,17 +273,28 @@ impl Stage for Supervised<'_> {
             |replica, input| shard_step(replica, input, space, counts, cpa_weight),
         )?;
         let reports = &parallel.outputs;
-        let loss: f64 = reports.iter().map(|r| r.loss).sum();
-        let active: usize = reports.iter().map(|r| r.active).sum();
+        let main = &self.devices[0];
+        let loss = sum_parts(reports.iter().map(|r| Some(r.loss.clone())), main)
+            .ok_or_else(|| TrainError::Config("a step without shards".into()))?;
         let gates = reports.iter().map(|r| r.gates).sum::<usize>().max(1);
+        let active = sum_parts(reports.iter().map(|r| Some(r.active.clone())), main)
+            .map(|active| active / gates as f64);
         let tokens: usize = picked.iter().map(|e| e.n_tokens()).sum();
         let entry = serde_json::json!({
-            "epoch": state.epoch, "loss": loss,
-            "cta_loss": sum_parts(reports.iter().map(|r| r.cta)),
-            "cpa_loss": sum_parts(reports.iter().map(|r| r.cpa)),
-            "activation_rate": active as f64 / gates as f64,
-            "tokens": tokens,
+            "epoch": state.epoch, "cta_loss": null, "cpa_loss": null,
+            "activation_rate": null, "tokens": tokens,
         });
+        let scalars = [
+            (
+                "cta_loss",
+                sum_parts(reports.iter().map(|r| r.cta.clone()), main),
+            ),
+            (
+                "cpa_loss",
+                sum_parts(reports.iter().map(|r| r.cpa.clone()), main),
+            ),
+            ("activation_rate", active),
+        ];
         Ok(Computed {
             loss,
             grads: parallel.grads,
@@ -291,6 +302,10 @@ impl Stage for Supervised<'_> {
             columns: picked.iter().map(|e| e.columns.len()).sum(),
             tokens,
             entry,
+            scalars: scalars
+                .into_iter()
+                .filter_map(|(key, value)| Some((key, value?)))
+                .collect(),
             progress: None,
         })
     }
