@@ -25,8 +25,8 @@ pub(crate) struct EvalArgs {
     /// File or directory of the data.
     #[arg(long)]
     input: Vec<PathBuf>,
-    /// Keep only this part of the hash split (all, train, dev, folds=I,J,… of the five, or
-    /// folds=I,J,…/half=H, one of two halves of them).
+    /// Keep only this part of the hash split (all, train, dev, folds=I,J,… of the five,
+    /// folds=I,J,…/half=H, one of two halves of them, or a union of those joined by `+`).
     #[arg(long, default_value = "all")]
     split: Split,
     /// cta or cpa (default: what the format annotates).

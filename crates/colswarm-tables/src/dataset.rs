@@ -123,6 +123,10 @@ pub enum Split {
         /// 0 or 1.
         half: u8,
     },
+    /// A union of folds and halves of folds, written with `+`: `folds=0,2,4+folds=3/half=1`
+    /// keeps folds 0, 2 and 4 and half 1 of fold 3 (a training set that leaves the other half of
+    /// fold 3 out, to choose settings on). Bit `2·fold + half` is set for each part kept.
+    Parts(u16),
 }
 
 impl Split {
@@ -139,6 +143,28 @@ impl Split {
             Split::Half { folds, half } => {
                 folds & (1 << fold) != 0 && (hash / 5) % 2 == u64::from(half)
             }
+            Split::Parts(parts) => parts & (1 << (2 * fold + (hash / 5) % 2)) != 0,
+        }
+    }
+
+    /// The parts of the split as [`Split::Parts`]' bits.
+    fn parts(self) -> u16 {
+        let whole = |folds: u8| -> u16 {
+            (0..5)
+                .filter(|f| folds & (1 << f) != 0)
+                .map(|f| 0b11 << (2 * f))
+                .sum()
+        };
+        match self {
+            Split::All => whole(0b11111),
+            Split::Train => whole(0b11110),
+            Split::Dev => whole(0b00001),
+            Split::Folds(folds) => whole(folds),
+            Split::Half { folds, half } => (0..5)
+                .filter(|f| folds & (1 << f) != 0)
+                .map(|f| 1 << (2 * f + u16::from(half)))
+                .sum(),
+            Split::Parts(parts) => parts,
         }
     }
 }
@@ -147,6 +173,26 @@ impl FromStr for Split {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.contains('+') {
+            let mut parts = 0u16;
+            for part in s.split('+') {
+                parts |= part
+                    .trim()
+                    .parse::<Split>()
+                    .map_err(|e| format!("split `{s}`: {e}"))?
+                    .parts();
+            }
+            // Whole folds only: the plain form.
+            let folds: u8 = (0..5)
+                .filter(|f| parts >> (2 * f) & 0b11 == 0b11)
+                .map(|f| 1 << f)
+                .sum();
+            return Ok(if Split::Folds(folds).parts() == parts {
+                Split::Folds(folds)
+            } else {
+                Split::Parts(parts)
+            });
+        }
         match s {
             "all" => Ok(Split::All),
             "train" => Ok(Split::Train),
@@ -183,7 +229,8 @@ impl FromStr for Split {
                 }
                 None => Err(format!(
                     "unknown split `{s}` (expected all, train, dev, folds=I,J,… with folds 0 to 4, \
-                     or folds=I,J,…/half=H with H 0 or 1)"
+                     folds=I,J,…/half=H with H 0 or 1, or a union of folds and halves joined \
+                     by `+`)"
                 )),
             },
         }
@@ -204,6 +251,27 @@ impl fmt::Display for Split {
                 write!(f, "folds={}", list.join(","))
             }
             Split::Half { folds, half } => write!(f, "{}/half={half}", Split::Folds(*folds)),
+            Split::Parts(parts) => {
+                let folds_where = |pattern: u16| -> u8 {
+                    (0..5)
+                        .filter(|fold| parts >> (2 * fold) & 0b11 == pattern)
+                        .map(|fold| 1 << fold)
+                        .sum()
+                };
+                let written: Vec<String> = [
+                    (folds_where(0b11), None),
+                    (folds_where(0b01), Some(0)),
+                    (folds_where(0b10), Some(1)),
+                ]
+                .into_iter()
+                .filter(|(folds, _)| *folds != 0)
+                .map(|(folds, half)| match half {
+                    None => Split::Folds(folds).to_string(),
+                    Some(half) => Split::Half { folds, half }.to_string(),
+                })
+                .collect();
+                f.write_str(&written.join("+"))
+            }
         }
     }
 }
@@ -465,5 +533,30 @@ mod tests {
             let err = bad.parse::<Split>().unwrap_err();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn a_union_keeps_exactly_its_folds_and_halves() {
+        let ids: Vec<String> = (0..3000).map(|i| format!("table-{i}")).collect();
+        let union: Split = "folds=0,2+folds=3/half=1".parse().unwrap();
+        let (whole, half): (Split, Split) = (
+            "folds=0,2".parse().unwrap(),
+            "folds=3/half=1".parse().unwrap(),
+        );
+        let other_half: Split = "folds=3/half=0".parse().unwrap();
+        for id in &ids {
+            assert_eq!(union.contains(id), whole.contains(id) || half.contains(id));
+            assert!(!(union.contains(id) && other_half.contains(id)), "{id}");
+        }
+        assert_eq!(union.to_string(), "folds=0,2+folds=3/half=1");
+        assert_eq!(union.to_string().parse::<Split>().unwrap(), union);
+        // Both halves of a fold are the fold: the plain form.
+        let both: Split = "folds=4/half=0+folds=4/half=1+dev".parse().unwrap();
+        assert_eq!(both, Split::Folds(0b10001));
+        let err = "folds=1+folds=7".parse::<Split>().unwrap_err();
+        assert!(
+            err.contains("folds=1+folds=7") && err.contains("`7`"),
+            "{err}"
+        );
     }
 }

@@ -255,6 +255,22 @@ fn ngram_cells_are_saved_with_the_model_and_must_be_positive() {
 }
 
 #[test]
+fn two_training_sets_of_one_name_are_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = quick(dir.path());
+    let twin = config.data.train[0].clone();
+    config.data.train.push(twin);
+    let err = train_quietly(&config, &dir.path().join("twins"))
+        .unwrap_err()
+        .to_string();
+    let name = &config.data.train[0].namespace;
+    assert!(
+        err.contains(&format!("two training sets are named `{name}`")),
+        "{err}"
+    );
+}
+
+#[test]
 fn weight_decay_shrinks_the_weights_and_must_be_finite() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());

@@ -1,0 +1,101 @@
+//! `scripts/evaluate-recipe.sh`'s protocol on tiny inputs (a few tables, one epoch, the first
+//! fold of each benchmark): it trains, chooses its settings on the selection half, scores the
+//! held-out fold against every peer, writes the results block into an existing file without
+//! touching the rest, and a rerun reuses everything it made.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn protocol(out: &Path, results: &Path) -> std::process::Output {
+    Command::new("python3")
+        .current_dir(root())
+        .arg("scripts/evaluate_recipe.py")
+        .args(["--bin", env!("CARGO_BIN_EXE_colswarm")])
+        .args(["--tiny", "--folds", "1", "--jobs", "2"])
+        .arg("--out")
+        .arg(out)
+        .arg("--results")
+        .arg(results)
+        .output()
+        .expect("python3 runs the protocol script")
+}
+
+#[test]
+fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, results) = (dir.path().join("work"), dir.path().join("RESULTS.md"));
+    std::fs::write(&results, "# Results\n\nKept above.\n").unwrap();
+    let first = protocol(&out, &results);
+    let log = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{log}");
+    assert!(
+        log.contains("t2d fold 0: choosing the label-name prior"),
+        "{log}"
+    );
+
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.starts_with("# Results\n\nKept above.\n"), "{text}");
+    for title in [
+        "WikiTables CTA",
+        "GitTables CTA",
+        "T2D CTA, DBpedia properties",
+        "T2D CPA, DBpedia properties",
+    ] {
+        assert!(
+            text.contains(&format!("### {title}")),
+            "{title} missing:\n{text}"
+        );
+    }
+    assert!(text.contains("tiny mode"), "{text}");
+    for peer in ["majority", "header-rule", "header-memory", "char-ngram"] {
+        assert!(text.contains(&format!("| {peer}")), "{peer} missing");
+    }
+
+    // Every fold chose its settings from the grids, on the selection half.
+    for bench in ["t2d", "gittables", "wikitables"] {
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(bench).join("fold0/summary.json")).unwrap(),
+        )
+        .unwrap();
+        let open = &summary["open_below"];
+        assert!(
+            open.is_null() || open.as_f64() == Some(0.95),
+            "{bench}: {open}"
+        );
+        for (task, result) in summary["results"].as_object().unwrap() {
+            let f1 = result["micro_f1"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f1), "{bench} {task}: {f1}");
+        }
+        if bench == "t2d" {
+            for task in ["cta", "cpa"] {
+                let w = summary["weights"][task].as_i64().unwrap();
+                assert!(w == 0 || w == 12, "{w}");
+            }
+        }
+    }
+
+    // A rerun trains nothing and writes the same tables.
+    let trained = out.join("t2d/fold0/model-avg/primary.safetensors");
+    let before = std::fs::metadata(&trained).unwrap().modified().unwrap();
+    let again = protocol(&out, &results);
+    assert!(again.status.success());
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("training the model"));
+    assert_eq!(
+        std::fs::metadata(&trained).unwrap().modified().unwrap(),
+        before
+    );
+    let without_time = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.contains("run time"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_time(&std::fs::read_to_string(&results).unwrap()),
+        without_time(&text)
+    );
+}

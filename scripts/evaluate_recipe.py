@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""The shipped recipe's whole evaluation, nested, in one command (`scripts/evaluate-recipe.sh`).
+
+For each benchmark and each outer fold k:
+
+- the held-out fold k scores everything, and nothing is chosen on it;
+- half of the next fold, j = k + 1 (`folds=j/half=0` of the hash split; for GitTables, whose
+  folds are files, half of hash fold 0 of the other three files), is the *selection* half:
+  the fold's models never train on it, and every setting the recipe chooses is chosen there: the label-name prior's weight per task (T2D), which domain experts open
+  (`open_below`, or none), and the abstention thresholds;
+- the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
+  folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
+  shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
+- the peers (majority, header rule, header memory, char n-grams) train on every table outside
+  fold k; the n-gram peer with the label-name prior chooses its weight on the selection half as
+  the model does.
+
+The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
+predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
+bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between its
+`evaluate-recipe` markers, with the command, the commit and the run time.
+
+Resumable: every trained model, prediction file and fold summary is kept under --out and
+reused; a rerun redoes only what is missing. Progress goes to stderr.
+"""
+
+import argparse
+import csv
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = "datasets"
+W = f"{DATA}/wikitables-turl-subset"
+G = f"{DATA}/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_"
+T = f"{DATA}/t2d-webtables/t2d.tar.gz"
+SHIPPED = "models/colswarm-small"
+WIKI_ALL = f"wikitables=turl-csv:{W}/train_wikitables_subset_20.csv.gz,{W}/dev_wikitables_subset_2.csv.gz"
+GIT_ALL = "gittables=sato-cv:" + ",".join(f"{G}{i}.csv.gz" for i in range(4))
+T2D_ALL = f"t2d=t2d:{T}"
+PEERS = ["majority", "header-rule", "header-memory", "char-ngram"]
+BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
+
+
+class Settings:
+    """What a run of the protocol uses: full, or tiny (the tests)."""
+
+    def __init__(self, args):
+        self.bin = args.bin
+        self.out = Path(args.out)
+        self.tiny = args.tiny
+        self.folds = args.folds
+        self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
+        self.open_grid = [None, 0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99]
+        # A tiny run trains on a few tables for one epoch (the recipes average six).
+        self.train_args = (
+            ["--max-tables", "6", "--epochs", "1", "--set", "averaging.last_epochs=1"]
+            if args.tiny
+            else []
+        )
+        self.started = time.time()
+        self.lock = threading.Lock()
+
+    def say(self, text):
+        minutes, seconds = divmod(int(time.time() - self.started), 60)
+        with self.lock:
+            print(f"[{minutes} min {seconds:02d} s] {text}", file=sys.stderr, flush=True)
+
+
+class Fold:
+    """One outer fold of a benchmark: what trains, what selects, what scores."""
+
+    def __init__(self, bench, k, n, settings):
+        self.bench, self.k, self.j = bench, k, (k + 1) % n
+        self.dir = settings.out / bench / f"fold{k}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        others = [i for i in range(n) if i not in (k, self.j)]
+        if bench == "t2d":
+            rest = ",".join(map(str, others))
+            self.own = [f"t2d=t2d:{T}#folds={rest}+folds={self.j}/half=1"]
+            self.context = [WIKI_ALL, GIT_ALL]
+            self.peer_train = f"t2d=t2d:{T}#folds=" + ",".join(str(i) for i in range(n) if i != k)
+            self.select = ("t2d", T, f"folds={self.j}/half=0")
+            self.test = ("t2d", T, f"folds={k}")
+            self.tasks = ["cta", "cpa"]
+            self.expert_shape = ["--set", "model.d_model=32"]
+            self.extra_experts = [f"t2d-silver={SHIPPED}/experts/t2d-silver"]
+        elif bench == "gittables":
+            # The files are the folds; the selection half is half of hash fold 0 of the other
+            # three files (one set per namespace, so one spec with a union split).
+            files = ",".join(f"{G}{i}.csv.gz" for i in range(n) if i != k)
+            self.own = [f"gittables=sato-cv:{files}#folds=1,2,3,4+folds=0/half=1"]
+            self.context = [WIKI_ALL, T2D_ALL]
+            self.peer_train = f"gittables=sato-cv:{files}"
+            self.select = ("sato-cv", files, "folds=0/half=0")
+            self.test = ("sato-cv", f"{G}{k}.csv.gz", "all")
+            self.tasks = ["cta"]
+            self.expert_shape = ["--set", "model.n_layers=1", "--set", "model.neighbour_ngrams=true",
+                                 "--set", "model.ngram_cells=100"]
+            self.extra_experts = []
+        else:
+            data = wikitables_fold_files(settings.out / bench / "data", k, self.j)
+            self.own = [f"wikitables=turl-csv:{data}/train.csv"]
+            self.context = [GIT_ALL, T2D_ALL]
+            self.peer_train = f"wikitables=turl-csv:{data}/peer-train.csv"
+            self.select = ("turl-csv", f"{data}/select.csv", "all")
+            self.test = ("turl-csv", f"{data}/test.csv", "all")
+            self.tasks = ["cta"]
+            self.expert_shape = ["--set", "model.d_model=32", "--set", "model.neighbour_ngrams=true",
+                                 "--set", "model.hierarchy_closure=false"]
+            self.extra_experts = []
+        # The label-name prior is chosen where the shipped model's namespace uses one and
+        # headers exist (GitTables' columns come without headers).
+        self.prior = bench == "t2d"
+
+    def spec(self, part):
+        """A data spec (NAME=FORMAT:PATH#SPLIT) of the selection half or the held-out fold."""
+        fmt, path, split = self.select if part == "select" else self.test
+        return f"{self.bench}={fmt}:{path}" + ("" if split == "all" else f"#{split}")
+
+
+def wikitables_fold_files(out, k, j):
+    """WikiTables' fold files: train (the train file, dev's folds but k and j, half 1 of dev's
+    fold j), select (half 0 of fold j), test (fold k) and peer-train (everything but fold k)."""
+    d = out / f"fold{k}"
+    if (d / "test.csv").exists():
+        return d
+    d.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT / "scripts/knowledge"))
+    from common import fnv1a64  # the hash of the Rust `#folds=` specs
+
+    csv.field_size_limit(1 << 30)
+    src = ROOT / W
+
+    def read(name):
+        with gzip.open(src / name, "rt", newline="", encoding="utf-8") as f:
+            return list(csv.reader(f))
+
+    train, dev = read("train_wikitables_subset_20.csv.gz"), read("dev_wikitables_subset_2.csv.gz")
+    fold = lambda r: fnv1a64(r[0]) % 5
+    half = lambda r: (fnv1a64(r[0]) // 5) % 2
+    parts = {
+        "train.csv": train[1:] + [r for r in dev[1:] if fold(r) not in (k, j) or (fold(r) == j and half(r) == 1)],
+        "select.csv": [r for r in dev[1:] if fold(r) == j and half(r) == 0],
+        "peer-train.csv": train[1:] + [r for r in dev[1:] if fold(r) != k],
+        "test.csv": [r for r in dev[1:] if fold(r) == k],
+    }
+    for name in ("wikitables-2_all_labels.txt", "labels_to_text_wikitables-2-cta.json",
+                 "wikitables-hierarchy-v2.json"):
+        shutil.copy(src / name, d / name)
+    for name, rows in parts.items():
+        partial = d / (name + ".partial")
+        with open(partial, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([train[0]] + rows)
+        partial.rename(d / name)
+    return d
+
+
+def run(settings, *args, out=None):
+    """Runs colswarm with ARGS from the repository's root; its stdout to OUT or returned."""
+    command = settings.bin + [str(a) for a in args]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr.strip()}")
+    if out is not None:
+        Path(out).write_text(result.stdout)
+    return result.stdout
+
+
+def train(settings, out, recipe, specs, extra=()):
+    """Trains OUT with RECIPE on SPECS unless OUT-avg exists (the recipe's average)."""
+    done = Path(f"{out}-avg")
+    if done.exists():
+        return done
+    args = ["--threads", "1", "train", "--recipe", recipe, "--quiet", "--out", out, *extra]
+    for spec in specs:
+        args += ["--train", spec]
+    run(settings, *args, *settings.train_args, out=f"{out}.json")
+    Path(out, "averaged").rename(done)
+    # The run's checkpoints were only for resuming it.
+    shutil.rmtree(out)
+    return done
+
+
+def counts(report):
+    """True positives, predictions and gold labels of an eval or baseline JSON report."""
+    rows = report["per_label"]
+    return (sum(r["true_positives"] for r in rows), sum(r["predicted"] for r in rows),
+            sum(r["support"] for r in rows))
+
+
+def f1(total):
+    tp, predicted, gold = total
+    return 2 * tp / (predicted + gold) if predicted + gold else 0.0
+
+
+def evaluate(settings, fold, model, task, part, predictions=None):
+    fmt, paths, split = fold.select if part == "select" else fold.test
+    inputs = [a for path in paths.split(",") for a in ("--input", path)]
+    args = ["--threads", "1", "eval", "--model", model, "--format", fmt, *inputs,
+            "--split", split, "--task", task, "--json"]
+    if predictions:
+        args += ["--predictions", predictions]
+    return json.loads(run(settings, *args))
+
+
+def rebuild(settings, source, out, make):
+    """OUT made from SOURCE by MAKE(partial) into a fresh directory."""
+    out = Path(out)
+    shutil.rmtree(out, ignore_errors=True)
+    make(out)
+    return out
+
+
+def with_experts(settings, model, out, experts, open_below):
+    """MODEL with EXPERTS added, opening below OPEN_BELOW (None: MODEL alone)."""
+    if open_below is None:
+        return model
+    current = Path(model)
+    for i, expert in enumerate(experts):
+        step = Path(f"{out}-{i}") if i + 1 < len(experts) else Path(out)
+        shutil.rmtree(step, ignore_errors=True)
+        run(settings, "add-expert", "--model", current, "--expert", expert,
+            "--open-below", open_below, "--out", step)
+        if current != Path(model):
+            shutil.rmtree(current)
+        current = step
+    return current
+
+
+def prior_args(w):
+    return ["--label-names", f"cpa:t2d={w}", "--label-names", f"cta:t2d={w}",
+            "--label-names-skip-subject", "t2d=yes"]
+
+
+def choose(scores):
+    """The best setting of (setting, counts) pairs, ties to the earlier (the simpler) one."""
+    best = max(range(len(scores)), key=lambda i: (round(f1(scores[i][1]), 12), -i))
+    return scores[best][0]
+
+
+def model_fold(settings, fold):
+    """Trains, selects and scores the recipe on one fold; returns its summary."""
+    name = f"{fold.bench} fold {fold.k}"
+    settings.say(f"{name}: training the model")
+    model = train(settings, fold.dir / "model", "recipes/colswarm-small.toml", fold.context + fold.own)
+    settings.say(f"{name}: training its {fold.bench} expert")
+    expert = train(settings, fold.dir / "expert", "recipes/expert.toml", fold.own, fold.expert_shape)
+    experts = [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+    selection = {}
+    # The label-name prior, with the experts as the recipe opens them: one weight per task.
+    weights = {task: 0 for task in fold.tasks}
+    if fold.prior:
+        settings.say(f"{name}: choosing the label-name prior on the selection half")
+        scores = {task: [] for task in fold.tasks}
+        for w in settings.prior_grid:
+            base = rebuild(settings, model, fold.dir / "prior", lambda out: run(
+                settings, "calibrate", "--model", model, *prior_args(w), "--out", out))
+            swarm = with_experts(settings, base, fold.dir / "prior-swarm", experts, 0.95)
+            for task in fold.tasks:
+                scores[task].append((w, counts(evaluate(settings, fold, swarm, task, "select"))))
+        weights = {task: choose(scores[task]) for task in fold.tasks}
+        selection["prior"] = {task: [(w, f1(c)) for w, c in scores[task]] for task in fold.tasks}
+    args = ["--label-names", f"cta:t2d={weights['cta']}", "--label-names",
+            f"cpa:t2d={weights.get('cpa', 0)}", "--label-names-skip-subject", "t2d=yes"]
+    base = fold.dir / "prior"
+    if fold.prior:
+        rebuild(settings, model, base, lambda out: run(
+            settings, "calibrate", "--model", model, *args, "--out", out))
+    else:
+        base = model
+    # Which experts open: below which confidence, or none.
+    settings.say(f"{name}: choosing where the experts open on the selection half")
+    scores = []
+    for open_below in settings.open_grid:
+        swarm = with_experts(settings, base, fold.dir / "open-swarm", experts, open_below)
+        total = [0, 0, 0]
+        for task in fold.tasks:
+            total = [a + b for a, b in zip(total, counts(evaluate(settings, fold, swarm, task, "select")))]
+        scores.append((open_below, tuple(total)))
+    open_below = choose(scores)
+    selection["open_below"] = [(o, f1(c)) for o, c in scores]
+    final = fold.dir / "final"
+    shutil.rmtree(final, ignore_errors=True)
+    chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
+    shutil.copytree(chosen, final, symlinks=True)
+    # Abstention thresholds on the selection half, then the held-out fold.
+    results = {}
+    for task in fold.tasks:
+        run(settings, "--threads", "1", "calibrate", "--model", final, "--task", task,
+            "--dev", fold.spec("select"))
+        report = evaluate(settings, fold, final, task, "test", fold.dir / f"model-{task}.jsonl")
+        abstention = report.get("abstention") or {}
+        results[task] = {"micro_f1": report["micro_f1"], "counts": counts(report),
+                         "answered": abstention.get("answered"), "targets": report["n_targets"],
+                         "precision": abstention.get("precision"),
+                         "threshold": abstention.get("threshold")}
+    for leftover in ("prior-swarm", "open-swarm", "final-swarm"):
+        shutil.rmtree(fold.dir / leftover, ignore_errors=True)
+    return {"weights": weights, "open_below": open_below, "selection": selection, "results": results}
+
+
+def closes(namespace, task):
+    """Whether the shipped model closes a namespace's predictions under a label hierarchy."""
+    labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
+    return any(any(n.get("ancestors") or []) for n in labels[task] if n["name"] == namespace)
+
+
+def peer_fold(settings, fold, task):
+    """Every peer on one fold and task; returns {peer: counts} and writes their predictions."""
+    closure = [] if closes(fold.bench, task) else ["--no-hierarchy-closure"]
+    base = ["--threads", "1", "baseline", "--task", task, *closure, "--json"]
+    out = {}
+    for kind in PEERS:
+        file = fold.dir / f"peer-{task}-{kind}.jsonl"
+        report = json.loads(run(settings, *base, "--kind", kind, "--train", fold.peer_train,
+                                "--eval", fold.spec("test"), "--predictions", file))
+        out[kind] = counts(report)
+    if fold.prior:
+        # The n-gram peer with the label-name prior chooses its weight on the selection half.
+        own = fold.own[0]
+        scores = []
+        for w in settings.prior_grid:
+            report = json.loads(run(settings, *base, "--kind", "char-ngram", "--label-name-prior", w,
+                                    "--train", own, "--eval", fold.spec("select")))
+            scores.append((w, counts(report)))
+        w = choose(scores)
+        file = fold.dir / f"peer-{task}-char-ngram-prior.jsonl"
+        report = json.loads(run(settings, *base, "--kind", "char-ngram", "--label-name-prior", w,
+                                "--train", own, "--eval", fold.spec("test"), "--predictions", file))
+        out["char-ngram-prior"] = counts(report)
+        out["char-ngram-prior-weight"] = w
+    return out
+
+
+def do_fold(settings, bench, k, n):
+    fold = Fold(bench, k, n, settings)
+    summary_file = fold.dir / "summary.json"
+    if summary_file.exists():
+        return json.loads(summary_file.read_text())
+    started = time.time()
+    summary = model_fold(settings, fold)
+    settings.say(f"{bench} fold {k}: the peers")
+    summary["peers"] = {task: peer_fold(settings, fold, task) for task in fold.tasks}
+    summary["seconds"] = time.time() - started
+    partial = summary_file.with_suffix(".partial")
+    partial.write_text(json.dumps(summary, indent=1))
+    partial.rename(summary_file)
+    r = summary["results"]
+    settings.say(f"{bench} fold {k} done: " + ", ".join(f"{t} {r[t]['micro_f1']:.3f}" for t in r))
+    return summary
+
+
+FOLDS = {"t2d": 5, "gittables": 4, "wikitables": 5}
+TITLES = {
+    ("wikitables", "cta"): "WikiTables CTA, 66 Freebase types (five folds over dev)",
+    ("gittables", "cta"): "GitTables CTA, 101 DBpedia types (cv_0..cv_3)",
+    ("t2d", "cta"): "T2D CTA, DBpedia properties (five folds)",
+    ("t2d", "cpa"): "T2D CPA, DBpedia properties (five folds)",
+}
+
+
+def pooled(settings, bench, task, folds, system):
+    """The folds' prediction files of SYSTEM pooled into one."""
+    out = settings.out / bench / f"{task}-{system}.jsonl"
+    with open(out, "w") as pool:
+        for k in folds:
+            name = f"model-{task}.jsonl" if system == "model" else f"peer-{task}-{system}.jsonl"
+            pool.write((settings.out / bench / f"fold{k}" / name).read_text())
+    return out
+
+
+def compare(settings, a, b):
+    return json.loads(run(settings, "compare", a, b, "--json"))
+
+
+def benchmark_section(settings, bench, task, summaries):
+    folds = sorted(summaries)
+    systems = PEERS + (["char-ngram-prior"] if bench == "t2d" else [])
+    model_file = pooled(settings, bench, task, folds, "model")
+    rows = []
+    for peer in systems:
+        rows.append((peer, compare(settings, model_file, pooled(settings, bench, task, folds, peer))))
+    best = max(rows, key=lambda r: r[1]["micro_f1_b"])
+    model_f1 = rows[0][1]["micro_f1_a"]
+    n_targets = rows[0][1]["n_targets"]
+    lines = [f"### {TITLES[bench, task]}: {n_targets:,} targets", "",
+             "| | micro-F1 | model − it (95% interval) |", "|---|---|---|",
+             f"| **the recipe** | **{model_f1:.3f}** | |"]
+    for peer, c in rows:
+        mark = " (best peer)" if peer == best[0] else ""
+        lines.append(f"| {peer}{mark} | {c['micro_f1_b']:.3f} | "
+                     f"{c['difference']:+.3f} ({c['ci_low']:+.3f} to {c['ci_high']:+.3f}) |")
+    answered = sum(summaries[k]["results"][task]["answered"] or 0 for k in folds)
+    correct = sum((summaries[k]["results"][task]["precision"] or 0) * (summaries[k]["results"][task]["answered"] or 0) for k in folds)
+    targets = sum(summaries[k]["results"][task]["targets"] for k in folds)
+    chosen = "; ".join(
+        f"fold {k}: " + ", ".join(filter(None, [
+            f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
+            "no expert" if summaries[k]["open_below"] is None else f"experts open below {summaries[k]['open_below']}",
+            f"threshold {summaries[k]['results'][task]['threshold']:.2f}" if summaries[k]['results'][task]['threshold'] is not None else None,
+        ])) for k in folds)
+    lines += ["", f"Abstaining below the threshold chosen on each fold's selection half: coverage "
+              f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
+              f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
+    summary = {"bench": bench, "task": task, "model": model_f1, "best_peer": best[0],
+               "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
+               "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}
+    return lines, summary
+
+
+def write_results(settings, done, path, seconds):
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    sections, summaries = [], []
+    for bench in ("wikitables", "gittables", "t2d"):
+        if bench not in done:
+            continue
+        for task in (["cta", "cpa"] if bench == "t2d" else ["cta"]):
+            lines, summary = benchmark_section(settings, bench, task, done[bench])
+            sections += lines
+            summaries.append(summary)
+    head = [BEGIN, "", "| benchmark | the recipe | best peer | recipe − best peer (95%) |",
+            "|---|---|---|---|"]
+    for s in summaries:
+        head.append(f"| {TITLES[s['bench'], s['task']]} | **{s['model']:.3f}** | {s['best_peer']} "
+                    f"{s['best_peer_f1']:.3f} | {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f}) |")
+    hours, rest = divmod(int(seconds), 3600)
+    head += ["", f"Made by `scripts/evaluate-recipe.sh` at commit {commit}"
+             + (" (tiny mode: a test of the protocol, not a result)" if settings.tiny else "")
+             + f"; {hours} h {rest // 60} min of run time on the machine it ran on, resumed runs added up.", ""]
+    block = "\n".join(head + sections + [END])
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text + ("\n" if text else "") + block + "\n"
+    path.write_text(text)
+    json.dump(summaries, open(settings.out / "summary.json", "w"), indent=1)
+    return summaries
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bin", default="target/release/colswarm", help="the colswarm command")
+    parser.add_argument("--out", default="runs/evaluate-recipe", help="work directory (resumed)")
+    parser.add_argument("--benchmarks", default="t2d,gittables,wikitables")
+    parser.add_argument("--jobs", type=int, default=2, help="folds at a time, one thread each")
+    parser.add_argument("--results", default="docs/RESULTS.md", help="the file the tables go into")
+    parser.add_argument("--tiny", action="store_true", help="a few tables, one epoch: tests the protocol")
+    parser.add_argument("--folds", type=int, default=0, help="only the first N outer folds (tests)")
+    args = parser.parse_args()
+    args.bin = args.bin.split()
+    settings = Settings(args)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    timing = settings.out / "timing.json"
+    before = json.loads(timing.read_text())["seconds"] if timing.exists() else 0.0
+    benches = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    for bench in benches:
+        if bench not in FOLDS:
+            sys.exit(f"unknown benchmark {bench!r} (expected {', '.join(FOLDS)})")
+    jobs = [(b, k) for b in benches for k in range(args.folds or FOLDS[b])]
+    done = {b: {} for b in benches}
+    try:
+        with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+            futures = {pool.submit(do_fold, settings, b, k, FOLDS[b]): (b, k) for b, k in jobs}
+            for future, (b, k) in futures.items():
+                done[b][k] = future.result()
+    finally:
+        timing.write_text(json.dumps({"seconds": before + time.time() - settings.started}))
+    seconds = before + time.time() - settings.started
+    summaries = write_results(settings, done, ROOT / args.results, seconds)
+    for s in summaries:
+        settings.say(f"{s['bench']} {s['task']}: the recipe {s['model']:.3f}, best peer {s['best_peer']} "
+                     f"{s['best_peer_f1']:.3f}, {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f})")
+
+
+if __name__ == "__main__":
+    main()
