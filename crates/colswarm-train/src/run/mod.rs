@@ -10,6 +10,8 @@
 //! cadence and checks them with [`NonFinitePolicy::take_step`], logs, and writes checkpoints and the best model through [`Weights`] (for a swarm,
 //! [`Checkpoints`]).
 
+#[cfg(test)]
+mod counting_stage;
 mod dir;
 mod driver;
 mod log;
