@@ -287,8 +287,29 @@ impl<M: Clone> Driver<'_, M> {
             Schedule::Epochs { .. } => state.epoch,
             Schedule::Steps { .. } => state.step / batches.max(1),
         };
-        let (pending, grads) =
-            PendingStep::new(computed, non_finite, (state.step, epoch, state.batch));
+        let Computed {
+            loss,
+            grads,
+            tables,
+            columns,
+            tokens,
+            entry,
+            scalars,
+            progress,
+        } = computed;
+        let pending = PendingStep {
+            step: state.step,
+            epoch,
+            batch: state.batch,
+            loss: loss.detach(),
+            non_finite,
+            scalars: scalars.into_iter().map(|(k, t)| (k, t.detach())).collect(),
+            entry,
+            tables,
+            columns,
+            tokens,
+            progress,
+        };
         let rate = learning_rate(self.optimizer, state.step, self.total_steps(batches));
         self.weights.step(&mut at.model, &mut at.optim, rate, grads);
         self.advance(state);

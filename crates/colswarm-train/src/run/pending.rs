@@ -6,8 +6,6 @@
 
 use burn::tensor::Tensor;
 
-use super::driver::Computed;
-
 /// One optimistically taken step, its numbers not read yet.
 pub(crate) struct PendingStep {
     /// The step's index (its counters before it ran).
@@ -17,11 +15,11 @@ pub(crate) struct PendingStep {
     /// Its batch within the epoch.
     pub(crate) batch: usize,
     /// `[1]`, detached.
-    loss: Tensor<1>,
+    pub(crate) loss: Tensor<1>,
     /// `[1]`: how many parameter tensors got a non-finite gradient; `None`: none has one.
-    non_finite: Option<Tensor<1>>,
-    /// The log entry's numbers computed on the device (`[1]` each).
-    scalars: Vec<(&'static str, Tensor<1>)>,
+    pub(crate) non_finite: Option<Tensor<1>>,
+    /// The log entry's numbers computed on the device (`[1]` each, detached).
+    pub(crate) scalars: Vec<(&'static str, Tensor<1>)>,
     /// The log entry's host fields.
     pub(crate) entry: serde_json::Value,
     pub(crate) tables: Vec<String>,
@@ -48,39 +46,6 @@ impl ReadStep {
 }
 
 impl PendingStep {
-    /// The step `computed` at `(step, epoch, batch)` and the non-finite count of its
-    /// gradients, taken apart into what stays on the device and what the host already has.
-    pub(crate) fn new(
-        computed: Computed,
-        non_finite: Option<Tensor<1>>,
-        (step, epoch, batch): (usize, usize, usize),
-    ) -> (Self, burn::optim::GradientsParams) {
-        let Computed {
-            loss,
-            grads,
-            tables,
-            columns,
-            tokens,
-            entry,
-            scalars,
-            progress,
-        } = computed;
-        let pending = PendingStep {
-            step,
-            epoch,
-            batch,
-            loss: loss.detach(),
-            non_finite,
-            scalars: scalars.into_iter().map(|(k, t)| (k, t.detach())).collect(),
-            entry,
-            tables,
-            columns,
-            tokens,
-            progress,
-        };
-        (pending, grads)
-    }
-
     /// The log entry of the step, read as `read` says, with its `event` and `step` (the step
     /// count after it).
     pub(crate) fn log_entry(&self, read: &ReadStep) -> serde_json::Value {
@@ -154,7 +119,6 @@ pub(crate) fn read_back(steps: &[PendingStep]) -> Vec<ReadStep> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::optim::GradientsParams;
     use burn::tensor::Device;
 
     fn scalar(v: f32) -> Tensor<1> {
@@ -162,17 +126,19 @@ mod tests {
     }
 
     fn pending(step: usize, loss: f32, bad: Option<f32>, cta: Option<f32>) -> PendingStep {
-        let computed = Computed {
+        PendingStep {
+            step,
+            epoch: 0,
+            batch: step,
             loss: scalar(loss),
-            grads: GradientsParams::new(),
+            non_finite: bad.map(scalar),
+            scalars: cta.map(|v| ("cta_loss", scalar(v))).into_iter().collect(),
+            entry: serde_json::json!({ "epoch": 0 }),
             tables: vec![format!("t{step}")],
             columns: 1,
             tokens: 2,
-            entry: serde_json::json!({ "epoch": 0 }),
-            scalars: cta.map(|v| ("cta_loss", scalar(v))).into_iter().collect(),
             progress: None,
-        };
-        PendingStep::new(computed, bad.map(scalar), (step, 0, step)).0
+        }
     }
 
     #[test]
