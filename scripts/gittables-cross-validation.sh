@@ -5,8 +5,8 @@
 # the mean of the last six of ten epochs; the PARL stage left out) with a GitTables expert
 # trained on the same three folds alone (the shipped expert's shape, seed 11), opening below
 # 0.95. Writes the pooled predictions of the model alone and with its expert to
-# $OUT/predictions-{alone,expert}-all.jsonl, for `colswarm compare` with the peers of
-# scripts/evaluate-peers.sh (which score the same four folds). Two folds at a time, one thread
+# $OUT/predictions-{alone,expert}-all.jsonl, for `colswarm compare` (the nested protocol,
+# scripts/evaluate-recipe.sh, scores the peers). Two folds at a time, one thread
 # each: about 35 minutes on the 2-core machine. Rerunning keeps what is already trained.
 # Usage: scripts/gittables-cross-validation.sh   (OUT default runs/gittables-cv; BIN as in the
 # other scripts)

@@ -7,8 +7,7 @@
 # expert's shape, seed 11) and the `t2d-silver` expert, both opening below 0.95. On the model's
 # own held-out fold, `calibrate --task cpa` gives the threshold with the best micro-F1 (an
 # abstention counts as a miss) and the whole curve, and `eval` the CPA and CTA predictions
-# (pooled in $OUT/predictions-{cpa,cta}-all.jsonl, for `colswarm compare` with the peers of
-# scripts/evaluate-peers.sh; CTA's subject column is the model's own choice). The threshold to store is the median of the five; the
+# (pooled in $OUT/predictions-{cpa,cta}-all.jsonl, for `colswarm compare`; CTA's subject column is the model's own choice). The threshold to store is the median of the five; the
 # out-of-sample report scores each fold at the median of the other four folds' thresholds
 # (nested: no fold's threshold is chosen on its own tables), pooled over the folds.
 # Usage: scripts/t2d-as-shipped.sh   (writes $OUT, default runs/t2d-as-shipped, and prints the

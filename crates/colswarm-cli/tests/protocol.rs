@@ -1,86 +1,101 @@
-//! The evaluation scripts on tiny inputs: `scripts/evaluate-peers.sh` runs every peer on every
-//! benchmark's folds and writes its tables. The real data is cut down to a few tables per set
-//! (the script reads `$DATASETS`), so this checks the script end to end in seconds, not its
-//! numbers.
+//! The evaluation protocol, `scripts/evaluate-recipe.sh`, on tiny inputs (a few tables, one
+//! epoch, the first fold of each benchmark): it trains, chooses its settings on the selection
+//! half, scores the held-out fold against every peer, writes the results block into an
+//! existing file without touching the rest, and a rerun reuses everything it made.
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use common::root;
 
-#[test]
-fn evaluate_peers_writes_a_table_per_benchmark_on_tiny_data() {
-    let work = tempfile::tempdir().unwrap();
-    let tiny = work.path().join("datasets");
-    let out = work.path().join("peers");
-    // A few tables of each set, in the repository's layout and compression.
-    let build = r#"
-set -euo pipefail
-src=datasets
-w=$TINY/wikitables-turl-subset; mkdir -p "$w"
-for f in train_wikitables_subset_20 dev_wikitables_subset_2; do
-  zcat "$src/wikitables-turl-subset/$f.csv.gz" | python3 -c '
-import csv, sys
-csv.field_size_limit(1 << 30)
-rows = list(csv.reader(sys.stdin))
-csv.writer(sys.stdout).writerows(rows[:60])' | gzip > "$w/$f.csv.gz"
-done
-cp "$src"/wikitables-turl-subset/*.txt "$src"/wikitables-turl-subset/*.json "$w/"
-g=$TINY/gittables-semtab22/gt-semtab22-dbpedia-all; mkdir -p "$g"
-for k in 0 1 2 3; do
-  # (head would close the pipe early, which pipefail counts as a failure of zcat)
-  python3 -c 'import gzip, sys; lines = gzip.open(sys.argv[1], "rt").readlines()[:400]; gzip.open(sys.argv[2], "wt").writelines(lines)' \
-    "$src/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_$k.csv.gz" "$g/db_semi1_cv_$k.csv.gz"
-done
-t=$TINY/t2d-webtables; mkdir -p "$t/x"
-tar -C "$t/x" -xzf "$src/t2d-webtables/t2d.tar.gz"
-ls "$t/x/attributes" | tail -n +81 | while read -r f; do rm "$t/x/attributes/$f" "$t/x/tables/$f"; done
-tar -C "$t/x" -czf "$t/t2d.tar.gz" classes_complete.csv attributes tables
-rm -rf "$t/x"
-"#;
-    let built = Command::new("bash")
-        .args(["-c", build])
-        .env("TINY", &tiny)
+fn protocol(out: &Path, results: &Path) -> std::process::Output {
+    Command::new("python3")
         .current_dir(root())
+        .arg("scripts/evaluate_recipe.py")
+        .args(["--bin", env!("CARGO_BIN_EXE_colswarm")])
+        .args(["--tiny", "--folds", "1", "--jobs", "2"])
+        .arg("--out")
+        .arg(out)
+        .arg("--results")
+        .arg(results)
         .output()
-        .unwrap();
+        .expect("python3 runs the protocol script")
+}
+
+#[test]
+fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, results) = (dir.path().join("work"), dir.path().join("RESULTS.md"));
+    std::fs::write(&results, "# Results\n\nKept above.\n").unwrap();
+    let first = protocol(&out, &results);
+    let log = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{log}");
     assert!(
-        built.status.success(),
-        "building the tiny data sets: {}",
-        String::from_utf8_lossy(&built.stderr)
+        log.contains("t2d fold 0: choosing the label-name prior"),
+        "{log}"
     );
 
-    let run = Command::new("bash")
-        .arg("scripts/evaluate-peers.sh")
-        .arg(&out)
-        .env("BIN", env!("CARGO_BIN_EXE_colswarm"))
-        .env("DATASETS", &tiny)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    let tables = std::fs::read_to_string(out.join("peers.md")).unwrap();
-    for set in [
-        "### wikitables cta",
-        "### gittables cta",
-        "### t2d cta",
-        "### t2d cpa",
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.starts_with("# Results\n\nKept above.\n"), "{text}");
+    for title in [
+        "WikiTables CTA",
+        "GitTables CTA",
+        "T2D CTA, DBpedia properties",
+        "T2D CPA, DBpedia properties",
     ] {
-        let section = tables
-            .split("\n### ")
-            .find(|s| s.starts_with(&set[4..]))
-            .unwrap_or_else(|| panic!("no `{set}` in\n{tables}"));
-        // Every peer has a row and one of them is marked best.
-        for peer in ["majority", "header-rule", "header-memory", "char-ngram"] {
-            assert!(
-                section.contains(&format!("| {peer}")) || section.contains(&format!("| **{peer}")),
-                "{set}: no {peer}\n{section}"
-            );
-        }
-        assert_eq!(section.matches("| best |").count(), 1, "{section}");
+        assert!(
+            text.contains(&format!("### {title}")),
+            "{title} missing:\n{text}"
+        );
     }
-    // Where the shipped model stores a label-name prior, its peer is scored at that weight.
-    assert!(tables.contains("char-ngram-prior (weight 12"), "{tables}");
+    assert!(text.contains("tiny mode"), "{text}");
+    for peer in ["majority", "header-rule", "header-memory", "char-ngram"] {
+        assert!(text.contains(&format!("| {peer}")), "{peer} missing");
+    }
+
+    // Every fold chose its settings from the grids, on the selection half.
+    for bench in ["t2d", "gittables", "wikitables"] {
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(bench).join("fold0/summary.json")).unwrap(),
+        )
+        .unwrap();
+        let open = &summary["open_below"];
+        assert!(
+            open.is_null() || open.as_f64() == Some(0.95),
+            "{bench}: {open}"
+        );
+        for (task, result) in summary["results"].as_object().unwrap() {
+            let f1 = result["micro_f1"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f1), "{bench} {task}: {f1}");
+        }
+        if bench == "t2d" {
+            for task in ["cta", "cpa"] {
+                let w = summary["weights"][task].as_i64().unwrap();
+                assert!(w == 0 || w == 12, "{w}");
+            }
+        }
+    }
+
+    // A rerun trains nothing and writes the same tables.
+    let trained = out.join("t2d/fold0/model-avg/primary.safetensors");
+    let before = std::fs::metadata(&trained).unwrap().modified().unwrap();
+    let again = protocol(&out, &results);
+    assert!(again.status.success());
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("training the model"));
+    assert_eq!(
+        std::fs::metadata(&trained).unwrap().modified().unwrap(),
+        before
+    );
+    let without_time = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.contains("run time"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_time(&std::fs::read_to_string(&results).unwrap()),
+        without_time(&text)
+    );
 }

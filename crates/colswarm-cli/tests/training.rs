@@ -12,7 +12,7 @@ use colswarm_train::{
     DataSettings, LossSettings, ModelSettings, OptimizerSettings, Recipe, Regularization,
     RunSettings, SpecialistSpec, Stopping, TrainConfig, TrainOptions, average_last_epochs, train,
 };
-use common::{colswarm, root, stdout};
+use common::{colswarm, file_contents, root, stdout};
 
 #[test]
 fn a_killed_training_resumes_to_the_same_weights() {
@@ -97,18 +97,10 @@ fn a_killed_training_resumes_to_the_same_weights() {
         all.pop().unwrap()
     };
     // Every weight file (without specialists there is no router or fusion file).
-    let weights = |run: &Path| -> Vec<(String, Vec<u8>)> {
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(last(run).join("model"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-            .map(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                (name, std::fs::read(&p).unwrap())
-            })
-            .collect();
-        files.sort();
-        files
+    let weights = |run: &Path| {
+        file_contents(&last(run).join("model"), |p| {
+            p.extension().is_some_and(|e| e == "safetensors")
+        })
     };
     let (a, b) = (weights(&whole), weights(&killed));
     assert!(a.iter().any(|(name, _)| name == "primary.safetensors"));
@@ -287,19 +279,7 @@ fn the_shipped_recipe_file_trains_what_its_settings_in_code_train() {
     average_last_epochs(&in_code, 2, &in_code.join("averaged")).unwrap();
 
     for model in ["best", "averaged"] {
-        let files = |run: &Path| -> Vec<(String, Vec<u8>)> {
-            let mut files: Vec<_> = std::fs::read_dir(run.join(model))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.is_file())
-                .map(|p| {
-                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                    (name, std::fs::read(&p).unwrap())
-                })
-                .collect();
-            files.sort();
-            files
-        };
+        let files = |run: &Path| file_contents(&run.join(model), |_| true);
         let (file, code) = (files(&from_file), files(&in_code));
         assert!(file.len() >= 10, "{model}: {} files", file.len());
         let names = |f: &[(String, Vec<u8>)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();

@@ -66,3 +66,18 @@ pub fn t2d_subset(n: usize) -> tempfile::TempDir {
     }
     dir
 }
+
+/// The files directly in `dir` that `keep` keeps, by name, with their bytes, sorted by name.
+pub fn file_contents(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && keep(p))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}

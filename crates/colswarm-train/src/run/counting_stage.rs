@@ -139,3 +139,32 @@ pub(crate) fn counting(batches: usize, scores: Vec<Option<f64>>) -> Counting {
         computed: 0,
     }
 }
+
+/// Drives `stage` as [`run`] does, to the error it must end in.
+pub(crate) fn run_to_error(
+    schedule: Schedule,
+    stage: &mut Counting,
+    settings: RunSettings,
+) -> (TrainError, Trained<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
+    let (optimizer, recorder) = (OptimizerSettings::default(), Recorder::default());
+    let driver = Driver {
+        schedule,
+        optimizer: &optimizer,
+        run: &settings,
+        weights: &recorder,
+        log: &log,
+        label: "test",
+        progress: false,
+        stop_after_steps: None,
+        epoch_fields: serde_json::Map::new(),
+    };
+    let mut at = Trained {
+        model: 0,
+        optim: build_optimizer(&optimizer),
+        state: RunState::default(),
+    };
+    let err = driver.drive(stage, &mut at).unwrap_err();
+    (err, at)
+}

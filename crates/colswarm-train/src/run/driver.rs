@@ -542,8 +542,8 @@ impl<M: Clone> Driver<'_, M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::counting_stage::{Recorder, counting, run};
-    use crate::run::settings::{NonFinitePolicy, build_optimizer};
+    use crate::run::counting_stage::{counting, run, run_to_error};
+    use crate::run::settings::NonFinitePolicy;
 
     #[test]
     fn a_step_schedule_evaluates_at_its_cadence_and_after_the_last_step() {
@@ -629,30 +629,7 @@ mod tests {
 
         let mut stage = counting(4, vec![]);
         stage.nan_at = Some(2);
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
-        let (optimizer, settings, recorder) = (
-            OptimizerSettings::default(),
-            RunSettings::default(),
-            Recorder::default(),
-        );
-        let driver = Driver {
-            schedule: steps,
-            optimizer: &optimizer,
-            run: &settings,
-            weights: &recorder,
-            log: &log,
-            label: "test",
-            progress: false,
-            stop_after_steps: None,
-            epoch_fields: serde_json::Map::new(),
-        };
-        let mut at = Trained {
-            model: 0,
-            optim: build_optimizer(&optimizer),
-            state: RunState::default(),
-        };
-        let err = driver.drive(&mut stage, &mut at).unwrap_err();
+        let (err, at) = run_to_error(steps, &mut stage, RunSettings::default());
         assert!(
             matches!(err, TrainError::NonFinite { step: 2, .. }),
             "{err}"
@@ -724,30 +701,7 @@ mod tests {
 
         let mut stage = counting(6, vec![]);
         stage.nan_at = Some(4);
-        let dir = tempfile::tempdir().unwrap();
-        let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
-        let (optimizer, stop, recorder) = (
-            OptimizerSettings::default(),
-            settings(NonFinitePolicy::Stop),
-            Recorder::default(),
-        );
-        let driver = Driver {
-            schedule: steps,
-            optimizer: &optimizer,
-            run: &stop,
-            weights: &recorder,
-            log: &log,
-            label: "test",
-            progress: false,
-            stop_after_steps: None,
-            epoch_fields: serde_json::Map::new(),
-        };
-        let mut at = Trained {
-            model: 0,
-            optim: build_optimizer(&optimizer),
-            state: RunState::default(),
-        };
-        let err = driver.drive(&mut stage, &mut at).unwrap_err();
+        let (err, at) = run_to_error(steps, &mut stage, settings(NonFinitePolicy::Stop));
         assert!(
             matches!(err, TrainError::NonFinite { step: 4, .. }),
             "{err}"
