@@ -126,6 +126,9 @@ struct EpochClock {
     started: Instant,
     columns: usize,
     tokens: usize,
+    /// Steps taken and read-backs of their numbers (the epoch's log entry reports both).
+    steps: usize,
+    read_backs: usize,
 }
 
 impl EpochClock {
@@ -134,6 +137,8 @@ impl EpochClock {
             started: Instant::now(),
             columns: 0,
             tokens: 0,
+            steps: 0,
+            read_backs: 0,
         }
     }
 }
@@ -257,6 +262,7 @@ impl<M: Clone> Driver<'_, M> {
         }
         let read = read_back(&pending);
         around.read_backs += 1;
+        around.clock.read_backs += 1;
         let good = read.iter().take_while(|r| r.is_finite()).count();
         if good < read.len() {
             (at.model, at.optim, at.state) = start;
@@ -359,6 +365,7 @@ impl<M: Clone> Driver<'_, M> {
                 }
             }
             around.clock.columns += step.columns;
+            around.clock.steps += 1;
             around.clock.tokens += step.tokens;
             if (step.step + 1).is_multiple_of(self.run.log_every.max(1)) {
                 self.log.write(&step.log_entry(numbers))?;
@@ -482,6 +489,7 @@ impl<M: Clone> Driver<'_, M> {
             "seconds": clock.started.elapsed().as_secs_f64(),
             "train_seconds": train_seconds, "train_columns": clock.columns,
             "train_tokens": clock.tokens, "dev_score": score, "best": improved,
+            "train_steps": clock.steps, "read_backs": clock.read_backs,
         });
         let fields = self.epoch_fields.iter().chain(&evaluation.entry);
         entry
@@ -671,6 +679,11 @@ mod tests {
         let epoch = log.iter().find(|e| e["event"] == "epoch").unwrap();
         assert_eq!(epoch["train_loss"], 1.0);
         assert_eq!(epoch["train_columns"], 14);
+        // The epoch's entry counts its steps and read-backs: 7 steps, 2 reads (1-5, 6-7).
+        assert_eq!(
+            (epoch["train_steps"].clone(), epoch["read_backs"].clone()),
+            (7.into(), 2.into())
+        );
     }
 
     #[test]
