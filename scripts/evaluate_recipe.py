@@ -65,6 +65,9 @@ class Settings:
             if args.tiny
             else []
         )
+        # Retrain each fold's model and expert on its whole training part, selection half
+        # included, once the settings are chosen, as the shipped model is trained on all the data.
+        self.refit = not args.no_refit
         self.started = time.time()
         self.lock = threading.Lock()
 
@@ -85,6 +88,7 @@ class Fold:
         if bench == "t2d":
             rest = ",".join(map(str, others))
             self.own = [f"t2d=t2d:{T}#folds={rest}+folds={self.j}/half=1"]
+            self.own_all = [f"t2d=t2d:{T}#folds=" + ",".join(str(i) for i in range(n) if i != k)]
             self.context = [WIKI_ALL, GIT_ALL]
             self.peer_train = f"t2d=t2d:{T}#folds=" + ",".join(str(i) for i in range(n) if i != k)
             self.select = ("t2d", T, f"folds={self.j}/half=0")
@@ -97,6 +101,7 @@ class Fold:
             # three files (one set per namespace, so one spec with a union split).
             files = ",".join(f"{G}{i}.csv.gz" for i in range(n) if i != k)
             self.own = [f"gittables=sato-cv:{files}#folds=1,2,3,4+folds=0/half=1"]
+            self.own_all = [f"gittables=sato-cv:{files}"]
             self.context = [WIKI_ALL, T2D_ALL]
             self.peer_train = f"gittables=sato-cv:{files}"
             self.select = ("sato-cv", files, "folds=0/half=0")
@@ -108,6 +113,7 @@ class Fold:
         else:
             data = wikitables_fold_files(settings.out / bench / "data", k, self.j)
             self.own = [f"wikitables=turl-csv:{data}/train.csv"]
+            self.own_all = [f"wikitables=turl-csv:{data}/peer-train.csv"]
             self.context = [GIT_ALL, T2D_ALL]
             self.peer_train = f"wikitables=turl-csv:{data}/peer-train.csv"
             self.select = ("turl-csv", f"{data}/select.csv", "all")
@@ -291,20 +297,56 @@ def model_fold(settings, fold):
     shutil.rmtree(final, ignore_errors=True)
     chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
     shutil.copytree(chosen, final, symlinks=True)
-    # Abstention thresholds on the selection half, then the held-out fold.
-    results = {}
+    # Abstention thresholds on the selection half.
+    thresholds = {}
     for task in fold.tasks:
         run(settings, "--threads", "1", "calibrate", "--model", final, "--task", task,
             "--dev", fold.spec("select"))
-        report = evaluate(settings, fold, final, task, "test", fold.dir / f"model-{task}.jsonl")
+        report = evaluate(settings, fold, final, task, "select")
+        thresholds[task] = (report.get("abstention") or {}).get("threshold")
+    scored, results, without_half = final, {}, {}
+    if settings.refit:
+        scored = refit(settings, fold, weights if fold.prior else None, open_below, thresholds)
+        for task in fold.tasks:
+            # What the model without its selection half scores, for the record.
+            without_half[task] = evaluate(settings, fold, final, task, "test")["micro_f1"]
+    for task in fold.tasks:
+        report = evaluate(settings, fold, scored, task, "test", fold.dir / f"model-{task}.jsonl")
         abstention = report.get("abstention") or {}
         results[task] = {"micro_f1": report["micro_f1"], "counts": counts(report),
                          "answered": abstention.get("answered"), "targets": report["n_targets"],
                          "precision": abstention.get("precision"),
                          "threshold": abstention.get("threshold")}
-    for leftover in ("prior-swarm", "open-swarm", "final-swarm"):
+    for leftover in ("prior-swarm", "open-swarm", "final-swarm", "refit-prior", "refit-swarm"):
         shutil.rmtree(fold.dir / leftover, ignore_errors=True)
-    return {"weights": weights, "open_below": open_below, "selection": selection, "results": results}
+    return {"weights": weights, "open_below": open_below, "selection": selection,
+            "results": results, "refit": settings.refit, "without_selection_half": without_half}
+
+
+def refit(settings, fold, weights, open_below, thresholds):
+    """The fold's model and expert trained on its whole training part, with the settings chosen
+    on the selection half: the prior weights, where the experts open, the thresholds."""
+    name = f"{fold.bench} fold {fold.k}"
+    settings.say(f"{name}: training the model on the whole training part")
+    model = train(settings, fold.dir / "model-all", "recipes/colswarm-small.toml", fold.context + fold.own_all)
+    settings.say(f"{name}: training its expert on the whole training part")
+    expert = train(settings, fold.dir / "expert-all", "recipes/expert.toml", fold.own_all, fold.expert_shape)
+    experts = [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+    base = model
+    if weights is not None:
+        args = ["--label-names", f"cta:t2d={weights['cta']}", "--label-names",
+                f"cpa:t2d={weights.get('cpa', 0)}", "--label-names-skip-subject", "t2d=yes"]
+        base = rebuild(settings, model, fold.dir / "refit-prior", lambda out: run(
+            settings, "calibrate", "--model", model, *args, "--out", out))
+    final = fold.dir / "final-all"
+    shutil.rmtree(final, ignore_errors=True)
+    shutil.copytree(with_experts(settings, base, fold.dir / "refit-swarm", experts, open_below), final,
+                    symlinks=True)
+    for task, threshold in thresholds.items():
+        if threshold is not None:
+            run(settings, "calibrate", "--model", final, "--task", task,
+                "--set", f"{fold.bench}={threshold}")
+    return final
 
 
 def closes(namespace, task):
@@ -344,7 +386,10 @@ def do_fold(settings, bench, k, n):
     fold = Fold(bench, k, n, settings)
     summary_file = fold.dir / "summary.json"
     if summary_file.exists():
-        return json.loads(summary_file.read_text())
+        summary = json.loads(summary_file.read_text())
+        # A fold scored without the refit is redone (its trained models are kept) when one is asked for.
+        if summary.get("refit", False) == settings.refit:
+            return summary
     started = time.time()
     summary = model_fold(settings, fold)
     settings.say(f"{bench} fold {k}: the peers")
@@ -435,6 +480,8 @@ def write_results(settings, done, path, seconds):
     hours, rest = divmod(int(seconds), 3600)
     head += ["", f"Made by `scripts/evaluate-recipe.sh` at commit {commit}"
              + (" (tiny mode: a test of the protocol, not a result)" if settings.tiny else "")
+             + ("" if settings.refit else " with `--no-refit`: each fold's model and expert"
+                " trained without their selection half, not retrained on the whole training part")
              + f"; {hours} h {rest // 60} min of run time on the machine it ran on, resumed runs added up.", ""]
     block = "\n".join(head + sections + [END])
     text = path.read_text() if path.exists() else ""
@@ -456,6 +503,8 @@ def main():
     parser.add_argument("--results", default="docs/RESULTS.md", help="the file the tables go into")
     parser.add_argument("--tiny", action="store_true", help="a few tables, one epoch: tests the protocol")
     parser.add_argument("--folds", type=int, default=0, help="only the first N outer folds (tests)")
+    parser.add_argument("--no-refit", action="store_true",
+                        help="score the models trained without their selection half (half the training)")
     args = parser.parse_args()
     args.bin = args.bin.split()
     settings = Settings(args)

@@ -51,6 +51,10 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         );
     }
     assert!(text.contains("tiny mode"), "{text}");
+    assert!(
+        !text.contains("--no-refit"),
+        "the default retrains on the whole part: {text}"
+    );
     for peer in ["majority", "header-rule", "header-memory", "char-ngram"] {
         assert!(text.contains(&format!("| {peer}")), "{peer} missing");
     }
@@ -61,6 +65,11 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             &std::fs::read_to_string(out.join(bench).join("fold0/summary.json")).unwrap(),
         )
         .unwrap();
+        assert_eq!(summary["refit"], true, "{bench}");
+        assert!(
+            out.join(bench).join("fold0/model-all-avg").is_dir(),
+            "{bench}: no refit"
+        );
         let open = &summary["open_below"];
         assert!(
             open.is_null() || open.as_f64() == Some(0.95),
