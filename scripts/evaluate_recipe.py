@@ -29,6 +29,7 @@ import csv
 import gzip
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -452,6 +453,7 @@ def benchmark_section(settings, bench, task, summaries):
             "no expert" if summaries[k]["open_below"] is None else f"experts open below {summaries[k]['open_below']}",
             f"threshold {summaries[k]['results'][task]['threshold']:.2f}" if summaries[k]['results'][task]['threshold'] is not None else None,
         ])) for k in folds)
+    lines += ["", stored_settings(bench, task, summaries, folds)]
     lines += ["", f"Abstaining below the threshold chosen on each fold's selection half: coverage "
               f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
               f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
@@ -459,6 +461,29 @@ def benchmark_section(settings, bench, task, summaries):
                "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
                "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}
     return lines, summary
+
+
+def stored_settings(bench, task, summaries, folds):
+    """The folds' median choices beside what the shipped model stores for the namespace."""
+    labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
+    namespace = next((n for n in labels[task] if n["name"] == bench), {})
+    experts = json.loads((ROOT / SHIPPED / "experts.json").read_text())["experts"]
+    opens = sorted({e["open_below"] for e in experts if e["name"].startswith(bench)})
+    median = lambda values: statistics.median(values) if values else None
+    chosen_open = [summaries[k]["open_below"] for k in folds]
+    thresholds = [summaries[k]["results"][task]["threshold"] for k in folds]
+    parts = [f"experts opening below {median([o for o in chosen_open if o is not None])}"
+             f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
+             if any(o is not None for o in chosen_open) else "no expert"]
+    stored = [f"experts opening below {', '.join(map(str, opens))}" if opens else "no expert"]
+    if bench == "t2d":
+        parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
+        stored.insert(0, f"prior {namespace.get('label_name_weight')}")
+    if all(t is not None for t in thresholds):
+        parts.append(f"threshold {median(thresholds):.2f}")
+        stored.append(f"threshold {namespace.get('abstain_below')}")
+    return (f"The folds' median choice: {', '.join(parts)}; the shipped model stores "
+            f"{', '.join(stored)}.")
 
 
 def write_results(settings, done, path, seconds):
