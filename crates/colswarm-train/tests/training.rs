@@ -101,9 +101,16 @@ fn log_without_times(run: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| {
             let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            // Times, and the throughput counts of what this process read (a resumed epoch
-            // counts its remaining batches only).
-            for key in ["seconds", "train_seconds", "train_columns", "train_tokens"] {
+            // Times, and the counts of what this process read and did (a resumed epoch counts
+            // its remaining batches only).
+            for key in [
+                "seconds",
+                "train_seconds",
+                "train_columns",
+                "train_tokens",
+                "train_steps",
+                "read_backs",
+            ] {
                 v.as_object_mut().unwrap().remove(key);
             }
             v
