@@ -242,9 +242,12 @@ def with_experts(settings, model, out, experts, open_below):
     return current
 
 
-def prior_args(w):
-    return ["--label-names", f"cpa:t2d={w}", "--label-names", f"cta:t2d={w}",
-            "--label-names-skip-subject", "t2d=yes"]
+def prior_args(weights):
+    """`calibrate`'s flags for the T2D prior: one weight for both tasks, or a weight per task."""
+    if not isinstance(weights, dict):
+        weights = {"cta": weights, "cpa": weights}
+    return ["--label-names", f"cpa:t2d={weights.get('cpa', 0)}", "--label-names",
+            f"cta:t2d={weights['cta']}", "--label-names-skip-subject", "t2d=yes"]
 
 
 def choose(scores):
@@ -253,14 +256,21 @@ def choose(scores):
     return scores[best][0]
 
 
+def train_pair(settings, fold, suffix, own, what):
+    """The fold's model (the recipe, beside the other benchmarks' data) and its expert, trained
+    on OWN into model{SUFFIX} and expert{SUFFIX}; returns the model and the experts to add."""
+    name = f"{fold.bench} fold {fold.k}"
+    settings.say(f"{name}: training the model{what}")
+    model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own)
+    settings.say(f"{name}: training its {fold.bench} expert{what}")
+    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own, fold.expert_shape)
+    return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+
+
 def model_fold(settings, fold):
     """Trains, selects and scores the recipe on one fold; returns its summary."""
     name = f"{fold.bench} fold {fold.k}"
-    settings.say(f"{name}: training the model")
-    model = train(settings, fold.dir / "model", "recipes/colswarm-small.toml", fold.context + fold.own)
-    settings.say(f"{name}: training its {fold.bench} expert")
-    expert = train(settings, fold.dir / "expert", "recipes/expert.toml", fold.own, fold.expert_shape)
-    experts = [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+    model, experts = train_pair(settings, fold, "", fold.own, "")
     selection = {}
     # The label-name prior, with the experts as the recipe opens them: one weight per task.
     weights = {task: 0 for task in fold.tasks}
@@ -275,12 +285,10 @@ def model_fold(settings, fold):
                 scores[task].append((w, counts(evaluate(settings, fold, swarm, task, "select"))))
         weights = {task: choose(scores[task]) for task in fold.tasks}
         selection["prior"] = {task: [(w, f1(c)) for w, c in scores[task]] for task in fold.tasks}
-    args = ["--label-names", f"cta:t2d={weights['cta']}", "--label-names",
-            f"cpa:t2d={weights.get('cpa', 0)}", "--label-names-skip-subject", "t2d=yes"]
     base = fold.dir / "prior"
     if fold.prior:
         rebuild(settings, model, base, lambda out: run(
-            settings, "calibrate", "--model", model, *args, "--out", out))
+            settings, "calibrate", "--model", model, *prior_args(weights), "--out", out))
     else:
         base = model
     # Which experts open: below which confidence, or none.
@@ -327,18 +335,11 @@ def model_fold(settings, fold):
 def refit(settings, fold, weights, open_below, thresholds):
     """The fold's model and expert trained on its whole training part, with the settings chosen
     on the selection half: the prior weights, where the experts open, the thresholds."""
-    name = f"{fold.bench} fold {fold.k}"
-    settings.say(f"{name}: training the model on the whole training part")
-    model = train(settings, fold.dir / "model-all", "recipes/colswarm-small.toml", fold.context + fold.own_all)
-    settings.say(f"{name}: training its expert on the whole training part")
-    expert = train(settings, fold.dir / "expert-all", "recipes/expert.toml", fold.own_all, fold.expert_shape)
-    experts = [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+    model, experts = train_pair(settings, fold, "-all", fold.own_all, " on the whole training part")
     base = model
     if weights is not None:
-        args = ["--label-names", f"cta:t2d={weights['cta']}", "--label-names",
-                f"cpa:t2d={weights.get('cpa', 0)}", "--label-names-skip-subject", "t2d=yes"]
         base = rebuild(settings, model, fold.dir / "refit-prior", lambda out: run(
-            settings, "calibrate", "--model", model, *args, "--out", out))
+            settings, "calibrate", "--model", model, *prior_args(weights), "--out", out))
     final = fold.dir / "final-all"
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(with_experts(settings, base, fold.dir / "refit-swarm", experts, open_below), final,

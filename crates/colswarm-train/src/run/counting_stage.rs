@@ -94,16 +94,17 @@ impl Weights<usize> for Recorder {
     }
 }
 
-pub(crate) fn run(
+/// Calls `drive` with a driver of `schedule` and `settings` (a fresh log, a recorder) and a
+/// model at step 0; returns what it gave, the model, the recorder and the log's entries.
+fn with_driver<T>(
     schedule: Schedule,
-    stage: &mut Counting,
     settings: RunSettings,
     stop_after_steps: Option<usize>,
-) -> (bool, Trained<usize>, Recorder, Vec<serde_json::Value>) {
+    drive: impl FnOnce(&Driver<'_, usize>, &mut Trained<usize>) -> T,
+) -> (T, Trained<usize>, Recorder, Vec<serde_json::Value>) {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
-    let optimizer = OptimizerSettings::default();
-    let recorder = Recorder::default();
+    let (optimizer, recorder) = (OptimizerSettings::default(), Recorder::default());
     let driver = Driver {
         schedule,
         optimizer: &optimizer,
@@ -120,13 +121,28 @@ pub(crate) fn run(
         optim: build_optimizer(&optimizer),
         state: RunState::default(),
     };
-    let (finished, read_backs) = driver.drive_counting(stage, &mut at).unwrap();
-    *recorder.read_backs.borrow_mut() = read_backs;
+    let out = drive(&driver, &mut at);
     let entries = std::fs::read_to_string(dir.path().join("log.jsonl"))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    (out, at, recorder, entries)
+}
+
+/// Drives `stage` to its end (or `stop_after_steps`): whether it finished, the model, what was
+/// saved (and how many read-backs it made) and the log's entries.
+pub(crate) fn run(
+    schedule: Schedule,
+    stage: &mut Counting,
+    settings: RunSettings,
+    stop_after_steps: Option<usize>,
+) -> (bool, Trained<usize>, Recorder, Vec<serde_json::Value>) {
+    let ((finished, read_backs), at, recorder, entries) =
+        with_driver(schedule, settings, stop_after_steps, |driver, at| {
+            driver.drive_counting(stage, at).unwrap()
+        });
+    *recorder.read_backs.borrow_mut() = read_backs;
     (finished, at, recorder, entries)
 }
 
@@ -146,25 +162,8 @@ pub(crate) fn run_to_error(
     stage: &mut Counting,
     settings: RunSettings,
 ) -> (TrainError, Trained<usize>) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(&dir.path().join("log.jsonl"), 0).unwrap();
-    let (optimizer, recorder) = (OptimizerSettings::default(), Recorder::default());
-    let driver = Driver {
-        schedule,
-        optimizer: &optimizer,
-        run: &settings,
-        weights: &recorder,
-        log: &log,
-        label: "test",
-        progress: false,
-        stop_after_steps: None,
-        epoch_fields: serde_json::Map::new(),
-    };
-    let mut at = Trained {
-        model: 0,
-        optim: build_optimizer(&optimizer),
-        state: RunState::default(),
-    };
-    let err = driver.drive(stage, &mut at).unwrap_err();
+    let (err, at, _, _) = with_driver(schedule, settings, None, |driver, at| {
+        driver.drive(stage, at).unwrap_err()
+    });
     (err, at)
 }
