@@ -1,8 +1,10 @@
 //! `calibrate`: per namespace (CTA, or CPA with `--task cpa`), the probability below which the
 //! model gives no label, chosen on labelled dev tables and stored in the model directory's
-//! `labels.json`; and the
-//! weight of the label-name prior ([`colswarm_model::label_names`]) per namespace, and the
-//! router's threshold for the state specialists ([`set_router_threshold`]), as given.
+//! `labels.json`; and, as given, the priors a namespace's probabilities take in (the
+//! label-name prior of [`colswarm_model::label_names`], the header memory of
+//! [`colswarm_model::header_memory`], a relation's view of the object column's type) and the
+//! router's threshold for the state specialists ([`set_router_threshold`]). The priors are
+//! stored first, so the thresholds are chosen on the probabilities they give.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use colswarm_eval::{
     AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
     evaluate,
 };
-use colswarm_model::{LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task};
+use colswarm_model::{HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task};
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
@@ -28,7 +30,7 @@ pub(crate) struct CalibrateArgs {
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being one of the model's namespaces of
     /// `--task` (repeatable: one threshold per namespace). Use tables the model was not trained
     /// on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "router_threshold"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold"])]
     dev: Vec<String>,
     /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
     /// (repeatable): one chosen elsewhere, such as on dev with a model of the same recipe
@@ -50,6 +52,22 @@ pub(crate) struct CalibrateArgs {
     /// their own, as T2D's `rdf-schema#label`, which their headers never spell.
     #[arg(long = "label-names-skip-subject", value_name = "NAMESPACE=yes|no")]
     label_names_skip_subject: Vec<String>,
+    /// Store the weight of the header-memory prior for a namespace of `--task`,
+    /// NAMESPACE=WEIGHT (repeatable): a column's header raises each label by WEIGHT times the
+    /// share of the header's training columns (CPA: object columns) that had it. The counts
+    /// come from `--header-memory-from`, or stay as stored; `=none` removes the memory.
+    #[arg(long = "header-memory", value_name = "NAMESPACE=WEIGHT")]
+    header_memory: Vec<String>,
+    /// The tables the header memory counts, NAME=FORMAT:PATH[#SPLIT], NAME being a namespace
+    /// of `--task` (repeatable): the model's own training tables, never those it is scored on.
+    #[arg(long = "header-memory-from", value_name = "SPEC")]
+    header_memory_from: Vec<String>,
+    /// Mix a relation namespace with the CTA namespace of the same name, NAMESPACE=M
+    /// (repeatable; M in [0, 1]): the relation's log-probabilities become (1 − M)·log p_cpa +
+    /// M·log p_cta of the object column, for label sets whose column types are the relations
+    /// (T2D's properties). `=none` removes it.
+    #[arg(long = "type-view", value_name = "NAMESPACE=M")]
+    type_view: Vec<String>,
     /// Store the router's threshold τ: a state specialist opens on a table where its gate
     /// exceeds τ; 1 closes them all (the shipped model's setting: they change no answer).
     /// The domain experts open by their own rule (`add-expert --open-below`).
@@ -95,8 +113,10 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         .min_precision
         .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
     let mut model = load_model(&args.model, args.device)?;
+    // The priors first: the thresholds are chosen on the probabilities they give.
+    store_priors(&args, &mut model)?;
     let found = calibrate_on_dev(&args, &model, rule)?;
-    store_settings(&args, &mut model, &found)?;
+    store_thresholds(&args, &mut model, &found)?;
     let dir = match &args.out {
         Some(out) => {
             copy_model_dir(&args.model, out)?;
@@ -108,7 +128,10 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     let labels_changed = !(args.dev.is_empty()
         && args.set.is_empty()
         && args.label_names.is_empty()
-        && args.label_names_skip_subject.is_empty());
+        && args.label_names_skip_subject.is_empty()
+        && args.header_memory.is_empty()
+        && args.header_memory_from.is_empty()
+        && args.type_view.is_empty());
     if labels_changed {
         model.space.save(&dir.join(LABELS_FILE))?;
     }
@@ -170,9 +193,8 @@ fn calibrate_on_dev(
     Ok(found)
 }
 
-/// Writes the chosen thresholds and every `--set`, `--label-names` and
-/// `--label-names-skip-subject` into `model`'s label space.
-fn store_settings(args: &CalibrateArgs, model: &mut Model, found: &[Calibration]) -> Result<()> {
+/// Writes the chosen thresholds and every `--set` into `model`'s label space.
+fn store_thresholds(args: &CalibrateArgs, model: &mut Model, found: &[Calibration]) -> Result<()> {
     let calibrated = match args.task {
         Task::Cta => &mut model.space.cta,
         Task::Cpa => &mut model.space.cpa,
@@ -187,8 +209,14 @@ fn store_settings(args: &CalibrateArgs, model: &mut Model, found: &[Calibration]
         let kind = task_name(args.task);
         task_namespace(calibrated, kind, "--set", given, &name)?.abstain_below = value;
     }
+    Ok(())
+}
+
+/// Writes every `--label-names`, `--label-names-skip-subject`, `--header-memory` (with the
+/// counts of `--header-memory-from`) and `--type-view` into `model`'s label space.
+fn store_priors(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
     for given in &args.label_names {
-        let (task, name, weight) = parse_weight(given)?;
+        let (task, name, weight) = parse_weight("--label-names", given)?;
         let mut found = false;
         let (cta, cpa) = (&mut model.space.cta, &mut model.space.cpa);
         let lists = match task {
@@ -218,6 +246,74 @@ fn store_settings(args: &CalibrateArgs, model: &mut Model, found: &[Calibration]
         let flag = "--label-names-skip-subject";
         let cta = &mut model.space.cta;
         task_namespace(cta, "CTA", flag, given, name)?.label_name_skip_subject = skip;
+    }
+    store_header_memory(args, model)?;
+    for given in &args.type_view {
+        let (name, weight) = parse_share("--type-view", given)?;
+        if weight.is_some() && model.space.namespace(Task::Cta, &name).is_none() {
+            let known = namespaces(&model.space.cta);
+            bail!(
+                "--type-view {given}: the model has no CTA namespace `{name}` to read the object column's type from (it has: {known})"
+            );
+        }
+        let cpa = &mut model.space.cpa;
+        task_namespace(cpa, "CPA", "--type-view", given, &name)?.type_view_weight = weight;
+    }
+    Ok(())
+}
+
+/// `--header-memory-from` counts, then `--header-memory` weights.
+fn store_header_memory(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
+    let kind = task_name(args.task);
+    let mut counted = Vec::new();
+    for given in &args.header_memory_from {
+        let spec: DataSpec = given.parse()?;
+        let data = spec.load()?;
+        let list = match args.task {
+            Task::Cta => &mut model.space.cta,
+            Task::Cpa => &mut model.space.cpa,
+        };
+        let flag = "--header-memory-from";
+        let n = task_namespace(list, kind, flag, given, &spec.namespace)?;
+        // Its weight comes from --header-memory, required below.
+        let memory = HeaderMemory::count(&data.tables, args.task, n, 0.0);
+        if memory.is_empty() {
+            bail!(
+                "{flag} {given}: no header with a label of `{}` to remember",
+                n.name
+            );
+        }
+        n.header_memory = Some(memory);
+        counted.push(spec.namespace);
+    }
+    for given in &args.header_memory {
+        let (task, name, weight) = parse_weight("--header-memory", given)?;
+        if task.is_some_and(|t| t != args.task) {
+            bail!(
+                "--header-memory {given}: the memory is of --task {}",
+                args.task
+            );
+        }
+        let list = match args.task {
+            Task::Cta => &mut model.space.cta,
+            Task::Cpa => &mut model.space.cpa,
+        };
+        let n = task_namespace(list, kind, "--header-memory", given, &name)?;
+        match (weight, n.header_memory.as_mut()) {
+            (None, _) => n.header_memory = None,
+            (Some(w), Some(memory)) => memory.weight = w,
+            (Some(_), None) => bail!(
+                "--header-memory {given}: `{name}` remembers no headers yet; give its training tables with --header-memory-from {name}=FORMAT:PATH"
+            ),
+        }
+    }
+    if let Some(name) = counted.iter().find(|name| {
+        !args
+            .header_memory
+            .iter()
+            .any(|g| g.split_once('=').is_some_and(|(n, _)| n == name.as_str()))
+    }) {
+        bail!("--header-memory-from {name}=…: give its weight with --header-memory {name}=WEIGHT");
     }
     Ok(())
 }
@@ -278,6 +374,16 @@ fn report(
                 };
                 out!("{} ({task}): label-name prior weight {w}{scope}", n.name);
             }
+            if let Some(memory) = &n.header_memory {
+                let (w, headers) = (memory.weight, memory.len());
+                out!(
+                    "{} ({task}): header memory of {headers} headers, weight {w}",
+                    n.name
+                );
+            }
+            if let Some(m) = n.type_view_weight {
+                out!("{} ({task}): the object column's type weighs {m}", n.name);
+            }
         }
     }
     if let Some(threshold) = args.router_threshold {
@@ -322,16 +428,16 @@ fn namespaces<'a>(list: impl IntoIterator<Item = &'a Namespace>) -> String {
     names.join(", ")
 }
 
-/// `[TASK:]NAMESPACE=WEIGHT` (finite, at least 0) or `[TASK:]NAMESPACE=none`.
-fn parse_weight(given: &str) -> Result<(Option<Task>, String, Option<f32>)> {
+/// `[TASK:]NAMESPACE=WEIGHT` (finite, at least 0) or `[TASK:]NAMESPACE=none`, given to `flag`.
+fn parse_weight(flag: &str, given: &str) -> Result<(Option<Task>, String, Option<f32>)> {
     let Some((target, value)) = given.split_once('=') else {
-        bail!("--label-names {given}: expected [TASK:]NAMESPACE=WEIGHT");
+        bail!("{flag} {given}: expected [TASK:]NAMESPACE=WEIGHT");
     };
     let (task, name) = match target.split_once(':') {
         Some((task, name)) => {
             let task = task
                 .parse::<Task>()
-                .map_err(|e| anyhow::anyhow!("--label-names {given}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("{flag} {given}: {e}"))?;
             (Some(task), name.to_string())
         }
         None => (None, target.to_string()),
@@ -341,7 +447,21 @@ fn parse_weight(given: &str) -> Result<(Option<Task>, String, Option<f32>)> {
     }
     match value.parse::<f32>() {
         Ok(w) if w.is_finite() && w >= 0.0 => Ok((task, name, Some(w))),
-        _ => bail!("--label-names {given}: the weight must be a finite number ≥ 0 or `none`"),
+        _ => bail!("{flag} {given}: the weight must be a finite number ≥ 0 or `none`"),
+    }
+}
+
+/// `NAMESPACE=M` (M in [0, 1]) or `NAMESPACE=none`, given to `flag`.
+fn parse_share(flag: &str, given: &str) -> Result<(String, Option<f32>)> {
+    let Some((name, value)) = given.split_once('=') else {
+        bail!("{flag} {given}: expected NAMESPACE=M");
+    };
+    if value == "none" {
+        return Ok((name.to_string(), None));
+    }
+    match value.parse::<f32>() {
+        Ok(m) if (0.0..=1.0).contains(&m) => Ok((name.to_string(), Some(m))),
+        _ => bail!("{flag} {given}: M must be a number in [0, 1] or `none`"),
     }
 }
 

@@ -537,3 +537,159 @@ fn eval_t2d(model: &Path, input: &str, extra: &[&str]) -> serde_json::Value {
     args.push("--json");
     serde_json::from_str(stdout(&colswarm(&args)).trim()).unwrap()
 }
+
+/// CPA micro-F1 of `model` on the T2D tables in `data`, without abstaining.
+fn cpa_f1(model: &Path, data: &Path) -> f64 {
+    let text = stdout(&colswarm(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--format",
+        "t2d",
+        "--input",
+        data.to_str().unwrap(),
+        "--task",
+        "cpa",
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    report["micro_f1"].as_f64().unwrap()
+}
+
+/// A copy of the T2D folder `from` whose non-key columns each carry the next one's property:
+/// every header remembered from it points to a wrong relation.
+fn with_rotated_properties(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for dir in ["attributes", "tables"] {
+        std::fs::create_dir_all(to.path().join(dir)).unwrap();
+    }
+    std::fs::copy(
+        from.join("classes_complete.csv"),
+        to.path().join("classes_complete.csv"),
+    )
+    .unwrap();
+    for entry in std::fs::read_dir(from.join("tables")).unwrap() {
+        let name = entry.unwrap().file_name();
+        std::fs::copy(
+            from.join("tables").join(&name),
+            to.path().join("tables").join(&name),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(from.join("attributes").join(&name)).unwrap();
+        let rows: Vec<Vec<String>> = text
+            .lines()
+            .map(|l| {
+                l.split("\",\"")
+                    .map(|f| f.trim_matches('"').to_string())
+                    .collect()
+            })
+            .collect();
+        let others: Vec<usize> = (0..rows.len()).filter(|&i| rows[i][2] == "False").collect();
+        let mut rotated = rows.clone();
+        for (k, &i) in others.iter().enumerate() {
+            rotated[i][0] = rows[others[(k + 1) % others.len()]][0].clone();
+        }
+        let text: String = rotated
+            .iter()
+            .map(|r| format!("\"{}\"\n", r.join("\",\"")))
+            .collect();
+        std::fs::write(to.path().join("attributes").join(&name), text).unwrap();
+    }
+    to
+}
+
+#[test]
+fn calibrate_header_memory_and_type_view_are_stored_and_change_what_eval_scores() {
+    let data = t2d_subset(12);
+    let rotated = with_rotated_properties(data.path());
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let calibrate = |out: &str, args: &[&str]| -> PathBuf {
+        let out = work.path().join(out);
+        let mut all = vec![
+            "calibrate",
+            "--model",
+            shipped.to_str().unwrap(),
+            "--task",
+            "cpa",
+        ];
+        all.extend(args);
+        all.extend(["--set", "t2d=none", "--out", out.to_str().unwrap()]);
+        stdout(&colswarm(&all));
+        out
+    };
+    let from = format!("t2d=t2d:{}", rotated.path().display());
+    let remembering = |weight: &str| {
+        let flags = ["--header-memory-from", &from, "--header-memory", weight];
+        calibrate(weight, &flags)
+    };
+    let plain = calibrate("plain", &["--type-view", "t2d=none"]);
+    let (weightless, misled) = (remembering("t2d=0"), remembering("t2d=40"));
+    let cpa_t2d = |model: &Path| -> serde_json::Value {
+        let labels = labels_json(model);
+        let list = labels["cpa"].as_array().unwrap().iter();
+        list.clone().find(|n| n["name"] == "t2d").unwrap().clone()
+    };
+    let memory = &cpa_t2d(&misled)["header_memory"];
+    assert_eq!(memory["weight"], 40.0);
+    assert!(memory["headers"].as_object().unwrap().len() >= 12);
+    assert!(cpa_t2d(&plain).get("header_memory").is_none());
+    // Remembered from tables whose headers carry the wrong relations, a large weight makes
+    // the wrong relations win; a weight of 0 changes nothing.
+    let plain_f1 = cpa_f1(&plain, data.path());
+    assert_eq!(cpa_f1(&weightless, data.path()), plain_f1);
+    let misled_f1 = cpa_f1(&misled, data.path());
+    assert!(misled_f1 < plain_f1 - 0.3, "{misled_f1} vs {plain_f1}");
+    // With the type view at 1, each column's relation is its type on the CTA head.
+    let typed = calibrate("typed", &["--type-view", "t2d=1"]);
+    assert_eq!(cpa_t2d(&typed)["type_view_weight"], 1.0);
+    let annotation = annotate_readme_table_in_t2d(&typed);
+    let mut related = 0;
+    for column in annotation["columns"].as_array().unwrap() {
+        if let Some(relation) = column["relations"].as_array().unwrap().first() {
+            let typed_as = &column["types"][0]["labels"][0]["label"];
+            assert_eq!(&relation["relation"]["label"], typed_as, "{column}");
+            related += 1;
+        }
+    }
+    assert!(related >= 2, "{annotation}");
+}
+
+/// `calibrate ARGS` on the shipped model fails with `expected` in its error.
+fn assert_refused_with(args: &[&str], expected: &str) {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("x");
+    let mut all = vec!["calibrate", "--model", shipped.to_str().unwrap()];
+    all.extend(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let result = colswarm(&all);
+    assert!(!result.status.success());
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(err.contains(expected), "{args:?}: {err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn calibrate_refuses_a_memory_without_counts_or_weight_and_a_bad_type_view() {
+    let data = t2d_subset(2);
+    let tables = format!("t2d=t2d:{}", data.path().display());
+    for (args, expected) in [
+        (
+            vec!["--task", "cpa", "--header-memory", "t2d=4"],
+            "remembers no headers yet",
+        ),
+        (
+            vec!["--task", "cpa", "--header-memory-from", &tables],
+            "give its weight with --header-memory t2d=WEIGHT",
+        ),
+        (
+            vec!["--task", "cpa", "--header-memory", "cta:t2d=4"],
+            "the memory is of --task cpa",
+        ),
+        (vec!["--type-view", "t2d=2"], "M must be a number in [0, 1]"),
+        (vec!["--type-view", "nope=0.5"], "no CTA namespace `nope`"),
+    ] {
+        assert_refused_with(&args, expected);
+    }
+}

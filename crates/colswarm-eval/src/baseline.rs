@@ -29,9 +29,10 @@ use colswarm_swarm::LabelKind;
 use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
 
 use crate::compare::{TargetPrediction, score_predictions};
-use crate::header_peers::{HeaderMemory, HeaderRule};
+use crate::header_peers::HeaderRule;
 use crate::metrics::F1Report;
 use crate::ngram_classifier::{NgramClassifier, NgramTraining, sigmoid, softmax};
+use colswarm_model::HeaderMemory;
 use colswarm_model::{Namespace, Task, close_under};
 
 /// Which baseline to train.
@@ -239,7 +240,9 @@ impl Baseline {
                 )
             }
             Model::HeaderRule(rule) => (rule.predict(header).into_iter().collect(), None),
-            Model::HeaderMemory(memory) => (memory.predict(header).into_iter().collect(), None),
+            Model::HeaderMemory(memory) => {
+                (memory.most_frequent(header).into_iter().collect(), None)
+            }
         };
         let ids = match self.label_kind {
             LabelKind::MultiLabel => close_under(&self.ancestors, ids),
@@ -365,13 +368,13 @@ pub fn train_baseline(
                 Model::Linear(featurizer, linear, prior)
             }
             BaselineKind::HeaderRule => Model::HeaderRule(HeaderRule::new(&namespace.labels)),
-            BaselineKind::HeaderMemory => Model::HeaderMemory(HeaderMemory::train(
+            BaselineKind::HeaderMemory => Model::HeaderMemory(HeaderMemory::from_examples(
                 examples.iter().flat_map(|(table, labelled)| {
                     labelled
                         .iter()
                         .map(|(target, gold)| (header_of(table, target.column), gold.as_slice()))
                 }),
-                namespace.labels.len(),
+                1.0,
             )),
         }
     };
@@ -512,6 +515,8 @@ mod tests {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            header_memory: None,
+            type_view_weight: None,
             head: None,
         }
     }

@@ -13,9 +13,8 @@ use crate::error::EvalError;
 use crate::metrics::F1Report;
 use crate::routing::RoutingReport;
 use colswarm_model::Progress;
-use colswarm_model::label_names::LabelNames;
 use colswarm_model::{Columns, Example};
-use colswarm_model::{Model, SpecialistUse, decode, namespace_probs};
+use colswarm_model::{Decoder, Model, SpecialistUse, Target, decode};
 use colswarm_model::{Namespace, Outputs, Task, Wanted};
 use colswarm_tables::DatasetFormat;
 
@@ -130,14 +129,14 @@ fn labelled(tables: &[Table], task: Task) -> Vec<&Table> {
 }
 
 /// The namespaces of `task` in `only`, and none of the other task's.
-fn wanted(task: Task, only: &[usize]) -> Wanted<'_> {
+fn wanted<'a>(task: Task, only: &'a [usize], typed: &'a [usize]) -> Wanted<'a> {
     match task {
         Task::Cta => Wanted {
             cta: only,
             cpa: &[],
         },
         Task::Cpa => Wanted {
-            cta: &[],
+            cta: typed,
             cpa: only,
         },
     }
@@ -172,7 +171,7 @@ struct TableRead<'a> {
 /// How a target's logits become its scored prediction in the evaluated namespace.
 struct Predictor<'a> {
     namespace: &'a Namespace,
-    label_names: Option<LabelNames>,
+    decoder: Decoder<'a>,
     keep_probabilities: bool,
 }
 
@@ -184,6 +183,7 @@ impl Predictor<'_> {
         logits: Option<&[f32]>,
         read: &TableRead<'_>,
         column: usize,
+        type_logits: Option<&[f32]>,
     ) -> TargetPrediction {
         let namespace = self.namespace;
         let header = read
@@ -191,9 +191,12 @@ impl Predictor<'_> {
             .columns
             .get(column)
             .and_then(|c| c.header.as_deref());
-        let header = namespace.prior_header(header, column, read.subject);
-        let header = header.zip(self.label_names.as_ref());
-        let probs = logits.map_or_else(Vec::new, |l| namespace_probs(namespace, l, header));
+        let target = Target {
+            header,
+            is_subject: column == read.subject,
+            type_logits,
+        };
+        let probs = logits.map_or_else(Vec::new, |l| self.decoder.probs(l, target));
         let predicted = if probs.is_empty() {
             Vec::new()
         } else {
@@ -229,7 +232,7 @@ impl Predictor<'_> {
                 subject: None,
                 column: c,
                 gold: gold.clone(),
-                ..self.predict(Some(logits), read, c)
+                ..self.predict(Some(logits), read, c, None)
             });
         }
         scored
@@ -245,13 +248,17 @@ impl Predictor<'_> {
             .iter()
             .filter(|t| !t.labels.is_empty())
             .map(|target| {
-                let logits = match (query(target.subject_column), query(target.object_column)) {
+                let object = query(target.object_column);
+                let logits = match (query(target.subject_column), object) {
                     (Some(s), Some(o)) => read.outputs.cpa[read.b]
                         .iter()
                         .find(|(ps, po, _)| *ps == s && *po == o)
                         .map(|(_, _, l)| l.as_slice()),
                     _ => None,
                 };
+                let outputs = read.outputs;
+                let type_logits =
+                    object.map(|o| outputs.cta[outputs.row_start[read.b] + o].as_slice());
                 TargetPrediction {
                     table: table.id.clone(),
                     subject: Some(target.subject_column),
@@ -259,7 +266,7 @@ impl Predictor<'_> {
                     gold: target.labels.clone(),
                     // A target whose subject differs from the table's first one gets no
                     // prediction: a miss, never dropped.
-                    ..self.predict(logits, read, target.object_column)
+                    ..self.predict(logits, read, target.object_column, type_logits)
                 }
             })
             .collect()
@@ -278,21 +285,23 @@ pub fn evaluate(
     let mut seconds = 0.0;
     let mut routing = RoutingReport::default();
     let tables = labelled(tables, options.task);
+    let index = model
+        .space
+        .list(options.task)
+        .iter()
+        .position(|n| n.name == namespace.name)
+        .expect("pick_namespace returns one of the model's namespaces");
     let predictor = Predictor {
         namespace,
-        label_names: LabelNames::of(namespace),
+        decoder: Decoder::new(&model.space, options.task, index),
         // Abstention is scored from each target's probabilities, kept for it.
         keep_probabilities: options.probabilities || namespace.abstain_below.is_some(),
     };
-    // Only the scored namespace's experts need to read the tables.
-    let only = Vec::from_iter(
-        model
-            .space
-            .list(options.task)
-            .iter()
-            .position(|n| n.name == namespace.name),
-    );
-    let wanted = wanted(options.task, &only);
+    // Only the scored namespace's experts need to read the tables, and those of the types a
+    // relation's type view reads.
+    let only = [index];
+    let typed = Vec::from_iter(predictor.decoder.type_namespace());
+    let wanted = wanted(options.task, &only, &typed);
     let mut progress = Progress::new("eval", tables.len(), options.progress);
     for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
         let examples = model.encode(chunk, Columns::Targets);

@@ -5,16 +5,15 @@
 //!   words with the header (the Jaccard overlap of [`colswarm_model::label_names`], the same
 //!   words the model's label-name prior counts). Ties go to the label first in namespace order;
 //!   a header that shares no word with any label name (or no header at all) gets no label.
-//! - [`HeaderMemory`] remembers, per header, the label seen most often with it in training
-//!   (headers compared by their words, so `Release date` and `release_date:` are one header;
-//!   ties go to the label first in namespace order). An unseen header gets no label.
+//! - The header-memory peer is the model's own [`colswarm_model::HeaderMemory`] read alone: per header, the
+//!   label seen most often with it in training (headers compared by their words, so `Release
+//!   date` and `release_date:` are one header; ties go to the label first in namespace
+//!   order). An unseen header gets no label.
 //!
 //! For CPA both read the object column's header. On sets without headers (the GitTables folds,
 //! SOTAB) both answer nothing, and score 0: that is what a header rule can do there.
 
-use std::collections::HashMap;
-
-use colswarm_model::label_names::{LabelNames, name_words};
+use colswarm_model::label_names::LabelNames;
 
 /// The label-name rule: no training, the best word overlap of header and label name.
 #[derive(Clone, Debug)]
@@ -38,61 +37,6 @@ impl HeaderRule {
         self.names.add_prior(&mut overlap, header, 1.0);
         first_maximum(&overlap).filter(|&best| overlap[best] > 0.0)
     }
-}
-
-/// The header-memory peer: the label most often seen with this header in training.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HeaderMemory {
-    by_header: HashMap<String, usize>,
-}
-
-impl HeaderMemory {
-    /// Counts, per header, the gold labels (namespace indices) of `examples` and keeps the most
-    /// frequent. Headers with no words are skipped.
-    pub(crate) fn train<'a>(
-        examples: impl IntoIterator<Item = (&'a str, &'a [usize])>,
-        n_labels: usize,
-    ) -> Self {
-        let mut counts: HashMap<String, Vec<usize>> = HashMap::new();
-        for (header, gold) in examples {
-            let Some(key) = header_key(header) else {
-                continue;
-            };
-            let row = counts.entry(key).or_insert_with(|| vec![0; n_labels]);
-            for &label in gold {
-                if let Some(count) = row.get_mut(label) {
-                    *count += 1;
-                }
-            }
-        }
-        let by_header = counts
-            .into_iter()
-            .filter_map(|(key, row)| {
-                let counts: Vec<f32> = row.iter().map(|&c| c as f32).collect();
-                first_maximum(&counts)
-                    .filter(|&best| row[best] > 0)
-                    .map(|best| (key, best))
-            })
-            .collect();
-        HeaderMemory { by_header }
-    }
-
-    /// The label remembered for `header`, if it was seen in training.
-    pub(crate) fn predict(&self, header: &str) -> Option<usize> {
-        header_key(header).and_then(|key| self.by_header.get(&key).copied())
-    }
-
-    /// Headers remembered.
-    pub(crate) fn len(&self) -> usize {
-        self.by_header.len()
-    }
-}
-
-/// A header's words, sorted and joined: headers that differ only in case, punctuation or
-/// camelCase are one key. `None` for a header without words.
-fn header_key(header: &str) -> Option<String> {
-    let words = name_words(header);
-    (!words.is_empty()).then(|| words.into_iter().collect::<Vec<_>>().join(" "))
 }
 
 /// The index of the largest value; the first of equal ones.
@@ -137,22 +81,5 @@ mod tests {
         assert_eq!(rule.predict("mayor"), None);
         assert_eq!(rule.predict(""), None);
         assert_eq!(rule.predict("1,234"), None);
-    }
-
-    #[test]
-    fn memory_keeps_the_most_frequent_label_per_header_and_forgets_nothing_else() {
-        let gold = [vec![1usize], vec![1], vec![0], vec![2], vec![0]];
-        let headers = ["Rank", "rank", "RANK:", "city", "city"];
-        let memory = HeaderMemory::train(
-            headers.iter().zip(&gold).map(|(h, g)| (*h, g.as_slice())),
-            3,
-        );
-        assert_eq!(memory.len(), 2);
-        // `rank`: label 1 twice, label 0 once.
-        assert_eq!(memory.predict("rank"), Some(1));
-        // `city`: labels 2 and 0 once each, a tie: the first in namespace order.
-        assert_eq!(memory.predict("City"), Some(0));
-        assert_eq!(memory.predict("mayor"), None);
-        assert_eq!(memory.predict(""), None);
     }
 }

@@ -68,6 +68,8 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         abstain_below: None,
         label_name_weight: None,
         label_name_skip_subject: false,
+        header_memory: None,
+        type_view_weight: None,
         head: None,
     }
 }

@@ -6,7 +6,7 @@ use colswarm_swarm::LabelKind;
 use colswarm_tables::Table;
 
 use crate::label_names::LabelNames;
-use crate::labels::{Activation, Namespace};
+use crate::labels::{Activation, LabelSpace, Namespace, Task};
 
 /// The subject column: the table's own when it names one, else the first column whose
 /// non-empty cells are mostly text (not numbers), else column 0.
@@ -91,23 +91,172 @@ pub fn namespace_probs(
     logits: &[f32],
     header: Option<(&str, &LabelNames)>,
 ) -> Vec<f32> {
+    activate(namespace, &prior_logits(namespace, logits, header))
+}
+
+/// A target column as a [`Decoder`] reads it, besides its logits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Target<'a> {
+    /// The column's header (the object column's, for a relation).
+    pub header: Option<&'a str>,
+    /// Whether the column is the table's subject column: a CTA namespace may leave it out of
+    /// its label-name prior ([`Namespace::label_name_skip_subject`]).
+    pub is_subject: bool,
+    /// The column's row of CTA logits (every CTA namespace's), read by a relation
+    /// namespace's type view ([`Namespace::type_view_weight`]).
+    pub type_logits: Option<&'a [f32]>,
+}
+
+/// How one namespace's logits become a target's probabilities, with everything besides the
+/// head they take in: the label-name prior ([`crate::label_names`]), the header memory
+/// ([`crate::header_memory`]) and, for a relation, the object column's type. Built once per
+/// namespace, so label names are split once, not per column.
+#[derive(Debug)]
+pub struct Decoder<'a> {
+    namespace: &'a Namespace,
+    label_names: Option<LabelNames>,
+    type_view: Option<TypeView<'a>>,
+}
+
+/// A relation namespace's view of the object column's type: the CTA namespace of the same
+/// name, whose labels are (some of) its relations.
+#[derive(Debug)]
+struct TypeView<'a> {
+    /// The CTA namespace's position in the label space, and its decoder.
+    index: usize,
+    types: Box<Decoder<'a>>,
+    weight: f32,
+    /// Per relation, its position among the types.
+    position: Vec<Option<usize>>,
+}
+
+/// The probability a relation the type namespace lacks gets from the type view: a relation
+/// nothing types is not backed by the column's type.
+const UNTYPED: f32 = 1e-12;
+
+impl<'a> Decoder<'a> {
+    /// The decoder of namespace `index` of `task`. A relation namespace with a type-view
+    /// weight reads the CTA namespace of its name; without one, the weight is ignored.
+    pub fn new(space: &'a LabelSpace, task: Task, index: usize) -> Self {
+        let namespace = &space.list(task)[index];
+        let type_view = (task == Task::Cpa)
+            .then_some(namespace.type_view_weight)
+            .flatten()
+            .and_then(|weight| {
+                let index = space.cta.iter().position(|n| n.name == namespace.name)?;
+                let types = &space.cta[index];
+                let position = namespace
+                    .labels
+                    .iter()
+                    .map(|l| types.labels.iter().position(|t| t == l))
+                    .collect();
+                Some(TypeView {
+                    index,
+                    types: Box::new(Decoder::new(space, Task::Cta, index)),
+                    weight,
+                    position,
+                })
+            });
+        Decoder {
+            namespace,
+            label_names: LabelNames::of(namespace),
+            type_view,
+        }
+    }
+
+    /// The namespace it decodes.
+    pub fn namespace(&self) -> &'a Namespace {
+        self.namespace
+    }
+
+    /// The CTA namespace (its position) whose probabilities the type view reads, if any: its
+    /// experts must read the table too.
+    pub fn type_namespace(&self) -> Option<usize> {
+        self.type_view.as_ref().map(|v| v.index)
+    }
+
+    /// The target's probabilities in the namespace, from the head's `logits` (every
+    /// namespace's outputs): the head's logits plus the label-name prior; mixed in log space
+    /// with the object column's type probabilities, `(1 − m)·log p + m·log p_type`; plus the
+    /// header memory; then the namespace's activation.
+    ///
+    /// # Shapes
+    /// - `logits`: `[outputs of the head]`; `target.type_logits`: `[outputs of the CTA head]`
+    /// - returns `[labels of the namespace]`
+    pub fn probs(&self, logits: &[f32], target: Target<'_>) -> Vec<f32> {
+        let ns = self.namespace;
+        let prior_header = target
+            .header
+            .filter(|_| !(ns.label_name_skip_subject && target.is_subject));
+        let view = self.type_view.as_ref().zip(target.type_logits);
+        let memory = ns.header_memory.as_ref().zip(target.header);
+        if view.is_none() && memory.is_none() {
+            return namespace_probs(ns, logits, prior_header.zip(self.label_names.as_ref()));
+        }
+        let mut scores =
+            prior_logits(ns, logits, prior_header.zip(self.label_names.as_ref())).into_owned();
+        if let Some((view, type_logits)) = view {
+            let column = Target {
+                type_logits: None,
+                ..target
+            };
+            let types = view.types.probs(type_logits, column);
+            let m = view.weight;
+            scores = log_probs(ns, &scores)
+                .into_iter()
+                .zip(&view.position)
+                .map(|(own, at)| {
+                    let typed = at.map_or(UNTYPED, |j| types[j]).max(UNTYPED);
+                    (1.0 - m) * own + m * typed.ln()
+                })
+                .collect();
+        }
+        if let Some((memory, header)) = memory {
+            memory.add_prior(&mut scores, header);
+        }
+        activate(ns, &scores)
+    }
+}
+
+/// The namespace's own logits, with the label-name prior added where it has a weight and the
+/// column a header.
+fn prior_logits<'l>(
+    namespace: &Namespace,
+    logits: &'l [f32],
+    header: Option<(&str, &LabelNames)>,
+) -> Cow<'l, [f32]> {
     let own = &logits[namespace.range()];
     // A copy only where the prior changes the logits.
-    let slice: Cow<[f32]> = match (namespace.label_name_weight, header) {
+    match (namespace.label_name_weight, header) {
         (Some(weight), Some((header, names))) => {
             let mut shifted = own.to_vec();
             names.add_prior(&mut shifted, header, weight);
             Cow::Owned(shifted)
         }
         _ => Cow::Borrowed(own),
-    };
-    if namespace.activation == Activation::Sigmoid {
-        return slice.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
     }
-    let max = slice.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let exp: Vec<f32> = slice.iter().map(|&x| (x - max).exp()).collect();
+}
+
+/// Softmax or sigmoids of a namespace's scores.
+fn activate(namespace: &Namespace, scores: &[f32]) -> Vec<f32> {
+    if namespace.activation == Activation::Sigmoid {
+        return scores.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
+    }
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exp: Vec<f32> = scores.iter().map(|&x| (x - max).exp()).collect();
     let sum: f32 = exp.iter().sum();
     exp.iter().map(|&e| e / sum).collect()
+}
+
+/// The logarithms of [`activate`], computed without underflow.
+fn log_probs(namespace: &Namespace, scores: &[f32]) -> Vec<f32> {
+    // log σ(x) = −log(1 + e^−x); log softmax = x − max − log Σ e^(x − max).
+    if namespace.activation == Activation::Sigmoid {
+        return scores.iter().map(|&x| -(-x).exp().ln_1p()).collect();
+    }
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_sum = scores.iter().map(|&x| (x - max).exp()).sum::<f32>().ln();
+    scores.iter().map(|&x| x - max - log_sum).collect()
 }
 
 /// The probability of a namespace's best label, as [`namespace_probs`] without a header would
@@ -124,7 +273,7 @@ pub(crate) fn best_probability(namespace: &Namespace, logits: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::labels::{LabelSpace, Task};
+    use crate::header_memory::HeaderMemory;
     use colswarm_tables::DatasetFormat;
 
     fn namespace(kind: LabelKind, activation: Activation, n: usize) -> Namespace {
@@ -139,6 +288,8 @@ mod tests {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            header_memory: None,
+            type_view_weight: None,
             head: None,
         }
     }
@@ -268,6 +419,114 @@ mod tests {
         // "Capital city" shares one word of two: + 2 · 0.5 ties the two labels.
         let probs = namespace_probs(&single, &logits, Some(("Capital city", &names)));
         assert!((probs[0] - probs[1]).abs() < 1e-6, "{probs:?}");
+    }
+
+    /// A space whose `t` namespaces type columns (CTA: a, b, c) and relate them (CPA: b, a, d),
+    /// both softmax.
+    fn typed_space() -> LabelSpace {
+        let mut space = LabelSpace::default();
+        let single = LabelKind::SingleLabel;
+        let labels = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        space.push(
+            Task::Cta,
+            "t",
+            DatasetFormat::T2d,
+            single,
+            labels(&["a", "b", "c"]),
+        );
+        space.push(
+            Task::Cpa,
+            "t",
+            DatasetFormat::T2d,
+            single,
+            labels(&["b", "a", "d"]),
+        );
+        space
+    }
+
+    #[test]
+    fn without_a_type_view_or_memory_the_decoder_gives_the_namespace_probabilities() {
+        let space = typed_space();
+        let decoder = Decoder::new(&space, Task::Cpa, 0);
+        assert_eq!(decoder.type_namespace(), None);
+        let logits = [0.5f32, -1.0, 2.0];
+        let target = Target {
+            header: Some("b"),
+            is_subject: false,
+            type_logits: Some(&[3.0, 0.0, 0.0]),
+        };
+        assert_eq!(
+            decoder.probs(&logits, target),
+            namespace_probs(&space.cpa[0], &logits, None)
+        );
+    }
+
+    #[test]
+    fn the_type_view_mixes_log_probabilities_by_label_name() {
+        let mut space = typed_space();
+        space.cpa[0].type_view_weight = Some(0.25);
+        let decoder = Decoder::new(&space, Task::Cpa, 0);
+        assert_eq!(decoder.type_namespace(), Some(0));
+        let (logits, types) = ([0.5f32, -1.0, 2.0], [1.0f32, 3.0, -2.0]);
+        let target = Target {
+            header: None,
+            is_subject: false,
+            type_logits: Some(&types),
+        };
+        let probs = decoder.probs(&logits, target);
+        // By hand: the relations b, a, d read the types' b, a and nothing.
+        let softmax = |x: &[f32]| -> Vec<f64> {
+            let sum: f64 = x.iter().map(|&v| (v as f64).exp()).sum();
+            x.iter().map(|&v| (v as f64).exp() / sum).collect()
+        };
+        let (own, typed) = (softmax(&logits), softmax(&types));
+        let typed = [typed[1], typed[0], UNTYPED as f64];
+        let mixed: Vec<f64> = (0..3)
+            .map(|i| (0.75 * own[i].ln() + 0.25 * typed[i].ln()).exp())
+            .collect();
+        let total: f64 = mixed.iter().sum();
+        for (p, m) in probs.iter().zip(&mixed) {
+            assert!(
+                (*p as f64 - m / total).abs() < 1e-5,
+                "{probs:?} vs {mixed:?}"
+            );
+        }
+        // A weight of 1 is the type head's answer; a target without a type row, the own.
+        space.cpa[0].type_view_weight = Some(1.0);
+        let decoder = Decoder::new(&space, Task::Cpa, 0);
+        assert_eq!(decode(&space.cpa[0], &decoder.probs(&logits, target)), [0]);
+        let untyped = Target {
+            type_logits: None,
+            ..target
+        };
+        assert_eq!(
+            decoder.probs(&logits, untyped),
+            namespace_probs(&space.cpa[0], &logits, None)
+        );
+    }
+
+    #[test]
+    fn the_header_memory_adds_each_labels_share_of_the_header_to_its_logit() {
+        let mut space = typed_space();
+        let memory = HeaderMemory {
+            weight: 2.0,
+            headers: [("born".to_string(), vec![(0, 1), (2, 3)])].into(),
+        };
+        space.cta[0].header_memory = Some(memory);
+        let decoder = Decoder::new(&space, Task::Cta, 0);
+        let logits = [1.0f32, 0.0, 0.0];
+        let at = |header| Target {
+            header,
+            ..Target::default()
+        };
+        let expected = namespace_probs(&space.cta[0], &[1.5, 0.0, 1.5], None);
+        let probs = decoder.probs(&logits, at(Some("Born:")));
+        for (p, e) in probs.iter().zip(&expected) {
+            assert!((p - e).abs() < 1e-6, "{probs:?} vs {expected:?}");
+        }
+        let plain = namespace_probs(&space.cta[0], &logits, None);
+        assert_eq!(decoder.probs(&logits, at(Some("died"))), plain);
+        assert_eq!(decoder.probs(&logits, at(None)), plain);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::added_head::HeadFile;
 use crate::error::ModelError;
+use crate::header_memory::HeaderMemory;
 
 /// The CTA head's kind for labels of this format: multi-label where its ground truth allows
 /// several labels per column.
@@ -83,6 +84,18 @@ pub struct Namespace {
     /// names another label. Set by `colswarm calibrate --label-names-skip-subject`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub label_name_skip_subject: bool,
+    /// The header-memory prior ([`crate::header_memory`]): the labels each header had in the
+    /// model's training tables, and their weight. Set by `colswarm calibrate
+    /// --header-memory`; `None`: no memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_memory: Option<HeaderMemory>,
+    /// CPA: the weight `m` of the object column's type, where the CTA namespace of the same
+    /// name types columns by the relations this one predicts (T2D's properties): the
+    /// relation's log-probabilities become `(1 − m)·log p_cpa + m·log p_cta`
+    /// ([`crate::Decoder`]). Set by `colswarm calibrate --type-view`; `None`: the CPA head
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_view_weight: Option<f32>,
     /// A namespace added after training (`colswarm fine-tune`) has its own head, over the
     /// frozen model's column features ([`crate::added_head`]); its outputs come after every
     /// namespace of the shared heads. `None`: the shared head's outputs.
@@ -111,6 +124,8 @@ impl Namespace {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            header_memory: None,
+            type_view_weight: None,
             head: None,
         }
     }
@@ -211,6 +226,8 @@ impl From<LabelSpaceV1> for LabelSpace {
                     abstain_below: None,
                     label_name_weight: None,
                     label_name_skip_subject: false,
+                    header_memory: None,
+                    type_view_weight: None,
                     head: None,
                 })
                 .collect()

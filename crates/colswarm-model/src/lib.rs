@@ -36,6 +36,7 @@ mod encode;
 mod error;
 pub mod expert_routing;
 pub mod experts;
+pub mod header_memory;
 pub mod label_names;
 mod labels;
 mod model;
@@ -59,11 +60,14 @@ pub use annotator::{
 };
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
-pub use decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
+pub use decode::{
+    Decoder, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
+};
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
 pub use expert_routing::{ExpertRouting, ROUTING_FILE};
 pub use experts::{EXPERTS_FILE, ExpertList, ExpertRef};
+pub use header_memory::HeaderMemory;
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};
 pub use model::{Expert, Model, SpecialistUse, load_model_extras, rows_of, save_model_extras};
 pub use model_dir::{ModelDir, ModelFile};

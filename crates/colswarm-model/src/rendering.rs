@@ -8,10 +8,9 @@ use crate::annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TableAnnotation,
     TypeAnnotation,
 };
-use crate::decode::{abstains, decode, hierarchy_probs, namespace_probs, subject_column};
+use crate::decode::{Decoder, Target, abstains, decode, hierarchy_probs, subject_column};
 use crate::encode::{Columns, Example};
 use crate::error::ModelError;
-use crate::label_names::LabelNames;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
 use crate::prediction::{Outputs, Wanted};
@@ -43,21 +42,23 @@ impl Model {
                 })
                 .collect()
         };
-        // Each picked namespace with the words of its label names where it has a label-name
-        // prior: split once per call, not once per column.
-        let with_names = |task: Task, picked: Vec<usize>| -> Vec<(usize, Option<LabelNames>)> {
-            let list = self.space.list(task);
+        let decoders = |task: Task, picked: Vec<usize>| -> Vec<(usize, Decoder)> {
+            let space = &self.space;
             picked
                 .into_iter()
-                .map(|i| (i, LabelNames::of(&list[i])))
+                .map(|i| (i, Decoder::new(space, task, i)))
                 .collect()
         };
-        let cta = with_names(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
-        let cpa = with_names(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
-        let indices = |picked: &[(usize, Option<LabelNames>)]| -> Vec<usize> {
-            picked.iter().map(|(i, _)| *i).collect()
-        };
-        let (cta_wanted, cpa_wanted) = (indices(&cta), indices(&cpa));
+        let cta = decoders(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
+        let cpa = decoders(Task::Cpa, pick(Task::Cpa, &options.cpa_namespaces)?);
+        let mut cta_wanted: Vec<usize> = cta.iter().map(|(i, _)| *i).collect();
+        let cpa_wanted: Vec<usize> = cpa.iter().map(|(i, _)| *i).collect();
+        // A relation's type view reads its CTA namespace, with that namespace's experts.
+        for typed in cpa.iter().filter_map(|(_, d)| d.type_namespace()) {
+            if !cta_wanted.contains(&typed) {
+                cta_wanted.push(typed);
+            }
+        }
         let wanted = Wanted {
             cta: &cta_wanted,
             cpa: &cpa_wanted,
@@ -123,8 +124,8 @@ impl Outputs {
         model: &Model,
         b: usize,
         table: &Table,
-        cta: &[(usize, Option<LabelNames>)],
-        cpa: &[(usize, Option<LabelNames>)],
+        cta: &[(usize, Decoder)],
+        cpa: &[(usize, Decoder)],
         options: &AnnotateOptions,
     ) -> TableAnnotation {
         let k = options.top_k;
@@ -132,23 +133,32 @@ impl Outputs {
         let columns = (0..table.n_columns())
             .map(|c| {
                 let logits = &self.cta[self.row_start[b] + c];
+                let type_logits = logits.as_slice();
                 let header = table.columns[c].header.as_deref();
                 let types = cta
                     .iter()
-                    .map(|(i, names)| {
-                        let ns = &model.space.cta[*i];
-                        let header = ns.prior_header(header, c, subject);
-                        let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
-                        type_annotation(ns, probs, options)
+                    .map(|(_, decoder)| {
+                        let target = Target {
+                            header,
+                            is_subject: c == subject,
+                            type_logits: None,
+                        };
+                        let probs = decoder.probs(logits, target);
+                        type_annotation(decoder.namespace(), probs, options)
                     })
                     .collect();
                 let relations = self.cpa[b]
                     .iter()
                     .filter(|(_, o, _)| *o == c)
                     .flat_map(|(_, _, logits)| {
-                        cpa.iter().map(move |(i, names)| {
-                            let ns = &model.space.cpa[*i];
-                            let probs = namespace_probs(ns, logits, header.zip(names.as_ref()));
+                        cpa.iter().map(move |(_, decoder)| {
+                            let ns = decoder.namespace();
+                            let target = Target {
+                                header,
+                                is_subject: false,
+                                type_logits: Some(type_logits),
+                            };
+                            let probs = decoder.probs(logits, target);
                             let abstained = options.abstain && abstains(ns, &probs);
                             RelationAnnotation {
                                 namespace: ns.name.clone(),
