@@ -6,8 +6,10 @@ For each benchmark and each outer fold k:
 - the held-out fold k scores everything, and nothing is chosen on it;
 - half of the next fold, j = k + 1 (`folds=j/half=0` of the hash split; for GitTables, whose
   folds are files, half of hash fold 0 of the other three files), is the *selection* half:
-  the fold's models never train on it, and every setting the recipe chooses is chosen there: the label-name prior's weight per task (T2D), which domain experts open
-  (`open_below`, or none), and the abstention thresholds;
+  the fold's models never train on it, and every setting the recipe chooses is chosen there:
+  the label-name prior's weight per task (T2D), which domain experts open (`open_below`, or
+  none), CPA's type view and header-memory weight (T2D; the memory counts the tables the model
+  trained on), and the abstention thresholds;
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
@@ -60,6 +62,10 @@ class Settings:
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
         self.open_grid = [None, 0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99]
+        # CPA's own priors (T2D): the CTA head's weight in the relation (`--type-view`) and the
+        # header memory's weight, simpler settings first.
+        type_views, memories = ([0, 0.5], [0, 4]) if args.tiny else ([0, 0.25, 0.5, 0.75], [0, 2, 4, 8])
+        self.cpa_grid = [(m, w) for m in type_views for w in memories]
         # A tiny run trains on a few tables for one epoch (the recipes average six).
         self.train_args = (
             ["--max-tables", "6", "--epochs", "1", "--set", "averaging.last_epochs=1"]
@@ -250,6 +256,27 @@ def prior_args(weights):
             f"cta:t2d={weights['cta']}", "--label-names-skip-subject", "t2d=yes"]
 
 
+def cpa_prior_args(fold, choice, tables):
+    """`calibrate`'s flags for CPA's type view and header memory (counted on TABLES)."""
+    m, w = choice
+    memory = (["--header-memory-from", tables, "--header-memory", f"{fold.bench}={w}"] if w
+              else ["--header-memory", f"{fold.bench}=none"])
+    return ["--task", "cpa", "--type-view", f"{fold.bench}={m if m else 'none'}", *memory]
+
+
+def choose_cpa_priors(settings, fold, model):
+    """The type view and header memory chosen for CPA on the selection half, set in MODEL
+    (in place); the memory counts the tables the model trained on."""
+    settings.say(f"{fold.bench} fold {fold.k}: choosing CPA's type view and header memory on the selection half")
+    scores = []
+    for choice in settings.cpa_grid:
+        run(settings, "calibrate", "--model", model, *cpa_prior_args(fold, choice, fold.own[0]))
+        scores.append((choice, counts(evaluate(settings, fold, model, "cpa", "select"))))
+    choice = choose(scores)
+    run(settings, "calibrate", "--model", model, *cpa_prior_args(fold, choice, fold.own[0]))
+    return list(choice), [(list(c), f1(t)) for c, t in scores]
+
+
 def choose(scores):
     """The best setting of (setting, counts) pairs, ties to the earlier (the simpler) one."""
     best = max(range(len(scores)), key=lambda i: (round(f1(scores[i][1]), 12), -i))
@@ -306,6 +333,9 @@ def model_fold(settings, fold):
     shutil.rmtree(final, ignore_errors=True)
     chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
     shutil.copytree(chosen, final, symlinks=True)
+    cpa_priors = None
+    if "cpa" in fold.tasks:
+        cpa_priors, selection["cpa_priors"] = choose_cpa_priors(settings, fold, final)
     # Abstention thresholds on the selection half.
     thresholds = {}
     for task in fold.tasks:
@@ -315,7 +345,8 @@ def model_fold(settings, fold):
         thresholds[task] = (report.get("abstention") or {}).get("threshold")
     scored, results, without_half = final, {}, {}
     if settings.refit:
-        scored = refit(settings, fold, weights if fold.prior else None, open_below, thresholds)
+        scored = refit(settings, fold, weights if fold.prior else None, open_below, cpa_priors,
+                       thresholds)
         for task in fold.tasks:
             # What the model without its selection half scores, for the record.
             without_half[task] = evaluate(settings, fold, final, task, "test")["micro_f1"]
@@ -328,13 +359,15 @@ def model_fold(settings, fold):
                          "threshold": abstention.get("threshold")}
     for leftover in ("prior-swarm", "open-swarm", "final-swarm", "refit-prior", "refit-swarm"):
         shutil.rmtree(fold.dir / leftover, ignore_errors=True)
-    return {"weights": weights, "open_below": open_below, "selection": selection,
+    return {"weights": weights, "open_below": open_below, "cpa_priors": cpa_priors,
+            "selection": selection,
             "results": results, "refit": settings.refit, "without_selection_half": without_half}
 
 
-def refit(settings, fold, weights, open_below, thresholds):
+def refit(settings, fold, weights, open_below, cpa_priors, thresholds):
     """The fold's model and expert trained on its whole training part, with the settings chosen
-    on the selection half: the prior weights, where the experts open, the thresholds."""
+    on the selection half: the prior weights, where the experts open, CPA's type view and
+    header memory (counting the whole training part), the thresholds."""
     model, experts = train_pair(settings, fold, "-all", fold.own_all, " on the whole training part")
     base = model
     if weights is not None:
@@ -344,6 +377,8 @@ def refit(settings, fold, weights, open_below, thresholds):
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(with_experts(settings, base, fold.dir / "refit-swarm", experts, open_below), final,
                     symlinks=True)
+    if cpa_priors is not None:
+        run(settings, "calibrate", "--model", final, *cpa_prior_args(fold, cpa_priors, fold.own_all[0]))
     for task, threshold in thresholds.items():
         if threshold is not None:
             run(settings, "calibrate", "--model", final, "--task", task,
@@ -451,6 +486,8 @@ def benchmark_section(settings, bench, task, summaries):
     chosen = "; ".join(
         f"fold {k}: " + ", ".join(filter(None, [
             f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
+            "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
+            if task == "cpa" and summaries[k].get("cpa_priors") else None,
             "no expert" if summaries[k]["open_below"] is None else f"experts open below {summaries[k]['open_below']}",
             f"threshold {summaries[k]['results'][task]['threshold']:.2f}" if summaries[k]['results'][task]['threshold'] is not None else None,
         ])) for k in folds)
@@ -480,6 +517,12 @@ def stored_settings(bench, task, summaries, folds):
     if bench == "t2d":
         parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
         stored.insert(0, f"prior {namespace.get('label_name_weight')}")
+        if task == "cpa":
+            chosen = [summaries[k].get("cpa_priors") or [0, 0] for k in folds]
+            parts.insert(1, f"type view {median([c[0] for c in chosen])}, header memory "
+                            f"{median([c[1] for c in chosen])}")
+            memory = (namespace.get("header_memory") or {}).get("weight")
+            stored.insert(1, f"type view {namespace.get('type_view_weight')}, header memory {memory}")
     if all(t is not None for t in thresholds):
         parts.append(f"threshold {median(thresholds):.2f}")
         stored.append(f"threshold {namespace.get('abstain_below')}")

@@ -84,6 +84,29 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
                 let w = summary["weights"][task].as_i64().unwrap();
                 assert!(w == 0 || w == 12, "{w}");
             }
+            // CPA's type view and header memory, from their tiny grids, with every
+            // setting scored on the selection half.
+            let chosen = summary["cpa_priors"].as_array().unwrap();
+            let (m, w) = (chosen[0].as_f64().unwrap(), chosen[1].as_f64().unwrap());
+            assert!(
+                [0.0, 0.5].contains(&m) && [0.0, 4.0].contains(&w),
+                "{chosen:?}"
+            );
+            let tried = summary["selection"]["cpa_priors"].as_array().unwrap();
+            assert_eq!(tried.len(), 4, "{tried:?}");
+            let labels: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(out.join("t2d/fold0/final-all/labels.json")).unwrap(),
+            )
+            .unwrap();
+            let mut cpa_namespaces = labels["cpa"].as_array().unwrap().iter();
+            let cpa = cpa_namespaces.find(|n| n["name"] == "t2d").unwrap();
+            assert_eq!(cpa["type_view_weight"].as_f64(), (m > 0.0).then_some(m));
+            assert_eq!(
+                cpa["header_memory"]["weight"].as_f64(),
+                (w > 0.0).then_some(w)
+            );
+        } else {
+            assert!(summary["cpa_priors"].is_null(), "{bench}");
         }
     }
 
