@@ -339,10 +339,9 @@ def model_fold(settings, fold):
     # Abstention thresholds on the selection half.
     thresholds = {}
     for task in fold.tasks:
-        run(settings, "--threads", "1", "calibrate", "--model", final, "--task", task,
-            "--dev", fold.spec("select"))
-        report = evaluate(settings, fold, final, task, "select")
-        thresholds[task] = (report.get("abstention") or {}).get("threshold")
+        found = json.loads(run(settings, "--threads", "1", "calibrate", "--model", final, "--task",
+                               task, "--dev", fold.spec("select"), "--json"))
+        thresholds[task] = found[0]["chosen"]["threshold"]
     scored, results, without_half = final, {}, {}
     if settings.refit:
         scored = refit(settings, fold, weights if fold.prior else None, open_below, cpa_priors,
