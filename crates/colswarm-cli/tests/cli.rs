@@ -617,7 +617,7 @@ fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
         .map(|s| s["features"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["primary", "t2d", "primary+t2d"]);
-    // The majority relation scores 0.077 on this split (docs/TRAINING.md).
+    // The majority relation scores 0.077 on this split (docs/EXPERIMENTS.md).
     let primary = scores[0]["micro_f1"].as_f64().unwrap();
     assert!(primary > 0.3, "primary probe {primary}");
     // CPA: subject and object side by side, 64 wide each, for both systems.
