@@ -15,7 +15,9 @@ use colswarm_eval::{
     AbstentionPoint, DataSpec, EvalOptions, ThresholdRule, abstention_curve, choose_threshold,
     evaluate,
 };
-use colswarm_model::{HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task};
+use colswarm_model::{
+    ExpertList, HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task,
+};
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
@@ -30,7 +32,7 @@ pub(crate) struct CalibrateArgs {
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being one of the model's namespaces of
     /// `--task` (repeatable: one threshold per namespace). Use tables the model was not trained
     /// on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold", "open_below"])]
     dev: Vec<String>,
     /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
     /// (repeatable): one chosen elsewhere, such as on dev with a model of the same recipe
@@ -73,6 +75,11 @@ pub(crate) struct CalibrateArgs {
     /// The domain experts open by their own rule (`add-expert --open-below`).
     #[arg(long, value_name = "TAU")]
     router_threshold: Option<f64>,
+    /// Store where a domain expert opens, EXPERT=PROBABILITY (repeatable): on a table where
+    /// the model's least confident answer in the expert's namespaces is below PROBABILITY;
+    /// `EXPERT=always` opens it on every table. As `add-expert --open-below` sets it.
+    #[arg(long = "open-below", value_name = "EXPERT=PROBABILITY")]
+    open_below: Vec<String>,
     /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
     /// with the best micro-F1, an abstention counting as a miss).
     #[arg(long)]
@@ -113,6 +120,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         .min_precision
         .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
     let mut model = load_model(&args.model, args.device)?;
+    let open_below = parse_open_below(&args, &model)?;
     // The priors first: the thresholds are chosen on the probabilities they give.
     store_priors(&args, &mut model)?;
     let found = calibrate_on_dev(&args, &model, rule)?;
@@ -135,6 +143,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     if labels_changed {
         model.space.save(&dir.join(LABELS_FILE))?;
     }
+    set_open_below(&dir, &open_below)?;
     if let Some(threshold) = args.router_threshold {
         set_router_threshold(&dir, threshold)
             .with_context(|| format!("--router-threshold {threshold}"))?;
@@ -259,6 +268,52 @@ fn store_priors(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
         let cpa = &mut model.space.cpa;
         task_namespace(cpa, "CPA", "--type-view", given, &name)?.type_view_weight = weight;
     }
+    Ok(())
+}
+
+/// Every `--open-below`, checked against `model`'s experts: (expert, its rule).
+fn parse_open_below(args: &CalibrateArgs, model: &Model) -> Result<Vec<(String, Option<f32>)>> {
+    args.open_below
+        .iter()
+        .map(|given| {
+            let Some((name, value)) = given.split_once('=') else {
+                bail!("--open-below {given}: expected EXPERT=PROBABILITY or EXPERT=always");
+            };
+            let rule = match value {
+                "always" => None,
+                _ => match value.parse::<f32>() {
+                    Ok(p) if (0.0..=1.0).contains(&p) => Some(p),
+                    _ => {
+                        bail!("--open-below {given}: expected a probability in [0, 1] or `always`")
+                    }
+                },
+            };
+            if !model.experts.iter().any(|e| e.name == name) {
+                let known: Vec<&str> = model.experts.iter().map(|e| e.name.as_str()).collect();
+                let known = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                bail!("--open-below {given}: the model has no expert `{name}` (it has: {known})");
+            }
+            Ok((name.to_string(), rule))
+        })
+        .collect()
+}
+
+/// Writes `rules` into `dir`'s list of experts.
+fn set_open_below(dir: &Path, rules: &[(String, Option<f32>)]) -> Result<()> {
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let mut list = ExpertList::load(dir)?;
+    for (name, rule) in rules {
+        if let Some(expert) = list.experts.iter_mut().find(|e| &e.name == name) {
+            expert.open_below = *rule;
+        }
+    }
+    list.save(dir)?;
     Ok(())
 }
 
@@ -391,6 +446,14 @@ fn report(
             "router: a state specialist opens where its gate exceeds {threshold} (stored in {})",
             dir.join(MANIFEST_FILE).display()
         );
+    }
+    if !args.open_below.is_empty() {
+        for expert in ExpertList::load(dir)?.experts {
+            match expert.open_below {
+                Some(p) => out!("{}: opens below {p}", expert.name),
+                None => out!("{}: opens on every table", expert.name),
+            }
+        }
     }
     if labels_changed {
         out!("thresholds stored in {}", dir.join(LABELS_FILE).display());

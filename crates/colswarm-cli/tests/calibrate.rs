@@ -693,3 +693,45 @@ fn calibrate_refuses_a_memory_without_counts_or_weight_and_a_bad_type_view() {
         assert_refused_with(&args, expected);
     }
 }
+
+#[test]
+fn calibrate_open_below_changes_where_an_expert_opens_and_refuses_an_unknown_one() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("opened");
+    stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--open-below",
+        "t2d-expert=0.9",
+        "--open-below",
+        "gittables-expert=always",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let experts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("experts.json")).unwrap()).unwrap();
+    let rule = |name: &str| {
+        let list = experts["experts"].as_array().unwrap();
+        list.iter()
+            .find(|e| e["name"] == name)
+            .unwrap()
+            .get("open_below")
+            .cloned()
+    };
+    assert_eq!(rule("t2d-expert").and_then(|v| v.as_f64()), Some(0.9));
+    assert_eq!(rule("gittables-expert"), None);
+    // The others keep theirs; the labels are untouched.
+    let shipped_experts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(shipped.join("experts.json")).unwrap()).unwrap();
+    assert_eq!(experts["experts"][0], shipped_experts["experts"][0]);
+    assert_eq!(labels_json(&out), labels_json(&shipped));
+    for (given, expected) in [
+        ("nope=0.9", "no expert `nope`"),
+        ("t2d-expert=1.5", "a probability in [0, 1] or `always`"),
+        ("t2d-expert", "expected EXPERT=PROBABILITY"),
+    ] {
+        assert_refused("--open-below", given, expected);
+    }
+}
