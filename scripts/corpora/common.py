@@ -140,6 +140,48 @@ def t2d_files(path: Path, folder: str = "") -> list[tuple[str, bytes]]:
     return sorted(out)
 
 
+EXCLUDED_PAGES = ROOT / "datasets" / "wikitables-turl-subset" / "excluded-pages.txt"
+
+
+def read_excluded_pages(path: Path) -> set[str]:
+    """The Wikipedia page ids listed in an excluded-pages file (one a line; `#` comment lines
+    and blank lines are skipped), as decimal strings without leading zeros, the form
+    `page_key` gives a page id. A line that is not a page id is an error naming the file and
+    line, and so is a file that lists none."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SourceError(f"{path}: cannot read the excluded pages ({e})") from None
+    pages = set()
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        if not s.isascii() or not s.isdigit():
+            raise SourceError(f"{path}:{n}: not a Wikipedia page id ({s!r}); expected one "
+                              "page id a line, or a '#' comment")
+        pages.add(str(int(s)))
+    if not pages:
+        raise SourceError(f"{path}: lists no page ids")
+    return pages
+
+
+def page_key(page_id) -> str | None:
+    """A page id as excluded-pages files list it (decimal, no leading zeros), or None when it is
+    not a number."""
+    s = str(page_id).strip()
+    return str(int(s)) if s.isascii() and s.isdigit() else None
+
+
+def shown_path(path: Path) -> str:
+    """A path as a manifest records it: relative to the repository when inside it."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
 # ------------------------------------------------------------------------------ tables
 def decode(data: bytes, name: str, encoding: str = "utf-8") -> str:
     try:

@@ -4,7 +4,8 @@ rebuilds, on tiny tables written to a temporary folder.
     python3 -m unittest discover -s scripts/corpora -p 'test_*.py'
 
 Stdlib only (plus the git command, which the builders use to read a repository); nothing is
-read from .corpora/, .knowledge/ or datasets/."""
+read from .corpora/ or .knowledge/, and from datasets/ only by CommittedManifest, which checks
+that the committed Wikipedia manifest holds no table of an excluded page."""
 from __future__ import annotations
 
 import csv
@@ -25,7 +26,8 @@ sys.path.insert(0, str(HERE))
 
 import build_opendata  # noqa: E402
 import build_wikipedia  # noqa: E402
-from common import SourceError, cap, stride  # noqa: E402
+from common import (ROOT, SourceError, cap, page_key, read_excluded_pages,  # noqa: E402
+                    stride)
 from matcher import HeaderMatcher, HeaderTypeMap, Vectors, normalise  # noqa: E402
 
 OFF = 1.01  # a threshold above any cosine: exact matches only
@@ -87,6 +89,8 @@ def gold_folder(root: Path) -> Path:
         {"film": ["film"], "director": ["director", "person"], "person": ["person"]}))
     write(wt / "labels_to_text_wikitables-2-cta.json", json.dumps(
         {"film.film": "film", "film.director": "director", "people.person": "person"}))
+    # the builders' default excluded-pages file: a page that no test table is on
+    write(wt / "excluded-pages.txt", "# test pages\n12345\n")
     return root
 
 
@@ -256,6 +260,7 @@ class Builders(unittest.TestCase):
         self.assertEqual(m["counts"]["matched_but_not_entity_columns"], 1)
         self.assertEqual(m["groups"][0]["tables"], [["77-1", 77, 1, 2, "Some films", 1]])
         self.assertEqual(m["groups"][1]["tables"], [["88-3", 88, 1, 2]])
+        self.assertEqual(m["left_out"]["tables"], 0)
         labels = [json.loads(x) for x in (a / "labels.jsonl").read_text().splitlines()]
         self.assertEqual([(x["table"], x["column"], x["label"]) for x in labels],
                          [("2019/77-1", 0, "film.film"), ("2019/88-3", 0, "film.director"),
@@ -278,8 +283,9 @@ class Builders(unittest.TestCase):
         write(dev, gz("table_name,table,labels,domain,domains,page_title,section_title,headers\n"
                       "88-5,[],[],,[],P,,[]\n"))
         out = self.root / "turl"
-        done = convert(corpus, out, [1], [dev])
-        self.assertEqual((done["kept"], done["left_out"]), (1, 1))
+        none = [self.gold / "wikitables-turl-subset/excluded-pages.txt"]  # lists no page here
+        done = convert(corpus, out, [1], [dev], exclude_pages=none)
+        self.assertEqual((done["kept"], done["left_out"], done["left_out_listed"]), (1, 1, 0))
         self.assertEqual(done["files"], {"1": [1, 1], "all": [1, 1]})
         rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
         self.assertEqual([r["table_name"] for r in rows], ["2019-77-1"])
@@ -288,12 +294,135 @@ class Builders(unittest.TestCase):
         self.assertEqual(ast.literal_eval(rows[0]["table"]),
                          [[[[0, 0], [0, "Alien"]]], [[[0, 1], [0, "1979"]]]])
         # without the exclusion, the CSV table's link target becomes text
-        convert(corpus, out, [], [], keep_headers=True)
+        convert(corpus, out, [], [], keep_headers=True, exclude_pages=none)
         rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
         by_name = {r["table_name"]: r for r in rows}
         self.assertEqual(ast.literal_eval(by_name["2019-88-3"]["table"])[0],
                          [[[0, 0], [0, "Ridley Scott"]]])
         self.assertEqual(ast.literal_eval(by_name["2019-88-3"]["headers"]), ["Director", "Film"])
+
+    def pages_file(self, name: str, text: str) -> Path:
+        path = self.root / name
+        write(path, text)
+        return path
+
+    def test_wikipedia_leaves_out_listed_pages(self):
+        repo = self.wiki_repo()
+        listed = self.pages_file("pages.txt", "# held-out pages\n\n88\n")
+        a = self.root / "a"
+        m = build_wikipedia.build(repo, a, OFF, False, None, gold=self.gold,
+                                  exclude_pages=[listed])
+        self.assertEqual(m["left_out"], {"pages_files": [str(listed)], "tables": 1, "pages": 1,
+                                         "tables_without_wikipedia_page_id": 0})
+        self.assertEqual(m["counts"]["tables"], 1)
+        self.assertEqual(m["groups"][1]["tables"], [])  # the CSV archive's one table is on 88
+        self.assertFalse((a / "tables/2019-csv-002/88-3.csv").exists())
+        labels = [json.loads(x) for x in (a / "labels.jsonl").read_text().splitlines()]
+        self.assertEqual([x["table"] for x in labels], ["2019/77-1"])
+        self.assertEqual(m["counts"]["per_type"], {"film.film": 1})
+        self.assertEqual(m["counts"]["matched_but_not_entity_columns"], 0)
+        # the default file (the gold folder's) lists no page of these tables
+        m = build_wikipedia.build(repo, self.root / "b", OFF, False, None, gold=self.gold)
+        self.assertEqual((m["counts"]["tables"], m["left_out"]["tables"]), (2, 0))
+        # the 2013 archives number their pages themselves: pgId 88 there is not page 88
+        t2013 = {"pgId": 88, "pgTitle": "Other", "headers": [{"text": "Film"}],
+                 "rows": [[{"text": "Alien", "links": ["x"]}]]}
+        repo = self.wiki_repo({"table_corpus/tables_2013/tables_part_1.tar.gz":
+                               tgz({"tables_part_1/table-0088-1.json": json.dumps(t2013).encode()})})
+        m = build_wikipedia.build(repo, self.root / "c", OFF, False, None, gold=self.gold,
+                                  exclude_pages=[listed])
+        self.assertEqual([t[0] for g in m["groups"] for t in g["tables"]],
+                         ["table-0088-1", "77-1"])
+        self.assertEqual((m["left_out"]["tables"], m["left_out"]["tables_without_wikipedia_page_id"]),
+                         (1, 1))
+
+    def test_wikipedia_manifest_filter_equals_a_build(self):
+        repo = self.wiki_repo()
+        default = self.gold / "wikitables-turl-subset/excluded-pages.txt"
+        p88 = self.pages_file("p88.txt", "88\n")
+        p77 = self.pages_file("p77.txt", "# leading zeros are the same page\n0077\n")
+        old = self.root / "old.json.xz"
+        build_wikipedia.build(repo, self.root / "a", OFF, False, None, gold=self.gold,
+                              manifest_copy=old)
+        before = old.read_bytes()
+        done = build_wikipedia.filter_manifest(old, repo, [p88], gold=self.gold)
+        self.assertEqual(done, {"tables": 1, "pages": 1})
+        want = self.root / "want.json.xz"
+        build_wikipedia.build(repo, self.root / "b", OFF, False, None, gold=self.gold,
+                              manifest_copy=want, exclude_pages=[default, p88])
+        self.assertNotEqual(old.read_bytes(), before)
+        self.assertEqual(old.read_bytes(), want.read_bytes())
+        # again with the same file: nothing to do, the bytes stay
+        self.assertEqual(build_wikipedia.filter_manifest(old, repo, [p88], gold=self.gold),
+                         {"tables": 0, "pages": 0})
+        self.assertEqual(old.read_bytes(), want.read_bytes())
+        # a second file, in a second step: as one build with all three files
+        build_wikipedia.filter_manifest(old, repo, [p77], gold=self.gold)
+        m = build_wikipedia.build(repo, self.root / "c", OFF, False, None, gold=self.gold,
+                                  manifest_copy=want, exclude_pages=[default, p88, p77])
+        self.assertEqual(old.read_bytes(), want.read_bytes())
+        self.assertEqual((m["counts"]["tables"], m["counts"]["labelled_columns"],
+                          m["counts"]["per_type"], m["left_out"]["tables"]), (0, 0, {}, 2))
+
+    def test_converter_leaves_out_listed_pages(self):
+        from wikipedia_turl import convert
+        corpus = self.root / "corpus"  # built before its builder left page 88 out
+        build_wikipedia.build(self.wiki_repo(), corpus, OFF, False, None, gold=self.gold)
+        listed = self.pages_file("pages.txt", "88\n")
+        out = self.root / "turl"
+        done = convert(corpus, out, [], [], exclude_pages=[listed])
+        self.assertEqual((done["kept"], done["left_out"], done["left_out_listed"]), (1, 1, 1))
+        with open(out / "silver-all.csv", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["table_name"] for r in rows], ["2019-77-1"])
+        # from the command line: the count is printed
+        p = subprocess.run([sys.executable, str(HERE / "wikipedia_turl.py"), str(corpus),
+                            "--out", str(out), "--sizes", "--exclude-pages", str(listed)],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"1 left out: 1 on a page listed in {listed}", p.stdout)
+
+    def test_malformed_pages_file_is_named_with_its_line(self):
+        from wikipedia_turl import convert
+        repo = self.wiki_repo()
+        bad = self.pages_file("bad.txt", "# pages\n88\n12a\n")
+        for call in (lambda: build_wikipedia.build(repo, self.root / "a", OFF, False, None,
+                                                   gold=self.gold, exclude_pages=[bad]),
+                     lambda: convert(self.root / "nope", self.root / "t", [], [],
+                                     exclude_pages=[bad]),
+                     lambda: read_excluded_pages(bad)):
+            with self.assertRaisesRegex(SourceError, rf"^{bad}:3: not a Wikipedia page id"):
+                call()
+        empty = self.pages_file("empty.txt", "# only a comment\n")
+        with self.assertRaisesRegex(SourceError, rf"^{empty}: lists no page ids"):
+            read_excluded_pages(empty)
+        with self.assertRaisesRegex(SourceError, "missing.txt: cannot read"):
+            read_excluded_pages(self.root / "missing.txt")
+        # from the command line: one line naming the file and line, no traceback
+        p = subprocess.run([sys.executable, str(HERE / "build_wikipedia.py"), str(repo),
+                            "--out", str(self.root / "c"), "--exclude-pages", str(bad)],
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(f"{bad}:3", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+
+class CommittedManifest(unittest.TestCase):
+    def test_wikipedia_manifest_holds_no_table_of_an_excluded_page(self):
+        import lzma
+        pages = read_excluded_pages(ROOT / "datasets/wikitables-turl-subset/excluded-pages.txt")
+        self.assertGreater(len(pages), 300)
+        m = json.loads(lzma.decompress(
+            (ROOT / "datasets/silver/wikipedia.manifest.json.xz").read_bytes()))
+        found, n = [], 0
+        for g in m["groups"]:
+            at = g["fields"].index("page_id")
+            n += len(g["tables"])
+            found += [t[0] for t in g["tables"] if page_key(t[at]) in pages]
+        self.assertEqual(found, [])
+        self.assertEqual(m["counts"]["tables"], n)
+        self.assertEqual(m["left_out"]["pages_files"],
+                         ["datasets/wikitables-turl-subset/excluded-pages.txt"])
 
 
 

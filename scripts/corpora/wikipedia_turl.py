@@ -21,6 +21,11 @@ with no types), so a model sees the table around a labelled column.
 - **--exclude-pages-of FILE** leaves out every table whose Wikipedia page id is the page of a
   table in FILE (the TURL `table_name` is `<page id>-<table>`): the dev set a curve is scored on
   must not reach training through another table of the same page. The count is printed.
+- **--exclude-pages FILE** (repeatable; by default `datasets/wikitables-turl-subset/excluded-pages.txt`,
+  the pages of the WikiTables test subset kept for independent evaluation) leaves out every
+  table whose page id the file lists, so a corpus built before its builder left these pages out
+  is cleaned here too (the tables of the 2019 archives: those of 2013 carry no Wikipedia page
+  id). The count is printed.
 
 Stdlib only; deterministic.
 """
@@ -33,7 +38,9 @@ import json
 import lzma
 from pathlib import Path
 
-from common import SourceError, hash_order, open_text, run
+from build_wikipedia import wikipedia_page
+from common import (EXCLUDED_PAGES, SourceError, hash_order, open_text, read_excluded_pages,
+                    run, shown_path)
 
 
 def load_labels(path: Path) -> dict[str, dict[int, list[str]]]:
@@ -53,8 +60,9 @@ def load_labels(path: Path) -> dict[str, dict[int, list[str]]]:
     return out
 
 
-def table_index(manifest: dict) -> dict[str, tuple[str, str, str]]:
-    """{table id: (csv path relative to the corpus, page id, title)} from the manifest."""
+def table_index(manifest: dict) -> dict[str, tuple[str, str, str, str | None]]:
+    """{table id: (csv path relative to the corpus, page id, title, Wikipedia page id or None)}
+    from the manifest (the 2013 archives give no Wikipedia page id)."""
     index = {}
     for group in manifest["groups"]:
         fields = group["fields"]
@@ -62,7 +70,7 @@ def table_index(manifest: dict) -> dict[str, tuple[str, str, str]]:
             meta = dict(zip(fields, entry))
             tid = f"{group['year']}/{meta['table']}"
             index[tid] = (f"{group['folder']}/{meta['table']}.csv", str(meta["page_id"]),
-                          meta.get("title") or "")
+                          meta.get("title") or "", wikipedia_page(group["year"], meta["page_id"]))
     return index
 
 
@@ -107,9 +115,13 @@ def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def convert(corpus: Path, out: Path, sizes: list[int], exclude_pages_of: list[Path],
-            keep_headers: bool = False) -> dict:
-    """Writes the subsets; returns {"kept": tables, "left_out": tables, "files": {name: [tables,
-    labelled columns]}}."""
+            keep_headers: bool = False, exclude_pages: list[Path] | None = None) -> dict:
+    """Writes the subsets; returns {"kept": tables, "left_out": tables, "left_out_listed": those
+    of them whose page an `exclude_pages` file lists, "files": {name: [tables, labelled
+    columns]}}. `exclude_pages` None means datasets/wikitables-turl-subset/excluded-pages.txt."""
+    listed = set()
+    for path in [EXCLUDED_PAGES] if exclude_pages is None else exclude_pages:
+        listed |= read_excluded_pages(path)
     try:
         with lzma.open(corpus / "manifest.json.xz", "rt", encoding="utf-8") as f:
             manifest = json.load(f)
@@ -121,10 +133,14 @@ def convert(corpus: Path, out: Path, sizes: list[int], exclude_pages_of: list[Pa
     for path in exclude_pages_of:
         excluded_pages |= gold_pages(path)
 
-    order, left_out = [], 0
+    order, left_out, left_out_listed = [], 0, 0
     for tid in hash_order(labels):
         if tid not in index:
             raise SourceError(f"{corpus}: labels name table {tid}, which the manifest lacks")
+        if index[tid][3] in listed:
+            left_out += 1
+            left_out_listed += 1
+            continue
         if index[tid][1] in excluded_pages:
             left_out += 1
             continue
@@ -141,7 +157,7 @@ def convert(corpus: Path, out: Path, sizes: list[int], exclude_pages_of: list[Pa
     counts = {n: [0, 0] for n in names}  # tables, labelled columns
     try:
         for tid in order:
-            rel, _, title = index[tid]
+            rel, _, title, _ = index[tid]
             header, rows = read_table(corpus / rel)
             row = turl_row(tid, title, header, rows, labels[tid], keep_headers)
             for n, w in writers.items():
@@ -153,7 +169,8 @@ def convert(corpus: Path, out: Path, sizes: list[int], exclude_pages_of: list[Pa
     finally:
         for f in outputs.values():
             f.close()
-    return {"kept": len(order), "left_out": left_out, "files": counts}
+    return {"kept": len(order), "left_out": left_out, "left_out_listed": left_out_listed,
+            "files": counts}
 
 
 def main():
@@ -162,11 +179,19 @@ def main():
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 100000])
     ap.add_argument("--exclude-pages-of", type=Path, action="append", default=[])
+    ap.add_argument("--exclude-pages", type=Path, action="append", metavar="FILE",
+                    help="leave out the tables of the page ids listed in FILE (repeatable; "
+                    "default: datasets/wikitables-turl-subset/excluded-pages.txt)")
     ap.add_argument("--keep-headers", action="store_true")
     args = ap.parse_args()
-    done = convert(args.corpus, args.out, args.sizes, args.exclude_pages_of, args.keep_headers)
-    print(f"{done['kept']} labelled tables kept, {done['left_out']} left out (their page is a "
-          f"page of {', '.join(map(str, args.exclude_pages_of)) or 'no file'})")
+    files = args.exclude_pages or [EXCLUDED_PAGES]
+    done = convert(args.corpus, args.out, args.sizes, args.exclude_pages_of, args.keep_headers,
+                   files)
+    print(f"{done['kept']} labelled tables kept, {done['left_out']} left out: "
+          f"{done['left_out_listed']} on a page listed in "
+          f"{', '.join(shown_path(f) for f in files)}, "
+          f"{done['left_out'] - done['left_out_listed']} on a page of "
+          f"{', '.join(map(str, args.exclude_pages_of)) or 'no file'}")
     for n, (tables, cols) in done["files"].items():
         print(f"silver-{n}.csv: {tables} tables, {cols} labelled columns")
 
