@@ -484,7 +484,11 @@ fn calibrate_task_cpa_stores_a_relation_threshold_that_annotate_and_eval_honour(
         .unwrap()["abstain_below"]
         .as_f64()
         .unwrap();
-    assert!((cta_threshold - 0.82).abs() < 1e-6, "{cta_threshold}");
+    let stored = t2d_threshold(&labels_json(&root().join("models/colswarm-small"))).unwrap();
+    assert!(
+        (cta_threshold - stored).abs() < 1e-6,
+        "{cta_threshold} vs {stored}"
+    );
 
     let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
     let relations = |extra: &[&str]| -> Vec<serde_json::Value> {
@@ -619,11 +623,18 @@ fn calibrate_header_memory_and_type_view_are_stored_and_change_what_eval_scores(
         out
     };
     let from = format!("t2d=t2d:{}", rotated.path().display());
+    // The shipped model's own type view and memory set aside.
     let remembering = |weight: &str| {
-        let flags = ["--header-memory-from", &from, "--header-memory", weight];
-        calibrate(weight, &flags)
+        let memory = ["--header-memory-from", &from, "--header-memory", weight];
+        calibrate(
+            weight,
+            &[&memory[..], &["--type-view", "t2d=none"]].concat(),
+        )
     };
-    let plain = calibrate("plain", &["--type-view", "t2d=none"]);
+    let plain = calibrate(
+        "plain",
+        &["--type-view", "t2d=none", "--header-memory", "t2d=none"],
+    );
     let (weightless, misled) = (remembering("t2d=0"), remembering("t2d=40"));
     let cpa_t2d = |model: &Path| -> serde_json::Value {
         let labels = labels_json(model);
@@ -641,7 +652,10 @@ fn calibrate_header_memory_and_type_view_are_stored_and_change_what_eval_scores(
     let misled_f1 = cpa_f1(&misled, data.path());
     assert!(misled_f1 < plain_f1 - 0.3, "{misled_f1} vs {plain_f1}");
     // With the type view at 1, each column's relation is its type on the CTA head.
-    let typed = calibrate("typed", &["--type-view", "t2d=1"]);
+    let typed = calibrate(
+        "typed",
+        &["--type-view", "t2d=1", "--header-memory", "t2d=none"],
+    );
     assert_eq!(cpa_t2d(&typed)["type_view_weight"], 1.0);
     let annotation = annotate_readme_table_in_t2d(&typed);
     let mut related = 0;
@@ -676,7 +690,14 @@ fn calibrate_refuses_a_memory_without_counts_or_weight_and_a_bad_type_view() {
     let tables = format!("t2d=t2d:{}", data.path().display());
     for (args, expected) in [
         (
-            vec!["--task", "cpa", "--header-memory", "t2d=4"],
+            vec![
+                "--task",
+                "cpa",
+                "--header-memory",
+                "t2d=none",
+                "--header-memory",
+                "t2d=4",
+            ],
             "remembers no headers yet",
         ),
         (
