@@ -214,7 +214,7 @@ fn store_thresholds(args: &CalibrateArgs, model: &mut Model, found: &[Calibratio
         }
     }
     for given in &args.set {
-        let (name, value) = parse_set(given)?;
+        let (name, value) = parse_unit("--set", "THRESHOLD", given)?;
         let kind = task_name(args.task);
         task_namespace(calibrated, kind, "--set", given, &name)?.abstain_below = value;
     }
@@ -258,7 +258,7 @@ fn store_priors(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
     }
     store_header_memory(args, model)?;
     for given in &args.type_view {
-        let (name, weight) = parse_share("--type-view", given)?;
+        let (name, weight) = parse_unit("--type-view", "M", given)?;
         if weight.is_some() && model.space.namespace(Task::Cta, &name).is_none() {
             let known = namespaces(&model.space.cta);
             bail!(
@@ -514,31 +514,21 @@ fn parse_weight(flag: &str, given: &str) -> Result<(Option<Task>, String, Option
     }
 }
 
-/// `NAMESPACE=M` (M in [0, 1]) or `NAMESPACE=none`, given to `flag`.
-fn parse_share(flag: &str, given: &str) -> Result<(String, Option<f32>)> {
-    let Some((name, value)) = given.split_once('=') else {
-        bail!("{flag} {given}: expected NAMESPACE=M");
+/// `NAMESPACE=VALUE` (VALUE in [0, 1], named `placeholder` in messages) or `NAMESPACE=none`,
+/// given to `flag`.
+fn parse_unit(flag: &str, placeholder: &str, given: &str) -> Result<(String, Option<f32>)> {
+    let expected = || {
+        anyhow::anyhow!(
+            "{flag} {given}: expected NAMESPACE={placeholder} with {placeholder} in [0, 1], or NAMESPACE=none"
+        )
     };
+    let (name, value) = given.split_once('=').ok_or_else(expected)?;
     if value == "none" {
         return Ok((name.to_string(), None));
     }
     match value.parse::<f32>() {
-        Ok(m) if (0.0..=1.0).contains(&m) => Ok((name.to_string(), Some(m))),
-        _ => bail!("{flag} {given}: M must be a number in [0, 1] or `none`"),
-    }
-}
-
-/// `NAMESPACE=THRESHOLD` (a probability) or `NAMESPACE=none`.
-fn parse_set(given: &str) -> Result<(String, Option<f32>)> {
-    let Some((name, value)) = given.split_once('=') else {
-        bail!("--set {given}: expected NAMESPACE=THRESHOLD");
-    };
-    if value == "none" {
-        return Ok((name.to_string(), None));
-    }
-    match value.parse::<f32>() {
-        Ok(t) if (0.0..=1.0).contains(&t) => Ok((name.to_string(), Some(t))),
-        _ => bail!("--set {given}: the threshold must be a probability in [0, 1] or `none`"),
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok((name.to_string(), Some(v))),
+        _ => Err(expected()),
     }
 }
 
