@@ -331,7 +331,7 @@ fn store_header_memory(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
         let flag = "--header-memory-from";
         let n = task_namespace(list, kind, flag, given, &spec.namespace)?;
         // Its weight comes from --header-memory, required below.
-        let memory = HeaderMemory::count(&data.tables, args.task, n, 0.0);
+        let memory = HeaderMemory::count(&data.tables, args.task, &n.labels, 0.0);
         if memory.is_empty() {
             bail!(
                 "{flag} {given}: no header with a label of `{}` to remember",

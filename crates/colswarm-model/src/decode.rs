@@ -159,7 +159,10 @@ impl<'a> Decoder<'a> {
             });
         Decoder {
             namespace,
-            label_names: LabelNames::of(namespace),
+            // Only namespaces with a weight pay for splitting their labels.
+            label_names: namespace
+                .label_name_weight
+                .map(|_| LabelNames::new(&namespace.labels)),
             type_view,
         }
     }

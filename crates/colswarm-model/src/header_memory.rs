@@ -17,7 +17,7 @@ use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
 use crate::label_names::name_words;
-use crate::labels::{Namespace, Task};
+use crate::task::Task;
 
 /// A header's words, sorted and joined: headers that differ only in case, punctuation or
 /// camelCase are one key. `None` for a header without words.
@@ -38,12 +38,11 @@ pub struct HeaderMemory {
 }
 
 impl HeaderMemory {
-    /// Counts the gold labels of `tables` in `namespace` of `task` per header: each labelled
-    /// column's (CTA) or each labelled pair's object column's (CPA). Labels outside the
-    /// namespace and headers without words are skipped.
-    pub fn count(tables: &[Table], task: Task, namespace: &Namespace, weight: f32) -> Self {
-        let position: HashMap<&str, usize> = namespace
-            .labels
+    /// Counts the gold labels of `tables` per header, as positions in `labels` (a namespace's
+    /// of `task`): each labelled column's (CTA) or each labelled pair's object column's (CPA).
+    /// Labels outside `labels` and headers without words are skipped.
+    pub fn count(tables: &[Table], task: Task, labels: &[String], weight: f32) -> Self {
+        let position: HashMap<&str, usize> = labels
             .iter()
             .enumerate()
             .map(|(i, l)| (l.as_str(), i))
@@ -141,12 +140,10 @@ impl HeaderMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use colswarm_swarm::LabelKind;
-    use colswarm_tables::{CpaTarget, DatasetFormat};
+    use colswarm_tables::CpaTarget;
 
-    fn namespace() -> Namespace {
-        let labels = ["population", "area", "mayor"].map(String::from).to_vec();
-        Namespace::new("t", DatasetFormat::T2d, LabelKind::SingleLabel, 0, labels)
+    fn labels() -> Vec<String> {
+        ["population", "area", "mayor"].map(String::from).to_vec()
     }
 
     fn table(headers: &[&str], labels: &[&[&str]]) -> Table {
@@ -176,7 +173,7 @@ mod tests {
             ),
             table(&["Area", "unknown label"], &[&["area"], &["elsewhere"]]),
         ];
-        let memory = HeaderMemory::count(&tables, Task::Cta, &namespace(), 3.0);
+        let memory = HeaderMemory::count(&tables, Task::Cta, &labels(), 3.0);
         assert_eq!(
             memory.len(),
             2,
@@ -230,7 +227,7 @@ mod tests {
                 labels: vec!["population".into()],
             },
         ];
-        let memory = HeaderMemory::count(&[t], Task::Cpa, &namespace(), 1.0);
+        let memory = HeaderMemory::count(&[t], Task::Cpa, &labels(), 1.0);
         assert_eq!(memory.headers.len(), 2);
         assert_eq!(memory.most_frequent("mayor"), Some(2));
         assert_eq!(memory.most_frequent("pop"), Some(0));

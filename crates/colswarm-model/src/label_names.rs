@@ -88,14 +88,6 @@ impl LabelNames {
         LabelNames { sizes, labels_of }
     }
 
-    /// The label names of `namespace` where it has a label-name prior to apply; `None` without
-    /// one, so that only namespaces with a weight pay for splitting their labels.
-    pub fn of(namespace: &crate::labels::Namespace) -> Option<Self> {
-        namespace
-            .label_name_weight
-            .map(|_| LabelNames::new(&namespace.labels))
-    }
-
     /// Adds `weight · jaccard(header, label)` to each label's logit (`logits[i]` is label
     /// `i`'s).
     ///

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::added_head::HeadFile;
 use crate::error::ModelError;
 use crate::header_memory::HeaderMemory;
+pub use crate::task::Task;
 
 /// The CTA head's kind for labels of this format: multi-label where its ground truth allows
 /// several labels per column.
@@ -235,37 +236,6 @@ impl From<LabelSpaceV1> for LabelSpace {
         LabelSpace {
             cta: upgrade(v1.cta),
             cpa: upgrade(v1.cpa),
-        }
-    }
-}
-
-/// Which head a namespace belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    /// Column type annotation.
-    Cta,
-    /// Column property annotation (relation to the subject column).
-    Cpa,
-}
-
-impl std::fmt::Display for Task {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Task::Cta => "cta",
-            Task::Cpa => "cpa",
-        })
-    }
-}
-
-impl std::str::FromStr for Task {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "cta" => Ok(Task::Cta),
-            "cpa" => Ok(Task::Cpa),
-            _ => Err(format!("unknown task `{s}` (expected cta or cpa)")),
         }
     }
 }

@@ -46,6 +46,7 @@ mod progress;
 mod read;
 mod rendering;
 mod serialize_settings;
+mod task;
 
 pub use added_head::{
     AddedHead, AddedHeadConfig, AddedNamespace, HeadFile, NgramFile, NgramScorer, NgramWeights,
