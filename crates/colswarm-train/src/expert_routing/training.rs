@@ -18,9 +18,8 @@ use crate::data_parallel::non_finite_gradients;
 use crate::error::TrainError;
 use crate::parl::gold_labels;
 use crate::run::{
-    Computed, Driver, Evaluation, Log, ROLLOUT_STREAM, Retention, RunDir, RunState, Schedule,
-    Stage, Trained, Weights, build_optimizer, check_optimizer, commit_with_optimizer,
-    load_optimizer, rng_for, step_batch,
+    Computed, Driver, Evaluation, Log, Retention, RolloutStep, RunDir, RunState, Schedule, Stage,
+    Trained, Weights, build_optimizer, check_optimizer, commit_with_optimizer, load_optimizer,
 };
 
 /// Refuses configurations that cannot run.
@@ -62,46 +61,30 @@ impl Stage for Routing<'_> {
         routing: &ExpertRouting,
         state: &RunState,
     ) -> Result<Computed, TrainError> {
-        let started = Instant::now();
         let config = self.config;
         let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-        let picked: Vec<&TableRead> = step_batch(seed, state.step, batch_size, self.train.len())
-            .into_iter()
-            .map(|i| &self.train[i])
-            .collect();
-        let p = state.step as f64 / config.steps as f64;
-        let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
+        let mut step = RolloutStep::draw(self.train, seed, state, batch_size, config.steps);
         let (loss, mut stats) = routing_step(
             routing,
             self.model,
-            &picked,
+            &step.picked,
             config,
             (&self.reward, &self.advantage),
-            p,
-            &mut rng,
+            step.progress,
+            &mut step.rng,
             &self.device,
         )?;
         let grads = GradientsParams::from_grads(loss.backward(), routing);
         let n = stats.activation_rate.len().max(1) as f64;
-        let progress = format!(
+        let line = format!(
             "reward {:.3} gain {:+.3} open {:.2}",
             stats.reward,
             stats.gain,
             stats.activation_rate.iter().sum::<f64>() / n
         );
-        let mut entry = serde_json::to_value(&stats).unwrap_or_default();
-        entry["progress"] = p.into();
-        entry["seconds"] = started.elapsed().as_secs_f64().into();
-        Ok(Computed {
-            loss,
-            scalars: std::mem::take(&mut stats.losses),
-            grads,
-            tables: picked.iter().map(|r| r.example.table_id.clone()).collect(),
-            columns: picked.iter().map(|r| r.example.columns.len()).sum(),
-            tokens: picked.iter().map(|r| r.example.n_tokens()).sum(),
-            entry,
-            progress: Some(progress),
-        })
+        let entry = serde_json::to_value(&stats).unwrap_or_default();
+        let scalars = std::mem::take(&mut stats.losses);
+        Ok(step.finish(loss, scalars, grads, entry, line, |r| &r.example))
     }
 
     fn evaluate(&mut self, routing: &ExpertRouting) -> Result<Evaluation, TrainError> {

@@ -2,7 +2,6 @@
 //! `eval_every` steps, resuming where a run stopped.
 
 use std::path::Path;
-use std::time::Instant;
 
 use burn::optim::GradientsParams;
 use burn::tensor::Device;
@@ -18,9 +17,9 @@ use super::step::parl_step;
 use crate::error::TrainError;
 use crate::param_ids::renumber;
 use crate::run::{
-    Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, ROLLOUT_STREAM, Retention, RunDir,
+    Checkpoints, Computed, Driver, Evaluation, Log, ModelParts, Retention, RolloutStep, RunDir,
     RunState, Schedule, Stage, Trained, build_optimizer, check_optimizer, dev_evaluation,
-    dev_reports, resume, rng_for, step_batch,
+    dev_reports, resume,
 };
 
 /// Refuses configurations that cannot run.
@@ -57,46 +56,30 @@ impl Stage for Parl<'_> {
     }
 
     fn gradients(&mut self, swarm: &Swarm, state: &RunState) -> Result<Computed, TrainError> {
-        let started = Instant::now();
         let config = self.config;
         let (seed, batch_size) = (config.run.seed, config.optimizer.batch_size);
-        let picked: Vec<&Example> = step_batch(seed, state.step, batch_size, self.train.len())
-            .into_iter()
-            .map(|i| &self.train[i])
-            .collect();
-        let p = state.step as f64 / config.steps as f64;
-        let mut rng = rng_for(seed, ROLLOUT_STREAM, state.step as u64);
+        let mut step = RolloutStep::draw(self.train, seed, state, batch_size, config.steps);
         let (loss, mut stats) = parl_step(
             swarm,
             self.space,
-            &picked,
+            &step.picked,
             config,
             &self.reward,
             &self.advantage,
-            p,
-            &mut rng,
+            step.progress,
+            &mut step.rng,
         )?;
         let grads = GradientsParams::from_grads(loss.backward(), &swarm.orchestrator);
         let n_specialists = swarm.specialists.len().max(1);
-        let progress = format!(
+        let line = format!(
             "reward {:.3} F1 {:.3} active {:.2}",
             stats.reward,
             stats.r_perf,
             stats.activation_rate.iter().sum::<f64>() / n_specialists as f64
         );
-        let mut entry = serde_json::to_value(&stats).unwrap_or_default();
-        entry["progress"] = p.into();
-        entry["seconds"] = started.elapsed().as_secs_f64().into();
-        Ok(Computed {
-            loss,
-            scalars: std::mem::take(&mut stats.losses),
-            grads,
-            tables: picked.iter().map(|e| e.table_id.clone()).collect(),
-            columns: picked.iter().map(|e| e.columns.len()).sum(),
-            tokens: picked.iter().map(|e| e.n_tokens()).sum(),
-            entry,
-            progress: Some(progress),
-        })
+        let entry = serde_json::to_value(&stats).unwrap_or_default();
+        let scalars = std::mem::take(&mut stats.losses);
+        Ok(step.finish(loss, scalars, grads, entry, line, |e| e))
     }
 
     fn evaluate(&mut self, swarm: &Swarm) -> Result<Evaluation, TrainError> {

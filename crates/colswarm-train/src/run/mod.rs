@@ -17,6 +17,7 @@ mod driver;
 mod log;
 mod pending;
 mod rng;
+mod rollout;
 mod settings;
 
 use std::path::Path;
@@ -33,7 +34,8 @@ pub use dir::{Checkpoint, Retention, RunDir, RunState, read_state};
 pub(crate) use driver::{Computed, Driver, Evaluation, Schedule, Stage, Trained, Weights};
 pub use log::Log;
 pub use rng::epoch_order;
-pub(crate) use rng::{DROPOUT_STREAM, ROLLOUT_STREAM, ROUTING_STREAM, rng_for, step_batch};
+pub(crate) use rng::{DROPOUT_STREAM, ROUTING_STREAM, rng_for};
+pub(crate) use rollout::RolloutStep;
 pub use settings::{
     LrDecay, NonFinitePolicy, OptimizerSettings, RunSettings, build_optimizer, check_optimizer,
 };
