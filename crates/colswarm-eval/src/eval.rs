@@ -170,7 +170,6 @@ struct TableRead<'a> {
 
 /// How a target's logits become its scored prediction in the evaluated namespace.
 struct Predictor<'a> {
-    namespace: &'a Namespace,
     decoder: Decoder<'a>,
     keep_probabilities: bool,
 }
@@ -185,7 +184,7 @@ impl Predictor<'_> {
         column: usize,
         type_logits: Option<&[f32]>,
     ) -> TargetPrediction {
-        let namespace = self.namespace;
+        let namespace = self.decoder.namespace();
         let header = read
             .table
             .columns
@@ -290,9 +289,13 @@ pub fn evaluate(
         .list(options.task)
         .iter()
         .position(|n| n.name == namespace.name)
-        .expect("pick_namespace returns one of the model's namespaces");
+        .ok_or_else(|| {
+            EvalError::Config(format!(
+                "the model has no {} namespace `{}`",
+                options.task, namespace.name
+            ))
+        })?;
     let predictor = Predictor {
-        namespace,
         decoder: Decoder::new(&model.space, options.task, index),
         // Abstention is scored from each target's probabilities, kept for it.
         keep_probabilities: options.probabilities || namespace.abstain_below.is_some(),
