@@ -240,7 +240,7 @@ def with_experts(settings, model, out, experts, open_below):
     for i, expert in enumerate(experts):
         step = Path(f"{out}-{i}") if i + 1 < len(experts) else Path(out)
         shutil.rmtree(step, ignore_errors=True)
-        run(settings, "add-expert", "--model", current, "--expert", expert,
+        run(settings, "add-specialist", "--model", current, "--specialist", expert,
             "--open-below", open_below, "--out", step)
         if current != Path(model):
             shutil.rmtree(current)
@@ -504,7 +504,8 @@ def stored_settings(bench, task, summaries, folds):
     """The folds' median choices beside what the shipped model stores for the namespace."""
     labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
     namespace = next((n for n in labels[task] if n["name"] == bench), {})
-    experts = json.loads((ROOT / SHIPPED / "experts.json").read_text())["experts"]
+    specialists = json.loads((ROOT / SHIPPED / "swarm.json").read_text())["specialists"]
+    experts = [s for s in specialists if s["contributes"] == "answers"]
     opens = sorted({e["open_below"] for e in experts if e["name"].startswith(bench)})
     median = lambda values: statistics.median(values) if values else None
     chosen_open = [summaries[k]["open_below"] for k in folds]

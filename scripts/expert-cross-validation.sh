@@ -5,7 +5,7 @@
 # specialists: recipes/expert.toml; seed $EXPERT_SEED, default 11; shape $EXPERT_SHAPE, `--set`
 # changes of the recipe, default none, or per benchmark $WIKITABLES_SHAPE, $GITTABLES_SHAPE and
 # $T2D_SHAPE; any other change of the expert, such as --set model.neighbour_ngrams=true, goes
-# there too), joined to the fold model with `add-expert`, and scored where the fold model was:
+# there too), joined to the fold model with `add-specialist`, and scored where the fold model was:
 #   - WikiTables: each held-out dev fold (the no-closure models, as shipped), a WikiTables expert;
 #   - GitTables cv_3: every WikiTables fold model, with a GitTables expert trained on cv_0–2;
 #   - T2D: each held-out fold, CPA and CTA, a T2D expert trained on the other four folds.
@@ -74,22 +74,23 @@ score() {  # TAG MODEL NAME EXPERT_DIR EVAL_ARGS...
     --predictions "$P/$tag-alone.jsonl" > "$OUT/$tag-alone.json"
   rm -rf "$OUT/models/$tag" "$OUT/models/$tag-one"
   if [ -n "$T2D_EXTRA" ] && [[ $tag == t2d-* ]]; then
-    $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag-one" > /dev/null
-    $BIN add-expert --model "$OUT/models/$tag-one" --expert "$T2D_EXTRA" --out "$OUT/models/$tag" > /dev/null
+    $BIN add-specialist --model "$model" --specialist "$name=$expert_dir" --out "$OUT/models/$tag-one" > /dev/null
+    $BIN add-specialist --model "$OUT/models/$tag-one" --specialist "$T2D_EXTRA" --out "$OUT/models/$tag" > /dev/null
     rm -rf "$OUT/models/$tag-one"
   else
-    $BIN add-expert --model "$model" --expert "$name=$expert_dir" --out "$OUT/models/$tag" > /dev/null
+    $BIN add-specialist --model "$model" --specialist "$name=$expert_dir" --out "$OUT/models/$tag" > /dev/null
   fi
   $BIN eval --model "$OUT/models/$tag" "$@" --all-specialists --json \
     --predictions "$P/$tag-all.jsonl" > "$OUT/$tag-all.json"
   for p in $OPEN_BELOW; do
     python3 -c "
 import json, sys
-path = sys.argv[1] + '/experts.json'
-experts = json.load(open(path))
-for e in experts['experts']:
-    e['open_below'] = float(sys.argv[2])
-json.dump(experts, open(path, 'w'))" "$OUT/models/$tag" "$p"
+path = sys.argv[1] + '/swarm.json'
+manifest = json.load(open(path))
+for e in manifest['specialists']:
+    if e['contributes'] == 'answers':
+        e['open_below'] = float(sys.argv[2])
+json.dump(manifest, open(path, 'w'), indent=2)" "$OUT/models/$tag" "$p"
     $BIN eval --model "$OUT/models/$tag" "$@" --json \
       --predictions "$P/$tag-below-$p.jsonl" > "$OUT/$tag-below-$p.json"
   done

@@ -46,8 +46,8 @@ case $BENCH in
     TCV=${TCV:-runs/t2d-cv}
     for k in $FOLDS; do
       [ -d "$CV/swarm$k" ] && continue
-      $BIN add-expert --model "$TCV/fold$k-avg" --out "$CV/swarm$k" --open-below 0.95 \
-        --expert t2d-silver=models/colswarm-small/experts/t2d-silver >/dev/null
+      $BIN add-specialist --model "$TCV/fold$k-avg" --out "$CV/swarm$k" --open-below 0.95 \
+        --specialist t2d-silver=models/colswarm-small/experts/t2d-silver >/dev/null
     done
     ;;
   *) echo "BENCH is gittables or t2d" >&2; exit 2 ;;

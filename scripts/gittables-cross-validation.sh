@@ -38,7 +38,7 @@ fold() {
   train "$OUT/expert$k" --recipe recipes/expert.toml --set model.n_layers=1 \
     --set model.neighbour_ngrams=true --set model.ngram_cells=100 --train "gittables=sato-cv:$others"
   rm -rf "$OUT/swarm$k"
-  $BIN add-expert --model "$OUT/model$k-avg" --expert "gittables-expert=$OUT/expert$k-avg" \
+  $BIN add-specialist --model "$OUT/model$k-avg" --specialist "gittables-expert=$OUT/expert$k-avg" \
     --open-below 0.95 --out "$OUT/swarm$k" >/dev/null
   $BIN --threads 1 eval --model "$OUT/model$k-avg" --format sato-cv --input "${G}$k.csv.gz" \
     --no-specialists --json --predictions "$OUT/predictions-alone-fold$k.jsonl" >"$OUT/alone-fold$k.json"

@@ -35,9 +35,9 @@ fold() {
   rm -rf "$OUT/fold$k" "$OUT/fold$k-prior" "$OUT/fold$k-one"
   $BIN calibrate --model "$model" --label-names "cpa:t2d=$WEIGHT" --label-names "cta:t2d=$CTA_WEIGHT" \
     --label-names-skip-subject t2d=yes --out "$OUT/fold$k-prior" >/dev/null
-  $BIN add-expert --model "$OUT/fold$k-prior" --expert "t2d-expert=$expert-avg" --open-below 0.95 \
+  $BIN add-specialist --model "$OUT/fold$k-prior" --specialist "t2d-expert=$expert-avg" --open-below 0.95 \
     --out "$OUT/fold$k-one" >/dev/null
-  $BIN add-expert --model "$OUT/fold$k-one" --expert "$SILVER" --open-below 0.95 --out "$OUT/fold$k" >/dev/null
+  $BIN add-specialist --model "$OUT/fold$k-one" --specialist "$SILVER" --open-below 0.95 --out "$OUT/fold$k" >/dev/null
   rm -rf "$OUT/fold$k-prior" "$OUT/fold$k-one"
   $BIN --threads 1 calibrate --model "$OUT/fold$k" --task cpa --dev "t2d=t2d:$T#folds=$k" --curve --json \
     >"$OUT/fold$k.json"

@@ -303,7 +303,7 @@ fn print_parts(manifest: &SwarmManifest, model: &Model, trained: bool) -> Result
     for s in &model.swarm.specialists {
         let c = s.config();
         out!(
-            "specialist {}: d_model {} layers {} ({} parameters)",
+            "specialist {} (state): d_model {} layers {} ({} parameters)",
             s.name(),
             c.d_model,
             c.n_layers,
@@ -328,7 +328,7 @@ fn print_parts(manifest: &SwarmManifest, model: &Model, trained: bool) -> Result
             _ => String::new(),
         };
         out!(
-            "expert {}: d_model {} layers {}, knows {} CTA labels and {} CPA relations{ngrams}, opens {opens}",
+            "specialist {} (answers): d_model {} layers {}, knows {} CTA labels and {} CPA relations{ngrams}, opens {opens}",
             e.name,
             p.d_model(),
             p.blocks.len(),

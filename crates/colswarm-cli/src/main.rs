@@ -13,11 +13,11 @@ macro_rules! out {
     };
 }
 
+mod add_specialist;
 mod annotate;
 mod calibrate;
 mod device_arg;
 mod evaluate;
-mod expert;
 mod fine_tune;
 mod pretrain;
 mod probe;
@@ -74,9 +74,11 @@ enum Command {
     /// Adds your own column types to a model: a new namespace fitted on a few labelled columns
     /// (`labels.csv`: table,column,label); the model's own namespaces answer as before.
     FineTune(fine_tune::FineTuneArgs),
-    /// Adds a domain expert to a model: a model trained on one benchmark's tables alone, whose
-    /// logits are averaged into the primary's for the labels both know.
-    AddExpert(expert::AddExpertArgs),
+    /// Adds a specialist that contributes its answers to a model: a whole model (e.g. trained
+    /// on one benchmark's tables alone), frozen, whose logits the router's gate lets into the
+    /// primary's for the labels both know.
+    #[command(alias = "add-expert")]
+    AddSpecialist(add_specialist::AddSpecialistArgs),
     /// Averages the weights of model directories of one run (e.g. its last epochs' checkpoints)
     /// into a new model directory.
     Average(AverageArgs),
@@ -100,7 +102,7 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::cmd_annotate(args),
         Command::Embed(args) => annotate::cmd_embed(args),
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
-        Command::AddExpert(args) => expert::cmd_add_expert(args),
+        Command::AddSpecialist(args) => add_specialist::cmd_add_specialist(args),
         Command::FineTune(args) => fine_tune::cmd_fine_tune(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),

@@ -434,9 +434,11 @@ fn csv_output_has_one_row_per_column_and_namespace() {
 #[test]
 fn inspect_names_the_experts_own_ngrams_and_the_router_threshold() {
     let out = stdout(&colswarm(&["inspect", "models/colswarm-small"]));
+    // One list of specialists, each with what it contributes.
+    assert!(out.contains("specialist t2d (state):"), "{out}");
     let line = |name: &str| {
         out.lines()
-            .find(|l| l.starts_with(&format!("expert {name}:")))
+            .find(|l| l.starts_with(&format!("specialist {name} (answers):")))
             .unwrap_or_else(|| panic!("no line for {name}: {out}"))
     };
     let gittables = line("gittables-expert");

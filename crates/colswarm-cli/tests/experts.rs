@@ -1,5 +1,6 @@
-//! `colswarm add-expert` puts a model trained alone beside the shipped model's primary;
-//! `eval` and `annotate` then average its logits in where it opens. On a dozen T2D tables and
+//! `colswarm add-specialist` puts a model trained alone beside the shipped model's primary, as
+//! a specialist that contributes its answers; `eval` and `annotate` then average its logits in
+//! where it opens. On a dozen T2D tables and
 //! tiny experts trained on them.
 
 mod common;
@@ -65,27 +66,29 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
     let shipped = root().join("models/colswarm-small");
     let model = work.path().join("with-expert");
     let said = stdout(&colswarm(&[
-        "add-expert",
+        "add-specialist",
         "--model",
         shipped.to_str().unwrap(),
-        "--expert",
+        "--specialist",
         &format!("t2d-alone={}", expert.display()),
         "--out",
         model.to_str().unwrap(),
     ]));
-    assert!(said.contains("expert t2d-alone: knows"), "{said}");
-    let listed = json(&model.join("experts.json"));
-    let shipped_list = json(&shipped.join("experts.json"));
-    let experts = listed["experts"].as_array().unwrap();
+    assert!(said.contains("specialist t2d-alone: knows"), "{said}");
+    // One list of specialists in the manifest: the shipped model's, then the new one.
+    let listed = json(&model.join("swarm.json"))["specialists"].clone();
+    let shipped_list = json(&shipped.join("swarm.json"))["specialists"].clone();
+    let specialists = listed.as_array().unwrap();
     assert_eq!(
-        experts[..experts.len() - 1],
-        shipped_list["experts"].as_array().unwrap()[..]
+        specialists[..specialists.len() - 1],
+        shipped_list.as_array().unwrap()[..]
     );
     assert_eq!(
-        experts.last().unwrap(),
-        &serde_json::json!({"name": "t2d-alone", "dir": "experts/t2d-alone"}),
-        "--out leaves --model as it was and lists the new expert last"
+        specialists.last().unwrap(),
+        &serde_json::json!({"name": "t2d-alone", "contributes": "answers", "dir": "experts/t2d-alone"}),
+        "--out leaves --model as it was and lists the new specialist last"
     );
+    assert!(!model.join("experts.json").exists());
     // The expert's word vectors are the model's own file: not copied, but pointed at.
     let copied = model.join("experts/t2d-alone");
     assert!(!copied.join("word_vectors.safetensors").exists());
@@ -94,7 +97,8 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
         "../../word_vectors.safetensors"
     );
     // An expert taken from another model's `experts/` already points at that model's vectors:
-    // joining it to a third model leaves that model's own vectors in place.
+    // joining it to a third model leaves that model's own vectors in place. (The command's
+    // former name and flag still work.)
     let again = work.path().join("again");
     stdout(&colswarm(&[
         "add-expert",
@@ -178,10 +182,10 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
     for (open_below, same_as) in [("1", &with), ("0", &routed)] {
         let gated = work.path().join(format!("gated-{open_below}"));
         stdout(&colswarm(&[
-            "add-expert",
+            "add-specialist",
             "--model",
             shipped.to_str().unwrap(),
-            "--expert",
+            "--specialist",
             &format!("t2d-alone={}", expert.display()),
             "--open-below",
             open_below,
@@ -259,10 +263,10 @@ fn experts_that_cannot_stand_beside_the_primary_are_refused_and_nothing_is_writt
     let out = work.path().join("model");
     let refused = |spec: String, extra: &[&str]| -> String {
         let mut args = vec![
-            "add-expert",
+            "add-specialist",
             "--model",
             shipped.to_str().unwrap(),
-            "--expert",
+            "--specialist",
             &spec,
             "--out",
             out.to_str().unwrap(),
@@ -336,7 +340,7 @@ fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
     assert_eq!(summary["steps"], 6);
     let model = run.join("model");
     assert_eq!(Path::new(summary["model_dir"].as_str().unwrap()), model);
-    let routing = json(&model.join("experts.json"))["routing"].clone();
+    let routing = json(&model.join("swarm.json"))["expert_routing"].clone();
     assert_eq!(routing["path"], "expert_routing.safetensors", "{routing}");
     let said = stdout(&colswarm(&["inspect", model.to_str().unwrap()]));
     assert!(said.contains("where the trained router opens it"), "{said}");

@@ -167,7 +167,7 @@ impl ExpertRouting {
         Ok(CheckpointFile::open(&path)?.load_into(empty, device)?)
     }
 
-    /// The routing of a model directory's experts, as `list` (its [`crate::EXPERTS_FILE`])
+    /// The routing of a model directory's experts, as `list` (from its manifest)
     /// gives it: the trained file, or the experts' rules; `None` without experts.
     pub fn of(
         dir: &Path,

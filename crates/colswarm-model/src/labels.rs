@@ -356,7 +356,7 @@ impl LabelSpace {
     pub fn load(path: &Path, version: ManifestVersion) -> Result<Self, ModelError> {
         let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
         let parsed = match version {
-            ManifestVersion::V2 => serde_json::from_slice(&bytes),
+            ManifestVersion::V2 | ManifestVersion::V3 => serde_json::from_slice(&bytes),
             ManifestVersion::V1 => serde_json::from_slice::<LabelSpaceV1>(&bytes).map(Into::into),
         };
         let space: LabelSpace = parsed.map_err(|e| ModelError::File {

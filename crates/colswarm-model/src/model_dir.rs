@@ -4,7 +4,8 @@
 //! ```text
 //! DIR/
 //!   swarm.json                 the swarm's manifest (colswarm_swarm::manifest): every weight
-//!                              file below with its SHA-256, the orchestrator's configuration
+//!                              file below with its SHA-256, the orchestrator's configuration,
+//!                              and every specialist: those fused by state and the experts
 //!   primary.safetensors, [router.safetensors, fusion.safetensors] (with specialists),
 //!   cta_head.safetensors, cpa_head.safetensors, [column_ngrams.safetensors], [column_words.safetensors],
 //!   [word_vectors.safetensors], [alignment-NAME.safetensors], [specialists/NAME.safetensors]
@@ -12,9 +13,9 @@
 //!                              label-name prior weights, fine-tuned heads with their SHA-256
 //!   [head-NAME.safetensors]    a namespace added by fine-tuning, and its n-gram reader
 //!   serialize.json             how tables are serialized (crate::SerializeSettings)
-//!   [experts.json]             the domain experts (crate::experts) and their trained routing
-//!   [expert_routing.safetensors]
-//!   [experts/NAME/]            each expert: a model directory of its own
+//!   [expert_routing.safetensors] the experts' trained router and logit mix
+//!   [experts/NAME/]            each expert (a specialist that contributes its answers,
+//!                              crate::experts): a model directory of its own
 //! ```
 //!
 //! [`ModelDir::files`] lists every file with the checksum its directory records;
@@ -23,11 +24,11 @@
 
 use std::path::{Path, PathBuf};
 
-use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
+use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, set_experts, sha256_file};
 
 use crate::error::ModelError;
 use crate::expert_routing::ExpertRouting;
-use crate::experts::{EXPERTS_FILE, ExpertList, ExpertRef};
+use crate::experts::{ExpertList, ExpertRef};
 use crate::labels::{LABELS_FILE, LabelSpace};
 use crate::serialize_settings::SERIALIZE_FILE;
 
@@ -55,15 +56,9 @@ pub struct ModelDir {
 impl ModelDir {
     /// Reads the manifest, the label space and the list of experts of the directory `path`.
     pub fn open(path: &Path) -> Result<Self, ModelError> {
-        let manifest_path = path.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&manifest_path).map_err(|e| ModelError::io(&manifest_path, e))?;
-        let manifest: SwarmManifest =
-            serde_json::from_slice(&bytes).map_err(|e| ModelError::File {
-                path: manifest_path.clone(),
-                reason: format!("not a swarm manifest: {e}"),
-            })?;
+        let manifest = SwarmManifest::read(&path.join(MANIFEST_FILE))?;
         let space = LabelSpace::load(&path.join(LABELS_FILE), manifest.version)?;
-        let experts = ExpertList::load(path)?;
+        let experts = ExpertList::of(&manifest);
         Ok(ModelDir {
             path: path.to_path_buf(),
             manifest,
@@ -82,7 +77,7 @@ impl ModelDir {
         &self.manifest
     }
 
-    /// Its list of experts (empty without `experts.json`).
+    /// Its experts: the specialists its manifest lists that contribute their answers.
     pub fn experts(&self) -> &ExpertList {
         &self.experts
     }
@@ -140,9 +135,6 @@ impl ModelDir {
             }
         }
         files.push(file("serialization", SERIALIZE_FILE, None));
-        if !self.experts.experts.is_empty() {
-            files.push(file("experts", EXPERTS_FILE, None));
-        }
         if let Some(f) = &self.experts.routing {
             files.push(file("expert routing", &f.path, Some(&f.sha256)));
         }
@@ -233,16 +225,17 @@ impl ModelDir {
         Ok(true)
     }
 
-    /// Stores `routing` as the experts' trained routing: its file, then `experts.json`
-    /// pointing at it, each written atomically.
+    /// Stores `routing` as the experts' trained routing: its file, then the manifest pointing
+    /// at it, each written atomically.
     pub fn set_expert_routing(&mut self, routing: &ExpertRouting) -> Result<(), ModelError> {
         self.store_routing(routing)?;
-        self.experts.save(&self.path)
+        self.save_experts()
     }
 
     /// Lists `expert` (already copied into the directory) after the others, with `routing`
     /// as the experts' routing where the directory has a trained one (it must then route the
-    /// new expert too): the routing's file, then `experts.json`, each written atomically.
+    /// new expert too): the routing's file, then the manifest, each written atomically. Refuses
+    /// a name another specialist (of either kind) already has.
     pub fn add_expert(
         &mut self,
         expert: ExpertRef,
@@ -250,26 +243,36 @@ impl ModelDir {
     ) -> Result<(), ModelError> {
         if routing.is_none() && self.experts.routing.is_some() {
             return Err(ModelError::File {
-                path: self.path.join(EXPERTS_FILE),
+                path: self.path.join(MANIFEST_FILE),
                 reason: "has a trained routing, which must be given a gate for the new expert"
                     .into(),
             });
         }
+        let before = self.experts.clone();
         self.experts.experts.push(expert);
-        if let Some(routing) = routing
-            && let Err(error) = self.store_routing(routing)
-        {
-            self.experts.experts.pop();
+        let stored = match routing {
+            Some(routing) => self.store_routing(routing),
+            None => Ok(()),
+        };
+        if let Err(error) = stored.and_then(|()| self.save_experts()) {
+            self.experts = before;
             return Err(error);
         }
-        self.experts.save(&self.path)
+        Ok(())
+    }
+
+    /// Writes the list of experts in memory into the manifest, and keeps the manifest it wrote.
+    fn save_experts(&mut self) -> Result<(), ModelError> {
+        let (experts, routing) = (self.experts.experts.clone(), self.experts.routing.clone());
+        self.manifest = set_experts(&self.path, experts, routing)?;
+        Ok(())
     }
 
     /// Writes `routing`'s file and records it in the list in memory.
     fn store_routing(&mut self, routing: &ExpertRouting) -> Result<(), ModelError> {
         if routing.experts() != self.experts.experts.len() {
             return Err(ModelError::File {
-                path: self.path.join(EXPERTS_FILE),
+                path: self.path.join(MANIFEST_FILE),
                 reason: format!(
                     "lists {} experts, but the routing routes {}",
                     self.experts.experts.len(),

@@ -87,7 +87,7 @@ impl SerializeSettings {
     /// upgraded in memory).
     pub fn from_json(bytes: &[u8], version: ManifestVersion) -> serde_json::Result<Self> {
         match version {
-            ManifestVersion::V2 => serde_json::from_slice(bytes),
+            ManifestVersion::V2 | ManifestVersion::V3 => serde_json::from_slice(bytes),
             ManifestVersion::V1 => {
                 serde_json::from_slice::<SerializeSettingsV1>(bytes).map(Into::into)
             }

@@ -11,7 +11,8 @@ use colswarm_model::{
 };
 use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::{
-    MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion, set_router_threshold,
+    LEGACY_EXPERTS_FILE, MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_FORMAT_V1, MANIFEST_FORMAT_V2,
+    ManifestVersion, set_router_threshold,
 };
 use colswarm_tables::Table;
 use serde_json::Value;
@@ -26,9 +27,9 @@ fn shipped() -> PathBuf {
 fn without_word_vectors(to: &Path) -> PathBuf {
     copy_dir(&shipped(), to);
     // Models of those layouts had no domain experts (and the shipped ones read word vectors).
-    std::fs::remove_file(to.join(colswarm_model::EXPERTS_FILE)).unwrap();
     std::fs::remove_dir_all(to.join("experts")).unwrap();
     let mut manifest = read_json(&to.join(MANIFEST_FILE));
+    as_v2(&mut manifest);
     manifest.as_object_mut().unwrap().remove("column_words");
     manifest["config"]
         .as_object_mut()
@@ -36,6 +37,30 @@ fn without_word_vectors(to: &Path) -> PathBuf {
         .remove("column_words");
     write_json(&to.join(MANIFEST_FILE), &manifest);
     to.to_path_buf()
+}
+
+/// A v3 manifest as the v2 layout wrote it: its state specialists alone, without the
+/// `contributes` tag; returns its experts' entries and their routing, which v2 kept in
+/// `experts.json`.
+fn as_v2(manifest: &mut Value) -> (Vec<Value>, Value) {
+    manifest["format"] = MANIFEST_FORMAT_V2.into();
+    let object = manifest.as_object_mut().unwrap();
+    let routing = object.remove("expert_routing").unwrap();
+    let mut experts = Vec::new();
+    let mut state = Vec::new();
+    for mut entry in object["specialists"].as_array().unwrap().clone() {
+        let kind = entry
+            .as_object_mut()
+            .unwrap()
+            .remove("contributes")
+            .unwrap();
+        match kind.as_str().unwrap() {
+            "state" => state.push(entry),
+            _ => experts.push(entry),
+        }
+    }
+    object.insert("specialists".into(), state.into());
+    (experts, routing)
 }
 
 /// That model's files in a `colswarm-swarm-v1` directory at `to`, as colswarm wrote them before
@@ -190,7 +215,7 @@ fn older_serialize_and_label_files_take_the_defaults_they_always_meant() {
 
     // The same files beside a v2 manifest miss required fields: an error naming the file.
     let mut manifest = read_json(&copy.join(MANIFEST_FILE));
-    manifest["format"] = MANIFEST_FORMAT.into();
+    manifest["format"] = MANIFEST_FORMAT_V2.into();
     let config = manifest["config"].as_object_mut().unwrap();
     config.remove("column_pooling");
     config.remove("wide_ngrams");
@@ -288,7 +313,7 @@ fn saving_writes_the_current_layout_with_every_field_and_the_same_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let model = load(&shipped());
     let (swarm, manifest) = Swarm::load(&shipped(), &Device::flex()).unwrap();
-    let out = dir.path().join("v2");
+    let out = dir.path().join("v3");
     swarm
         .save(
             &out,
@@ -308,11 +333,11 @@ fn saving_writes_the_current_layout_with_every_field_and_the_same_outputs() {
         assert!(namespace.get("activation").is_some() && namespace.get("ancestors").is_some());
     }
     let (_, again) = Swarm::load(&out, &Device::flex()).unwrap();
-    assert_eq!(again.version, ManifestVersion::V2);
+    assert_eq!(again.version, ManifestVersion::V3);
     assert_eq!(again.config, manifest.config);
     assert_eq!(logits(&load(&out)), logits(&model));
 
-    // A required field missing from a v2 manifest is an error naming it and the file.
+    // A required field missing from a v3 manifest is an error naming it and the file.
     let mut broken = written.clone();
     broken["config"]
         .as_object_mut()
@@ -323,5 +348,43 @@ fn saving_writes_the_current_layout_with_every_field_and_the_same_outputs() {
     assert!(
         error.contains(MANIFEST_FILE) && error.contains("missing field `head_skip`"),
         "{error}"
+    );
+}
+
+#[test]
+fn a_v2_directory_with_its_experts_file_annotates_as_the_shipped_model_and_rewrites_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("v2");
+    copy_dir(&shipped(), &copy);
+    let shipped_manifest = std::fs::read(shipped().join(MANIFEST_FILE)).unwrap();
+    let mut manifest = read_json(&copy.join(MANIFEST_FILE));
+    let (experts, routing) = as_v2(&mut manifest);
+    assert_eq!(experts.len(), 4, "the shipped model's four experts");
+    write_json(&copy.join(MANIFEST_FILE), &manifest);
+    let mut list = serde_json::json!({ "experts": experts });
+    if !routing.is_null() {
+        list["routing"] = routing;
+    }
+    write_json(&copy.join(LEGACY_EXPERTS_FILE), &list);
+
+    let old = load(&copy);
+    let read = colswarm_swarm::manifest::SwarmManifest::read(&copy).unwrap();
+    assert_eq!(read.version, ManifestVersion::V2);
+    let names: Vec<&str> = old.gate_names().collect();
+    let shipped_model = load(&shipped());
+    assert_eq!(names, shipped_model.gate_names().collect::<Vec<_>>());
+    let annotate = |dir: &Path| {
+        let annotator = colswarm_model::Annotator::builder(dir).build().unwrap();
+        serde_json::to_string(&annotator.annotate_all(&tables()).unwrap()).unwrap()
+    };
+    assert_eq!(annotate(&copy), annotate(&shipped()));
+
+    // The first rewrite writes the one list, byte for byte the shipped manifest, and removes
+    // the second file.
+    set_router_threshold(&copy, read.config.threshold).unwrap();
+    assert!(!copy.join(LEGACY_EXPERTS_FILE).exists());
+    assert_eq!(
+        std::fs::read(copy.join(MANIFEST_FILE)).unwrap(),
+        shipped_manifest
     );
 }

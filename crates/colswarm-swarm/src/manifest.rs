@@ -12,7 +12,13 @@
 //!                                 fixed word vectors (f16), when the config reads word vectors
 //!   alignment-<name>.safetensors   one per specialist
 //!   specialists/<name>.safetensors (or any path the manifest names)
+//!   experts/<name>/               each specialist that contributes its answers: a model
+//!                                 directory of its own ([`ExpertRef`])
 //! ```
+//!
+//! The manifest lists every specialist in one list, each saying what it contributes: its state
+//! (fused into the primary's) or its answers (mixed into the primary's). Older layouts are
+//! read and migrated ([`ManifestVersion`]).
 //!
 //! Loading recomputes every file's SHA-256 and refuses a file whose checksum differs from the
 //! manifest's, naming the file and the component.
@@ -33,6 +39,7 @@ use crate::orchestrator::{Orchestrator, OrchestratorConfig, Swarm};
 use crate::specialist::FrozenSpecialist;
 use crate::word_vectors::{ColumnWordsConfig, WordVectors};
 
+mod experts;
 mod format;
 mod params;
 
@@ -41,7 +48,8 @@ use params::ComponentParams;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use format::{MANIFEST_FORMAT, MANIFEST_FORMAT_V1, ManifestVersion};
+pub use experts::{ExpertRef, LEGACY_EXPERTS_FILE, set_experts};
+pub use format::{MANIFEST_FORMAT, MANIFEST_FORMAT_V1, MANIFEST_FORMAT_V2, ManifestVersion};
 /// The manifest's file name inside a model directory.
 pub const MANIFEST_FILE: &str = "swarm.json";
 
@@ -64,7 +72,8 @@ pub struct WordFiles {
     pub vectors: FileRef,
 }
 
-/// A specialist of the swarm.
+/// A specialist that contributes its state: a frozen RWKV-7 checkpoint whose recurrent state
+/// is aligned and fused into the primary's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpecialistRef {
     /// Name (used in reports and annotations).
@@ -80,7 +89,7 @@ pub struct SpecialistRef {
 /// [`MANIFEST_FORMAT`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct SwarmManifest {
-    /// The layout the manifest was read in ([`ManifestVersion::V2`] for one just saved): it
+    /// The layout the manifest was read in ([`ManifestVersion::V3`] for one just saved): it
     /// says how the directory's other files (`labels.json`, `serialize.json`) are laid out.
     pub version: ManifestVersion,
     /// The orchestrator's configuration.
@@ -104,8 +113,22 @@ pub struct SwarmManifest {
     pub column_ngrams: Option<FileRef>,
     /// The word-vector files (present exactly when the config reads word vectors).
     pub column_words: Option<WordFiles>,
-    /// The specialists, in router order.
+    /// The specialists that contribute their state, in router order.
     pub specialists: Vec<SpecialistRef>,
+    /// The specialists that contribute their answers (whole models), in router order, after
+    /// the state specialists.
+    pub experts: Vec<ExpertRef>,
+    /// Their trained router and logit mix (the model crate's `ExpertRouting`); `None`: each
+    /// one's [`ExpertRef::open_below`] rule and the plain average.
+    pub expert_routing: Option<FileRef>,
+}
+
+impl SwarmManifest {
+    /// The manifest at `path` (a `swarm.json` file or the directory holding it), an older
+    /// layout migrated in memory (a v2 directory's `experts.json` folded in).
+    pub fn read(path: &Path) -> Result<Self, SwarmError> {
+        read_manifest(path).map(|(_, manifest)| manifest)
+    }
 }
 
 fn resolve(dir: &Path, file: &FileRef) -> PathBuf {
@@ -319,7 +342,8 @@ fn save_component<M: Module>(module: &M, dir: &Path, name: &str) -> Result<FileR
 impl Swarm {
     /// Saves the swarm into `dir` (created if needed) with its manifest. Specialists loaded from
     /// a file keep their path (relative to `dir` when inside it); in-memory ones are written to
-    /// `dir/specialists/`.
+    /// `dir/specialists/`. The answering specialists the directory lists already (and their
+    /// routing) are kept, as their directories are.
     pub fn save(
         &self,
         dir: &Path,
@@ -341,8 +365,15 @@ impl Swarm {
         };
         let specialists = self.save_specialists(dir)?;
         let routed = !specialists.is_empty();
-        let manifest = SwarmManifest {
-            version: ManifestVersion::V2,
+        let (experts, expert_routing) = match dir.join(MANIFEST_FILE).exists() {
+            true => {
+                let old = SwarmManifest::read(dir)?;
+                (old.experts, old.expert_routing)
+            }
+            false => (Vec::new(), None),
+        };
+        let mut manifest = SwarmManifest {
+            version: ManifestVersion::V3,
             config: config.clone(),
             cta_labels: cta_labels.to_vec(),
             cpa_labels: cpa_labels.to_vec(),
@@ -362,12 +393,17 @@ impl Swarm {
                 .transpose()?,
             column_words: save_words(o, dir)?,
             specialists,
+            experts,
+            expert_routing,
         };
-        let json = serde_json::to_vec_pretty(&manifest).map_err(|e| SwarmError::Manifest {
-            path: dir.join(MANIFEST_FILE),
-            reason: e.to_string(),
-        })?;
-        write_atomically(&dir.join(MANIFEST_FILE), &json)?;
+        if let Some(name) = format::first_repeated(manifest.specialist_names()) {
+            return Err(SwarmError::Manifest {
+                path: dir.join(MANIFEST_FILE),
+                reason: format!("the specialist name {name:?} would be listed twice"),
+            });
+        }
+        manifest.version = ManifestVersion::V3;
+        rewrite_manifest(&dir.join(MANIFEST_FILE), &manifest)?;
         Ok(manifest)
     }
 
@@ -492,7 +528,8 @@ impl Swarm {
     }
 }
 
-/// The manifest at `path` (a `swarm.json` file or the directory holding it), with its path.
+/// The manifest at `path` (a `swarm.json` file or the directory holding it), with its path; a
+/// v2 directory's `experts.json` folded in.
 fn read_manifest(path: &Path) -> Result<(PathBuf, SwarmManifest), SwarmError> {
     let manifest_path = if path.is_dir() {
         path.join(MANIFEST_FILE)
@@ -503,10 +540,12 @@ fn read_manifest(path: &Path) -> Result<(PathBuf, SwarmManifest), SwarmError> {
         path: manifest_path.clone(),
         source,
     })?;
-    let manifest = serde_json::from_slice(&bytes).map_err(|e| SwarmError::Manifest {
-        path: manifest_path.clone(),
-        reason: e.to_string(),
-    })?;
+    let mut manifest: SwarmManifest =
+        serde_json::from_slice(&bytes).map_err(|e| SwarmError::Manifest {
+            path: manifest_path.clone(),
+            reason: e.to_string(),
+        })?;
+    manifest.fold_legacy_experts(&manifest_path)?;
     Ok((manifest_path, manifest))
 }
 
@@ -558,8 +597,9 @@ pub fn point_word_vectors(dir: &Path, path: &str) -> Result<SwarmManifest, Swarm
     Ok(manifest)
 }
 
-/// Writes a manifest read by [`read_manifest`] back in place, atomically; refuses one read in
-/// an older layout, whose directory's other files would then be read in the current one.
+/// Writes a manifest read by [`read_manifest`] back in place, atomically, as v3; then removes a
+/// v2 directory's `experts.json`, which the manifest now holds. Refuses one read in the v1
+/// layout, whose directory's other files would then be read in the current one.
 fn rewrite_manifest(manifest_path: &Path, manifest: &SwarmManifest) -> Result<(), SwarmError> {
     ensure_rewritable(manifest_path, manifest)?;
     let json = serde_json::to_vec_pretty(manifest).map_err(|e| SwarmError::Manifest {
@@ -567,12 +607,22 @@ fn rewrite_manifest(manifest_path: &Path, manifest: &SwarmManifest) -> Result<()
         reason: e.to_string(),
     })?;
     write_atomically(manifest_path, &json)?;
-    Ok(())
+    let legacy = manifest_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(LEGACY_EXPERTS_FILE);
+    match std::fs::remove_file(&legacy) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SwarmError::Io {
+            path: legacy,
+            source: e,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a manifest read in an older layout ([`rewrite_manifest`]).
 fn ensure_rewritable(manifest_path: &Path, manifest: &SwarmManifest) -> Result<(), SwarmError> {
-    if manifest.version == ManifestVersion::V2 {
+    if manifest.version.rewritable() {
         return Ok(());
     }
     Err(SwarmError::Manifest {

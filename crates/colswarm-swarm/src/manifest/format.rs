@@ -1,8 +1,16 @@
 //! The layouts of `swarm.json` on disk, and the migration of older ones.
 //!
-//! - `colswarm-swarm-v2` ([`MANIFEST_FORMAT`], what [`Swarm::save`] writes): every field is
-//!   present, an absent component or option written as `null`; a field missing or unknown is
-//!   an error. The directory's `labels.json` and `serialize.json` hold every field too.
+//! - `colswarm-swarm-v3` ([`MANIFEST_FORMAT`], what [`Swarm::save`] writes): one list of
+//!   specialists, each saying what it contributes (`"contributes": "state"`, fused into the
+//!   primary's state, or `"answers"`, a whole model whose answers are mixed into the
+//!   primary's), and the trained routing of the answering ones (`expert_routing`). Every field
+//!   is present, an absent component or option written as `null`; a field missing or unknown
+//!   is an error; a name listed twice is an error. The directory's `labels.json` and
+//!   `serialize.json` hold every field too.
+//! - `colswarm-swarm-v2` ([`MANIFEST_FORMAT_V2`]): the same, but the list holds the state
+//!   specialists only; the answering ones (then called domain experts) and their routing are
+//!   in a second file beside it, `experts.json` ([`super::experts`]), folded in when the
+//!   manifest is read. Rewriting such a manifest writes v3 and removes `experts.json`.
 //! - `colswarm-swarm-v1` ([`MANIFEST_FORMAT_V1`]): fields added over time may be missing, and
 //!   mean what those files always meant (no head skip, no column n-grams, heads 256 wide, …).
 //!   A v1 manifest is upgraded in memory when read; its files are never rewritten. Models that
@@ -14,7 +22,7 @@
 use colswarm_rwkv::RwkvConfig;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{FileRef, SpecialistRef, SwarmManifest, WordFiles};
+use super::{ExpertRef, FileRef, SpecialistRef, SwarmManifest, WordFiles};
 use crate::fusion::FusionMode;
 use crate::heads::LabelKind;
 use crate::ngram_embedding::ColumnNgramsConfig;
@@ -22,7 +30,9 @@ use crate::orchestrator::{HeadSkip, OrchestratorConfig};
 use crate::word_vectors::ColumnWordsConfig;
 
 /// The `format` of the manifests this version writes.
-pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v2";
+pub const MANIFEST_FORMAT: &str = "colswarm-swarm-v3";
+/// The `format` of the second layout (experts listed apart), still read and rewritten as v3.
+pub const MANIFEST_FORMAT_V2: &str = "colswarm-swarm-v2";
 /// The `format` of the first layout, still read (and migrated in memory).
 pub const MANIFEST_FORMAT_V1: &str = "colswarm-swarm-v1";
 
@@ -31,8 +41,10 @@ pub const MANIFEST_FORMAT_V1: &str = "colswarm-swarm-v1";
 pub enum ManifestVersion {
     /// `colswarm-swarm-v1`: optional fields, upgraded in memory with their defaults.
     V1,
-    /// `colswarm-swarm-v2`: every field present.
+    /// `colswarm-swarm-v2`: every field present; the experts in `experts.json`.
     V2,
+    /// `colswarm-swarm-v3`: every field present; one list of specialists.
+    V3,
 }
 
 impl ManifestVersion {
@@ -40,8 +52,15 @@ impl ManifestVersion {
     pub fn format(self) -> &'static str {
         match self {
             ManifestVersion::V1 => MANIFEST_FORMAT_V1,
-            ManifestVersion::V2 => MANIFEST_FORMAT,
+            ManifestVersion::V2 => MANIFEST_FORMAT_V2,
+            ManifestVersion::V3 => MANIFEST_FORMAT,
         }
+    }
+
+    /// Whether the directory's other files (`labels.json`, `serialize.json`) are in the current
+    /// layout, so that the manifest may be rewritten as v3 in place.
+    pub fn rewritable(self) -> bool {
+        self != ManifestVersion::V1
     }
 }
 
@@ -51,11 +70,12 @@ fn required<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
     Option::<T>::deserialize(d)
 }
 
-/// `colswarm-swarm-v2`.
-#[derive(Serialize, Deserialize)]
+/// `colswarm-swarm-v2` (read only).
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ManifestV2 {
-    format: String,
+    #[serde(rename = "format")]
+    _format: String,
     config: ConfigV2,
     cta_labels: Vec<String>,
     cpa_labels: Vec<String>,
@@ -74,6 +94,52 @@ struct ManifestV2 {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     column_words: Option<WordFiles>,
     specialists: Vec<SpecialistRef>,
+}
+
+/// `colswarm-swarm-v3`: as v2, with one list of specialists and the experts' routing.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestV3 {
+    format: String,
+    config: ConfigV2,
+    cta_labels: Vec<String>,
+    cpa_labels: Vec<String>,
+    primary: FileRef,
+    #[serde(deserialize_with = "required")]
+    router: Option<FileRef>,
+    #[serde(deserialize_with = "required")]
+    fusion: Option<FileRef>,
+    cta_head: FileRef,
+    cpa_head: FileRef,
+    #[serde(deserialize_with = "required")]
+    column_ngrams: Option<FileRef>,
+    #[serde(deserialize_with = "required")]
+    column_words: Option<WordFiles>,
+    /// The state specialists first, then the answering ones: the router's order.
+    specialists: Vec<SpecialistEntry>,
+    /// The answering specialists' trained router and logit mix; `null`: their rules and the
+    /// plain average.
+    #[serde(deserialize_with = "required")]
+    expert_routing: Option<FileRef>,
+}
+
+/// One specialist of a v3 manifest, by what it contributes.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "contributes", rename_all = "snake_case")]
+enum SpecialistEntry {
+    /// Its recurrent state, aligned and fused into the primary's before the primary answers.
+    State(SpecialistRef),
+    /// Its answers: a whole model whose logits are mixed into the primary's.
+    Answers(ExpertRef),
+}
+
+impl SpecialistEntry {
+    fn name(&self) -> &str {
+        match self {
+            SpecialistEntry::State(s) => &s.name,
+            SpecialistEntry::Answers(e) => &e.name,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -268,6 +334,8 @@ impl ManifestV1 {
             column_ngrams: self.column_ngrams,
             column_words: None,
             specialists: self.specialists,
+            experts: Vec::new(),
+            expert_routing: None,
         })
     }
 }
@@ -326,10 +394,13 @@ impl From<&OrchestratorConfig> for ConfigV2 {
     }
 }
 
-/// Written as `colswarm-swarm-v2`, whatever layout the manifest was read from.
+/// Written as `colswarm-swarm-v3`, whatever layout the manifest was read from.
 impl Serialize for SwarmManifest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        ManifestV2 {
+        let specialists = (self.specialists.iter().cloned().map(SpecialistEntry::State))
+            .chain(self.experts.iter().cloned().map(SpecialistEntry::Answers))
+            .collect();
+        ManifestV3 {
             format: MANIFEST_FORMAT.into(),
             config: (&self.config).into(),
             cta_labels: self.cta_labels.clone(),
@@ -341,7 +412,8 @@ impl Serialize for SwarmManifest {
             cpa_head: self.cpa_head.clone(),
             column_ngrams: self.column_ngrams.clone(),
             column_words: self.column_words.clone(),
-            specialists: self.specialists.clone(),
+            specialists,
+            expert_routing: self.expert_routing.clone(),
         }
         .serialize(serializer)
     }
@@ -358,6 +430,38 @@ impl<'de> Deserialize<'de> for SwarmManifest {
             .ok_or_else(|| D::Error::missing_field("format"))?;
         match format.as_str() {
             Some(MANIFEST_FORMAT) => {
+                let v3 = ManifestV3::deserialize(value).map_err(D::Error::custom)?;
+                if let Some(name) = first_repeated(v3.specialists.iter().map(SpecialistEntry::name))
+                {
+                    return Err(D::Error::custom(format!(
+                        "the specialist name {name:?} is listed twice"
+                    )));
+                }
+                let (mut specialists, mut experts) = (Vec::new(), Vec::new());
+                for entry in v3.specialists {
+                    match entry {
+                        SpecialistEntry::State(s) => specialists.push(s),
+                        SpecialistEntry::Answers(e) => experts.push(e),
+                    }
+                }
+                Ok(SwarmManifest {
+                    version: ManifestVersion::V3,
+                    config: v3.config.into(),
+                    cta_labels: v3.cta_labels,
+                    cpa_labels: v3.cpa_labels,
+                    primary: v3.primary,
+                    router: v3.router,
+                    fusion: v3.fusion,
+                    cta_head: v3.cta_head,
+                    cpa_head: v3.cpa_head,
+                    column_ngrams: v3.column_ngrams,
+                    column_words: v3.column_words,
+                    specialists,
+                    experts,
+                    expert_routing: v3.expert_routing,
+                })
+            }
+            Some(MANIFEST_FORMAT_V2) => {
                 let v2 = ManifestV2::deserialize(value).map_err(D::Error::custom)?;
                 Ok(SwarmManifest {
                     version: ManifestVersion::V2,
@@ -372,6 +476,8 @@ impl<'de> Deserialize<'de> for SwarmManifest {
                     column_ngrams: v2.column_ngrams,
                     column_words: v2.column_words,
                     specialists: v2.specialists,
+                    experts: Vec::new(),
+                    expert_routing: None,
                 })
             }
             Some(MANIFEST_FORMAT_V1) => ManifestV1::deserialize(value)
@@ -379,9 +485,15 @@ impl<'de> Deserialize<'de> for SwarmManifest {
                 .migrate()
                 .map_err(D::Error::custom),
             _ => Err(D::Error::custom(format!(
-                "unknown format {format} (this version reads `{MANIFEST_FORMAT}` and \
-                 `{MANIFEST_FORMAT_V1}`)"
+                "unknown format {format} (this version reads `{MANIFEST_FORMAT}`, \
+                 `{MANIFEST_FORMAT_V2}` and `{MANIFEST_FORMAT_V1}`)"
             ))),
         }
     }
+}
+
+/// The first name that occurs twice in `names`.
+pub(super) fn first_repeated<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|name| !seen.insert(*name))
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use colswarm_model::{Columns, Example, LABELS_FILE, Model, Progress, rows_of};
 use colswarm_rwkv::checkpoint::write_atomically;
+use colswarm_swarm::manifest::LEGACY_EXPERTS_FILE;
 use colswarm_tables::{SparseFeatures, Table, fnv1a};
 use serde::{Deserialize, Serialize};
 
@@ -115,7 +116,13 @@ pub(super) fn features_key(
     labels: &[String],
 ) -> Result<String, TrainError> {
     let mut bytes = Vec::new();
-    for file in ["swarm.json", LABELS_FILE, "experts.json", "serialize.json"] {
+    // (A v2 directory lists its experts in a second file.)
+    for file in [
+        "swarm.json",
+        LABELS_FILE,
+        LEGACY_EXPERTS_FILE,
+        "serialize.json",
+    ] {
         if let Ok(content) = std::fs::read(model_dir.join(file)) {
             bytes.extend(content);
         }

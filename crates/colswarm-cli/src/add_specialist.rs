@@ -1,6 +1,7 @@
-//! `add-expert`: puts a model trained on one benchmark's tables alone beside a model's primary,
-//! as a domain expert that the experts' router opens and whose logits are mixed into the
-//! primary's ([`colswarm_model::expert_routing`]).
+//! `add-specialist` (once `add-expert`): puts a whole model, e.g. one trained on one
+//! benchmark's tables alone, beside a model's primary as a specialist that contributes its
+//! answers: the router's gate opens it and its logits are mixed into the primary's
+//! ([`colswarm_model::expert_routing`]). The manifest lists it with the other specialists.
 
 use std::path::{Path, PathBuf};
 
@@ -13,21 +14,21 @@ use crate::device_arg::DeviceArg;
 use crate::evaluate::load_model;
 
 #[derive(Args, Debug)]
-pub(crate) struct AddExpertArgs {
-    /// Model directory the expert joins.
+pub(crate) struct AddSpecialistArgs {
+    /// Model directory the specialist joins.
     #[arg(long)]
     model: PathBuf,
-    /// The expert, NAME=DIR: a model directory trained without specialists, reading tables as
-    /// the model does (the same serialization and word vectors; its n-grams may differ, e.g.
+    /// The specialist, NAME=DIR: a model directory trained without specialists, reading tables
+    /// as the model does (the same serialization and word vectors; its n-grams may differ, e.g.
     /// `--neighbour-ngrams`), e.g. the same recipe trained on one benchmark alone. It is copied
-    /// into the model's `experts/NAME/`.
-    #[arg(long, value_name = "NAME=DIR")]
-    expert: String,
-    /// Write the model with its new expert to this new directory (a copy of --model) instead
-    /// of adding it to --model in place.
+    /// into the model's `experts/NAME/`; NAME must differ from every specialist's the model has.
+    #[arg(long, alias = "expert", value_name = "NAME=DIR")]
+    specialist: String,
+    /// Write the model with its new specialist to this new directory (a copy of --model)
+    /// instead of adding it to --model in place.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The rule the router's gate for the expert starts from (until `train-router` trains it):
+    /// The rule the router's gate for the specialist starts from (until `train-router` trains it):
     /// it opens on a table where the model's least confident answer in the expert's
     /// namespaces (the best label's probability, over the table's columns and relations) is
     /// below this probability; without it, on every table.
@@ -37,19 +38,21 @@ pub(crate) struct AddExpertArgs {
     device: DeviceArg,
 }
 
-pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
-    let Some((name, from)) = args.expert.split_once('=') else {
-        bail!("--expert {}: expected NAME=DIR", args.expert);
+pub(crate) fn cmd_add_specialist(args: AddSpecialistArgs) -> Result<()> {
+    let Some((name, from)) = args.specialist.split_once('=') else {
+        bail!("--specialist {}: expected NAME=DIR", args.specialist);
     };
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     if name.is_empty() || !name.chars().all(valid) {
-        bail!("--expert {name:?}: a name is letters, digits, '-' and '_' (it names a directory)");
+        bail!(
+            "--specialist {name:?}: a name is letters, digits, '-' and '_' (it names a directory)"
+        );
     }
     let from = Path::new(from);
     let primary = load_model(&args.model, args.device)?;
-    if primary.experts.iter().any(|e| e.name == name) {
+    if primary.gate_names().any(|known| known == name) {
         bail!(
-            "{} already has an expert named {name:?}",
+            "{} already has a specialist named {name:?}",
             args.model.display()
         );
     }
@@ -100,9 +103,9 @@ pub(crate) fn cmd_add_expert(args: AddExpertArgs) -> Result<()> {
 
     // What was written loads, checksums and all.
     let model = Model::load(&dir, &args.device.open()?)
-        .with_context(|| format!("loading {} with its new expert", dir.display()))?;
+        .with_context(|| format!("loading {} with its new specialist", dir.display()))?;
     println!(
-        "expert {name}: knows {} of the model's {} CTA labels and {} of its {} CPA relations; stored in {}",
+        "specialist {name}: knows {} of the model's {} CTA labels and {} of its {} CPA relations; stored in {}",
         expert.shared_labels(Task::Cta),
         model.space.len(Task::Cta),
         expert.shared_labels(Task::Cpa),
