@@ -359,12 +359,16 @@ fn print_reading(manifest: &SwarmManifest, model: &Model) -> Result<()> {
             ns.labels.len()
         );
     }
-    out!(
-        "fusion {:?}, alignment identity where the shapes agree, else trained maps, threshold {}, budget {:?}",
-        manifest.config.fusion,
-        manifest.config.threshold,
-        manifest.config.budget
-    );
+    if manifest.specialists.is_empty() {
+        out!("state fusion: none (no state specialist)");
+    } else {
+        out!(
+            "fusion {:?}, alignment identity where the shapes agree, else trained maps, threshold {}, budget {:?}",
+            manifest.config.fusion,
+            manifest.config.threshold,
+            manifest.config.budget
+        );
+    }
     let c = &manifest.config;
     out!(
         "column: pooling span mean, n-grams {}, word vectors {}, head skip {:?}{}",

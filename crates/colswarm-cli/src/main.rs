@@ -13,7 +13,6 @@ macro_rules! out {
     };
 }
 
-mod add_specialist;
 mod annotate;
 mod calibrate;
 mod device_arg;
@@ -22,6 +21,7 @@ mod fine_tune;
 mod pretrain;
 mod probe;
 mod shard;
+mod specialists;
 mod stdout;
 mod train;
 
@@ -78,7 +78,10 @@ enum Command {
     /// on one benchmark's tables alone), frozen, whose logits the router's gate lets into the
     /// primary's for the labels both know.
     #[command(alias = "add-expert")]
-    AddSpecialist(add_specialist::AddSpecialistArgs),
+    AddSpecialist(specialists::AddSpecialistArgs),
+    /// Removes specialists of either kind from a model: a state specialist's gate, alignment
+    /// and fusion parameters go with it, so the model answers as it did with it closed.
+    RemoveSpecialist(specialists::RemoveSpecialistArgs),
     /// Averages the weights of model directories of one run (e.g. its last epochs' checkpoints)
     /// into a new model directory.
     Average(AverageArgs),
@@ -102,7 +105,8 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::cmd_annotate(args),
         Command::Embed(args) => annotate::cmd_embed(args),
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
-        Command::AddSpecialist(args) => add_specialist::cmd_add_specialist(args),
+        Command::AddSpecialist(args) => specialists::cmd_add_specialist(args),
+        Command::RemoveSpecialist(args) => specialists::cmd_remove_specialist(args),
         Command::FineTune(args) => fine_tune::cmd_fine_tune(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),

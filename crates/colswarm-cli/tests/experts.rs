@@ -385,3 +385,108 @@ fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
     };
     assert_eq!(rates(&mix_only.join("model")), rates(&shipped));
 }
+
+/// The router's gates of an annotation, by name, and the annotation without them.
+fn split_router(annotation: &str) -> (Vec<String>, serde_json::Value) {
+    let mut value: serde_json::Value = serde_json::from_str(annotation.trim()).unwrap();
+    let router = value.as_object_mut().unwrap().remove("router").unwrap();
+    let names = router
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["specialist"].as_str().unwrap().to_string())
+        .collect();
+    (names, value)
+}
+
+#[test]
+fn removing_specialists_of_either_kind_keeps_every_other_answer() {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let table = root().join("datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv");
+    let annotate = |dir: &Path| {
+        stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            dir.to_str().unwrap(),
+            table.to_str().unwrap(),
+        ]))
+    };
+    let manifest = |dir: &Path| json(&dir.join("swarm.json"));
+    let state: Vec<String> = (manifest(&shipped)["specialists"].as_array().unwrap())
+        .iter()
+        .filter(|s| s["contributes"] == "state")
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+
+    // An unknown name is refused before anything is written.
+    let out = work.path().join("none");
+    let run = colswarm(&[
+        "remove-specialist",
+        "--model",
+        shipped.to_str().unwrap(),
+        "--specialist",
+        "nobody",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("\"nobody\"") && err.contains("t2d-silver"),
+        "{err}"
+    );
+    assert!(!out.exists());
+
+    // Without its state specialists (the shipped router's threshold keeps them closed) the
+    // model gives the same answers; their files are gone.
+    assert!(!state.is_empty(), "the shipped model has state specialists");
+    let stateless = work.path().join("stateless");
+    let mut args = vec![
+        "remove-specialist".to_string(),
+        "--model".into(),
+        shipped.to_str().unwrap().into(),
+        "--out".into(),
+        stateless.to_str().unwrap().into(),
+    ];
+    for name in &state {
+        args.extend(["--specialist".to_string(), name.clone()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let said = stdout(&colswarm(&args));
+    assert!(
+        said.contains("now has the specialists wikitables-expert"),
+        "{said}"
+    );
+    let listed = manifest(&stateless);
+    assert!(listed["router"].is_null() && listed["fusion"].is_null());
+    for file in ["router.safetensors", "fusion.safetensors", "specialists"] {
+        assert!(!stateless.join(file).exists(), "{file}");
+    }
+    let (names, answers) = split_router(&annotate(&stateless));
+    let (shipped_names, shipped_answers) = split_router(&annotate(&shipped));
+    assert_eq!(answers, shipped_answers);
+    let experts: Vec<String> = (shipped_names.into_iter())
+        .filter(|n| !state.contains(n))
+        .collect();
+    assert_eq!(names, experts);
+    let inspected = stdout(&colswarm(&["inspect", stateless.to_str().unwrap()]));
+    assert!(
+        inspected.contains("state fusion: none") && !inspected.contains("(state)"),
+        "{inspected}"
+    );
+
+    // An expert removed in place: out of the list and the router, its directory deleted.
+    stdout(&colswarm(&[
+        "remove-specialist",
+        "--model",
+        stateless.to_str().unwrap(),
+        "--specialist",
+        "t2d-silver",
+    ]));
+    assert!(!stateless.join("experts/t2d-silver").exists());
+    assert!(!work.path().join("stateless.removing").exists());
+    let (names, _) = split_router(&annotate(&stateless));
+    assert!(!names.iter().any(|n| n == "t2d-silver"), "{names:?}");
+    assert!(!manifest(&stateless).to_string().contains("t2d-silver"));
+}

@@ -16,7 +16,9 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::checkpoint::{CheckpointFile, save_module};
 use colswarm_rwkv::init::ParamFactory;
 use colswarm_swarm::manifest::{FileRef, sha256_file};
-use colswarm_swarm::{LogitMix, LogitMixConfig, SpecialistRouter, SpecialistRouterConfig};
+use colswarm_swarm::{
+    LogitMix, LogitMixConfig, SpecialistRouter, SpecialistRouterConfig, without_index,
+};
 
 use crate::error::ModelError;
 use crate::experts::ExpertList;
@@ -123,6 +125,107 @@ impl ExpertRouting {
         ExpertRouting { router, mix }
     }
 
+    /// This routing without expert `i`: its gate, its confidence input and its weight in the
+    /// mix leave; the other experts' gates and weights are kept. (The inverse of
+    /// [`ExpertRouting::with_expert`] for the last expert.)
+    pub fn without_expert(&self, i: usize) -> Self {
+        let n = self.experts();
+        let d_model = self.router.gate.weight.shape().dims::<2>()[0] - n;
+        let weight = self.router.gate.weight.val();
+        // Rows: the pooled read, then one confidence per expert; columns: one gate per expert.
+        let weight = without_index(without_index(weight, 0, d_model + i), 1, i);
+        let bias = (self.router.gate.bias.as_ref())
+            .map(|b| Param::from_tensor(without_index(b.val(), 0, i)));
+        let device = weight.device();
+        let mut router = SpecialistRouterConfig::new(d_model + n - 1, n - 1)
+            .with_threshold(self.router.threshold())
+            .init(&device);
+        router.gate.weight = Param::from_tensor(weight);
+        router.gate.bias = bias;
+        let mut mix = LogitMixConfig::new(self.mix.namespaces(), n - 1).init(&device);
+        mix.weight = Param::from_tensor(without_index(self.mix.weight.val(), 1, i));
+        ExpertRouting { router, mix }
+    }
+
+    /// Expert `i`'s gate set to follow the confidence rule `open_below` (as in
+    /// [`ExpertRouting::from_rule`]: it then reads its own confidence alone); the other gates
+    /// and the mix are kept.
+    pub fn set_rule(&mut self, i: usize, open_below: Option<f32>) {
+        let column = self.rule_column(i, open_below);
+        let n = self.experts();
+        let weight = self.router.gate.weight.val();
+        let rows = weight.dims()[0];
+        let before = (i > 0).then(|| weight.clone().narrow(1, 0, i));
+        let after = (i + 1 < n).then(|| weight.narrow(1, i + 1, n - i - 1));
+        let parts: Vec<Tensor<2>> = [before, Some(column.0.reshape([rows, 1])), after]
+            .into_iter()
+            .flatten()
+            .collect();
+        self.router.gate.weight = Param::from_tensor(Tensor::cat(parts, 1));
+        let device = self.router.gate.weight.device();
+        let mut bias = match &self.router.gate.bias {
+            Some(b) => b.val().into_data().try_to_vec::<f32>().unwrap_or_default(),
+            None => vec![0.0; n],
+        };
+        bias[i] = column.1;
+        self.router.gate.bias = Some(Param::from_tensor(Tensor::from_data(
+            TensorData::new(bias, [n]),
+            &device,
+        )));
+    }
+
+    /// Whether expert `i`'s gate is exactly the rule `open_below` (a routing stored for its
+    /// mix alone, or trained and left where it started).
+    pub fn follows_rule(&self, i: usize, open_below: Option<f32>) -> bool {
+        let (column, bias) = self.rule_column(i, open_below);
+        let rows = self.router.gate.weight.dims()[0];
+        let gate = self
+            .router
+            .gate
+            .weight
+            .val()
+            .narrow(1, i, 1)
+            .reshape([rows]);
+        let stored_bias = (self.router.gate.bias.as_ref())
+            .map(|b| b.val().into_data().try_to_vec::<f32>().unwrap_or_default()[i])
+            .unwrap_or(0.0);
+        let values = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap_or_default();
+        values(gate) == values(column) && stored_bias == bias
+    }
+
+    /// The rule's gate for expert `i`: its column of weights and its bias.
+    fn rule_column(&self, i: usize, open_below: Option<f32>) -> (Tensor<1>, f32) {
+        let rows = self.router.gate.weight.dims()[0];
+        let d_model = rows - self.experts();
+        let mut column = vec![0f32; rows];
+        let bias = match open_below {
+            Some(p) => {
+                column[d_model + i] = -RULE_SHARPNESS;
+                RULE_SHARPNESS * p
+            }
+            None => RULE_SHARPNESS,
+        };
+        let device = self.router.gate.weight.device();
+        (
+            Tensor::from_data(TensorData::new(column, [rows]), &device),
+            bias,
+        )
+    }
+
+    /// Sets expert `expert`'s weight θ in the mix of namespace `namespace` (numbered as
+    /// [`mixed_namespaces`] counts them): 0 leaves the namespace to the primary, 1 is the plain
+    /// average.
+    pub fn set_mix_weight(&mut self, namespace: usize, expert: usize, theta: f32) {
+        let mut weights =
+            (self.mix.weight.val().into_data().try_to_vec::<f32>()).unwrap_or_default();
+        let n = self.experts();
+        weights[namespace * n + expert] = theta;
+        let device = self.mix.weight.device();
+        let shape = [self.mix.namespaces(), n];
+        self.mix.weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(weights, shape), &device));
+    }
+
     /// Number of experts routed.
     pub fn experts(&self) -> usize {
         self.router.n_specialists()
@@ -209,6 +312,18 @@ pub fn mixed_namespaces(space: &LabelSpace) -> usize {
     shared_cta_namespaces(space) + space.cpa.len()
 }
 
+/// The number [`mixed_namespaces`] gives the namespace `name` of `task`; `None` for one the
+/// experts' logits are not mixed into (a fine-tuned CTA namespace) or that does not exist.
+pub fn mix_namespace(space: &LabelSpace, task: Task, name: &str) -> Option<usize> {
+    match task {
+        Task::Cta => space.cta[..shared_cta_namespaces(space)]
+            .iter()
+            .position(|n| n.name == name),
+        Task::Cpa => (space.cpa.iter().position(|n| n.name == name))
+            .map(|i| shared_cta_namespaces(space) + i),
+    }
+}
+
 fn shared_cta_namespaces(space: &LabelSpace) -> usize {
     space.cta.iter().take_while(|n| n.head.is_none()).count()
 }
@@ -229,6 +344,39 @@ pub fn label_namespaces(space: &LabelSpace, task: Task) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removing_an_expert_keeps_the_others_gates_and_weights() {
+        let device = Device::flex();
+        let mut routing = ExpertRouting::from_rule(3, &[Some(0.9), None, Some(0.5)], 2, &device);
+        // Move every weight off the rule, so that a wrong row or column would show.
+        let shape = routing.router.gate.weight.shape().dims::<2>();
+        let values: Vec<f32> = (0..shape[0] * shape[1]).map(|v| v as f32 * 0.01).collect();
+        routing.router.gate.weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), &device));
+        let mix: Vec<f32> = (0..6).map(|v| v as f32).collect();
+        routing.mix.weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(mix, [2, 3]), &device));
+        let reduced = routing.without_expert(1);
+        assert_eq!(reduced.experts(), 2);
+        let rows = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(rows(reduced.mix.weight.val()), [0., 2., 3., 5.]);
+        let full = rows(routing.router.gate.weight.val()); // [3 + 3, 3]
+        let kept = rows(reduced.router.gate.weight.val()); // [3 + 2, 2]
+        let mut expected = Vec::new();
+        for row in [0, 1, 2, 3, 5] {
+            expected.extend([full[row * 3], full[row * 3 + 2]]);
+        }
+        assert_eq!(kept, expected);
+        let bias = |r: &ExpertRouting| r.router.gate.bias.as_ref().unwrap().val();
+        let full_bias = bias(&routing).into_data().try_to_vec::<f32>().unwrap();
+        let kept_bias = bias(&reduced).into_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(kept_bias, [full_bias[0], full_bias[2]]);
+        // Adding an expert and removing it again gives the routing back.
+        let again = reduced.with_expert(Some(0.3)).without_expert(2);
+        assert_eq!(rows(again.router.gate.weight.val()), kept);
+        assert_eq!(rows(again.mix.weight.val()), [0., 2., 3., 5.]);
+    }
 
     fn gates(routing: &ExpertRouting, pooled: Vec<f32>, confidence: &[Vec<f32>]) -> Vec<bool> {
         let device = Device::flex();

@@ -66,7 +66,7 @@ pub use decode::{
 };
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
-pub use expert_routing::{ExpertRouting, ROUTING_FILE};
+pub use expert_routing::{ExpertRouting, ROUTING_FILE, mix_namespace};
 pub use experts::{ExpertList, ExpertRef};
 pub use header_memory::HeaderMemory;
 pub use labels::{Activation, LABELS_FILE, LabelSpace, Namespace, Task, close_under, cta_kind};

@@ -24,6 +24,8 @@
 
 use std::path::{Path, PathBuf};
 
+use burn::tensor::Device;
+use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, set_experts, sha256_file};
 
 use crate::error::ModelError;
@@ -261,6 +263,100 @@ impl ModelDir {
         Ok(())
     }
 
+    /// Removes the specialist `name`, of either kind, from the directory, in place (work on a
+    /// [`ModelDir::copy_to`] copy to keep the original):
+    ///
+    /// - an expert leaves the list, and its gate and mix weight the trained routing, if any
+    ///   ([`ExpertRouting::without_expert`]); its directory under `experts/` is deleted;
+    /// - a state specialist leaves the swarm, which is saved again: its gate, alignment and
+    ///   fusion parameters go ([`Swarm::without_specialist`]), so the model answers as it did
+    ///   with that specialist closed; its checkpoint and alignment files (and the router's
+    ///   and fusion's, once none is left) are deleted.
+    ///
+    /// The manifest is written before any file is deleted: an interruption leaves files no
+    /// manifest lists, never a manifest naming a missing file.
+    pub fn remove_specialist(&mut self, name: &str, device: &Device) -> Result<(), ModelError> {
+        if let Some(i) = self.experts.experts.iter().position(|e| e.name == name) {
+            return self.remove_expert(i, device);
+        }
+        if self.manifest.specialists.iter().any(|s| s.name == name) {
+            return self.remove_state_specialist(name, device);
+        }
+        let known: Vec<&str> = self.manifest.specialist_names().collect();
+        Err(ModelError::File {
+            path: self.path.join(MANIFEST_FILE),
+            reason: format!(
+                "lists no specialist {name:?} (it lists: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        })
+    }
+
+    fn remove_expert(&mut self, i: usize, device: &Device) -> Result<(), ModelError> {
+        let d_model = self.manifest.config.primary.d_model;
+        let routing = match self.experts.routing {
+            Some(_) => {
+                ExpertRouting::of(&self.path, &self.experts, (d_model, &self.space), device)?
+                    .map(|r| r.without_expert(i))
+            }
+            None => None,
+        };
+        let before = self.experts.clone();
+        let removed = self.experts.experts.remove(i);
+        let stored = match routing {
+            Some(routing) if !self.experts.experts.is_empty() => self.store_routing(&routing),
+            _ => {
+                self.experts.routing = None;
+                Ok(())
+            }
+        };
+        if let Err(error) = stored.and_then(|()| self.save_experts()) {
+            self.experts = before;
+            return Err(error);
+        }
+        if self.experts.routing.is_none()
+            && let Some(file) = &before.routing
+        {
+            remove_inside(&self.path, &file.path)?;
+        }
+        remove_inside(&self.path, &removed.dir)
+    }
+
+    fn remove_state_specialist(&mut self, name: &str, device: &Device) -> Result<(), ModelError> {
+        let (swarm, old) = Swarm::load(&self.path, device)?;
+        let Some(listed) = old.specialists.iter().find(|s| s.name == name).cloned() else {
+            return Ok(());
+        };
+        let Some(swarm) = swarm.without_specialist(name) else {
+            return Ok(());
+        };
+        let saved = swarm.save(&self.path, &old.config, &old.cta_labels, &old.cpa_labels)?;
+        let gone = [
+            Some(&listed.checkpoint),
+            Some(&listed.alignment),
+            old.router.as_ref().filter(|_| saved.router.is_none()),
+            old.fusion.as_ref().filter(|_| saved.fusion.is_none()),
+        ];
+        self.manifest = saved;
+        for file in gone.into_iter().flatten() {
+            let still_listed = self
+                .manifest
+                .specialists
+                .iter()
+                .any(|s| s.checkpoint.path == file.path || s.alignment.path == file.path);
+            if !still_listed {
+                remove_inside(&self.path, &file.path)?;
+            }
+        }
+        // The checkpoints' folder goes once it is empty (removing a full one fails: kept).
+        let _ = std::fs::remove_dir(self.path.join("specialists"));
+        Ok(())
+    }
+
     /// Writes the list of experts in memory into the manifest, and keeps the manifest it wrote.
     fn save_experts(&mut self) -> Result<(), ModelError> {
         let (experts, routing) = (self.experts.experts.clone(), self.experts.routing.clone());
@@ -315,6 +411,24 @@ impl ModelDir {
 }
 
 /// Copies a directory tree into `to`, created if missing.
+/// Deletes `relative` (a file or a directory) inside `dir`; a path that leaves `dir` (absolute,
+/// or with `..`) is someone else's and is left alone, as is one already gone.
+fn remove_inside(dir: &Path, relative: &str) -> Result<(), ModelError> {
+    let inside = Path::new(relative)
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    let path = dir.join(relative);
+    if !inside || !path.exists() {
+        return Ok(());
+    }
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(&path)
+    } else {
+        std::fs::remove_file(&path)
+    };
+    removed.map_err(|e| ModelError::io(&path, e))
+}
+
 fn copy_tree(from: &Path, to: &Path) -> Result<(), ModelError> {
     std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {

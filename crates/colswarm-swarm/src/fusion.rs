@@ -4,6 +4,8 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor};
 
+use crate::tensor_index::param_without_index;
+
 /// How states are combined. Agent 0 is always the primary; agents `1..=n` the specialists.
 #[derive(Config, Debug, Copy, PartialEq, Eq)]
 pub enum FusionMode {
@@ -156,6 +158,29 @@ impl StateFusionConfig {
 }
 
 impl StateFusion {
+    /// This fusion without specialist `i`'s parameters (its agent bias and, for
+    /// `ConcatProject`, its projections); the primary's and the others' are unchanged.
+    pub fn without_specialist(&self, i: usize) -> StateFusion {
+        StateFusion {
+            // Agent 0 is the primary; specialist i is agent i + 1.
+            agent_bias: self
+                .agent_bias
+                .as_ref()
+                .map(|b| param_without_index(b, 1, i + 1)),
+            query: self.query.clone(),
+            probe: self.probe.clone(),
+            project_u: self
+                .project_u
+                .as_ref()
+                .map(|u| param_without_index(u, 1, i)),
+            project_v: self
+                .project_v
+                .as_ref()
+                .map(|v| param_without_index(v, 1, i)),
+            gate_weighting: self.gate_weighting,
+        }
+    }
+
     /// Fuses one layer's states.
     ///
     /// Only the specialists listed in `specialists` take part (by router index); the orchestrator

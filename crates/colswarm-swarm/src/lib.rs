@@ -25,6 +25,7 @@ mod pooling;
 mod router;
 mod specialist;
 mod steps;
+mod tensor_index;
 mod word_vectors;
 
 pub use alignment::{AlignmentProjection, StateShape};
@@ -41,4 +42,5 @@ pub use orchestrator::{
 pub use router::{RouterDecision, SpecialistRouter, SpecialistRouterConfig};
 pub use specialist::{FrozenSpecialist, column_readings};
 pub use steps::{StageSteps, SubtaskSteps, TableSteps};
+pub use tensor_index::without_index;
 pub use word_vectors::{ColumnWordsConfig, WordProjection, WordVectors};

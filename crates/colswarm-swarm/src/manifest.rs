@@ -355,7 +355,7 @@ impl Swarm {
             path: dir.to_path_buf(),
             source,
         };
-        std::fs::create_dir_all(dir.join("specialists")).map_err(io)?;
+        std::fs::create_dir_all(dir).map_err(io)?;
         let o = &self.orchestrator;
         let primary_path = dir.join("primary.safetensors");
         save_checkpoint(&o.primary, &config.primary, &primary_path)?;
@@ -418,6 +418,11 @@ impl Swarm {
                     sha256: sha256.to_string(),
                 },
                 None => {
+                    let folder = dir.join("specialists");
+                    std::fs::create_dir_all(&folder).map_err(|source| SwarmError::Io {
+                        path: folder,
+                        source,
+                    })?;
                     let name = format!("specialists/{}.safetensors", specialist.name());
                     save_checkpoint(specialist.model(), specialist.config(), &dir.join(&name))?;
                     FileRef {

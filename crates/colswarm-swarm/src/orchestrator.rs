@@ -546,6 +546,20 @@ impl Swarm {
         })
     }
 
+    /// This swarm without the state specialist named `name`: its checkpoint, its alignment,
+    /// its gate and its fusion parameters leave; everything else is kept, so on any table the
+    /// swarm answers as it did with that specialist closed (and exactly as its primary alone
+    /// once none is left). `None` when no specialist has that name.
+    pub fn without_specialist(mut self, name: &str) -> Option<Swarm> {
+        let i = self.specialists.iter().position(|s| s.name() == name)?;
+        self.specialists.remove(i);
+        let o = &mut self.orchestrator;
+        o.alignments.remove(i);
+        o.router = o.router.without_specialist(i);
+        o.fusion = o.fusion.without_specialist(i);
+        Some(self)
+    }
+
     /// Stage 2: each specialist reads the tables that activated it — only those rows — all
     /// specialists concurrently. `active[table][specialist]`.
     ///

@@ -8,6 +8,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 use colswarm_rwkv::init::ParamFactory;
 use rand::Rng;
 
+use crate::tensor_index::param_without_index;
+
 /// Configuration of a [`SpecialistRouter`].
 #[derive(Config, Debug, PartialEq)]
 pub struct SpecialistRouterConfig {
@@ -103,6 +105,24 @@ impl SpecialistRouter {
     /// `g_i > τ`.
     pub fn threshold(&self) -> f64 {
         self.threshold
+    }
+
+    /// This router without specialist `i`'s gate; the others' gates are unchanged. A budget
+    /// larger than the specialists left is kept as it is (it then binds nothing more).
+    pub fn without_specialist(&self, i: usize) -> SpecialistRouter {
+        let gate = Linear {
+            weight: param_without_index(&self.gate.weight, 1, i),
+            bias: self
+                .gate
+                .bias
+                .as_ref()
+                .map(|b| param_without_index(b, 0, i)),
+        };
+        SpecialistRouter {
+            gate,
+            threshold: self.threshold,
+            budget: self.budget,
+        }
     }
 
     /// Gate probabilities.

@@ -133,6 +133,63 @@ fn permuting_specialists_with_their_router_rows_permutes_nothing_else() {
 }
 
 #[test]
+fn a_removed_specialist_leaves_the_swarm_answering_as_with_it_closed() {
+    let device = Device::flex();
+    for mode in [
+        FusionMode::WeightedSum,
+        FusionMode::Gated,
+        FusionMode::ConcatProject,
+    ] {
+        let full = swarm(
+            mode,
+            &device,
+            vec![
+                specialist("a", rwkv(16, 2, 8), 10),
+                specialist("b", rwkv(32, 3, 16), 11),
+                specialist("c", rwkv(16, 2, 8), 12),
+            ],
+        );
+        assert!(full.clone().without_specialist("nobody").is_none());
+        let reduced = full.clone().without_specialist("b").unwrap();
+        let names: Vec<&str> = reduced.specialists.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["a", "c"], "{mode:?}");
+        assert_eq!(reduced.orchestrator.router.n_specialists(), 2);
+
+        let with_b_closed = vec![vec![true, false, true], vec![false, false, true]];
+        let without_b: Vec<Vec<bool>> = with_b_closed.iter().map(|r| vec![r[0], r[2]]).collect();
+        let x = full.forward(&batch(), fixed(with_b_closed)).unwrap();
+        let y = reduced.forward(&batch(), fixed(without_b)).unwrap();
+        for (p, q) in values(x.cta_logits).iter().zip(values(y.cta_logits)) {
+            assert!((p - q).abs() < 1e-5, "{mode:?}: {p} vs {q}");
+        }
+        let pairs = |o: Option<Tensor<2>>| o.map(values).unwrap_or_default();
+        for (p, q) in pairs(x.cpa_logits).iter().zip(pairs(y.cpa_logits)) {
+            assert!((p - q).abs() < 1e-5, "{mode:?}: {p} vs {q}");
+        }
+        let (gx, gy) = (values(x.router.probs), values(y.router.probs));
+        for table in 0..2 {
+            assert_eq!(gx[table * 3], gy[table * 2], "{mode:?}: gate of a");
+            assert_eq!(gx[table * 3 + 2], gy[table * 2 + 1], "{mode:?}: gate of c");
+        }
+
+        // With none left, the swarm is its primary: what every specialist closed gives.
+        let none = ["a", "c"]
+            .iter()
+            .fold(reduced, |s, name| s.without_specialist(name).unwrap());
+        assert_eq!(none.orchestrator.router.n_specialists(), 0);
+        let closed = full
+            .forward(&batch(), fixed(vec![vec![false; 3], vec![false; 3]]))
+            .unwrap();
+        let alone = none.forward(&batch(), fixed(vec![vec![], vec![]])).unwrap();
+        assert_eq!(
+            values(closed.cta_logits),
+            values(alone.cta_logits),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
 fn gradients_reach_every_trainable_part_and_never_a_specialist() {
     let device = Device::flex().autodiff();
     // A differently shaped specialist, so its alignment has parameters.

@@ -1,7 +1,11 @@
-//! `add-specialist` (once `add-expert`): puts a whole model, e.g. one trained on one
-//! benchmark's tables alone, beside a model's primary as a specialist that contributes its
-//! answers: the router's gate opens it and its logits are mixed into the primary's
-//! ([`colswarm_model::expert_routing`]). The manifest lists it with the other specialists.
+//! The specialists of a model directory:
+//!
+//! - `add-specialist` (once `add-expert`) puts a whole model, e.g. one trained on one
+//!   benchmark's tables alone, beside a model's primary as a specialist that contributes its
+//!   answers: the router's gate opens it and its logits are mixed into the primary's
+//!   ([`colswarm_model::expert_routing`]). The manifest lists it with the other specialists.
+//! - `remove-specialist` takes specialists of either kind out again
+//!   ([`ModelDir::remove_specialist`]).
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +115,98 @@ pub(crate) fn cmd_add_specialist(args: AddSpecialistArgs) -> Result<()> {
         expert.shared_labels(Task::Cpa),
         model.space.len(Task::Cpa),
         target.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RemoveSpecialistArgs {
+    /// Model directory to remove specialists from.
+    #[arg(long)]
+    model: PathBuf,
+    /// A specialist to remove, of either kind (as `inspect` lists them); repeat for several.
+    #[arg(long, value_name = "NAME", required = true)]
+    specialist: Vec<String>,
+    /// Write the model without them to this new directory (a copy of --model) instead of
+    /// replacing --model.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    device: DeviceArg,
+}
+
+/// `path` with `suffix` added to its last component.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+pub(crate) fn cmd_remove_specialist(args: RemoveSpecialistArgs) -> Result<()> {
+    let original = ModelDir::open(&args.model)?;
+    let known: Vec<&str> = original.manifest().specialist_names().collect();
+    for name in &args.specialist {
+        if !known.contains(&name.as_str()) {
+            bail!(
+                "{} has no specialist {name:?} (it has: {})",
+                args.model.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        }
+    }
+    if let Some(out) = &args.out
+        && out.exists()
+    {
+        bail!("--out {} exists: name a new directory", out.display());
+    }
+    // The edits are made on a copy beside the target, which then takes its place: an
+    // interrupted run leaves the model as it was.
+    let target = args.out.clone().unwrap_or_else(|| args.model.clone());
+    let work = sibling(&target, ".removing");
+    if work.exists() {
+        std::fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
+    }
+    let mut copy = original.copy_to(&work)?;
+    let device = args.device.open()?;
+    for name in &args.specialist {
+        copy.remove_specialist(name, &device)
+            .with_context(|| format!("removing specialist {name:?}"))?;
+    }
+    copy.verify()?;
+    Model::load(&work, &device)
+        .with_context(|| format!("loading {} without them", work.display()))?;
+    if args.out.is_none() {
+        let old = sibling(&target, ".replaced");
+        if old.exists() {
+            std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+        }
+        std::fs::rename(&target, &old)
+            .with_context(|| format!("moving {} to {}", target.display(), old.display()))?;
+        std::fs::rename(&work, &target)
+            .with_context(|| format!("moving {} to {}", work.display(), target.display()))?;
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    } else {
+        std::fs::rename(&work, &target)
+            .with_context(|| format!("moving {} to {}", work.display(), target.display()))?;
+    }
+    let left: Vec<String> = ModelDir::open(&target)?
+        .manifest()
+        .specialist_names()
+        .map(str::to_string)
+        .collect();
+    println!(
+        "removed {}; {} now has {}",
+        args.specialist.join(", "),
+        target.display(),
+        if left.is_empty() {
+            "no specialist (the primary alone)".to_string()
+        } else {
+            format!("the specialists {}", left.join(", "))
+        }
     );
     Ok(())
 }
