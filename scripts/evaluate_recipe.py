@@ -8,8 +8,10 @@ For each benchmark and each outer fold k:
   folds are files, half of hash fold 0 of the other three files), is the *selection* half:
   the fold's models never train on it, and every setting the recipe chooses is chosen there:
   the label-name prior's weight per task (T2D), which domain experts open (`open_below`, or
-  none), CPA's type view and header-memory weight (T2D; the memory counts the tables the model
-  trained on), and the abstention thresholds;
+  none), the experts' logit-mix weights (learned from the identity, θ = 0, by `train-router
+  --experts --mix-only`, the gates kept at the chosen rule), CPA's type view and header-memory
+  weight (T2D; the memory counts the tables the model trained on), and the abstention
+  thresholds;
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
@@ -36,8 +38,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from mix_weights import routing_mix
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = "datasets"
@@ -61,11 +66,14 @@ class Settings:
         self.tiny = args.tiny
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
-        self.open_grid = [None, 0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99]
+        # (Tiny runs always open the experts, so that every step of the recipe runs.)
+        self.open_grid = [0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99]
         # CPA's own priors (T2D): the CTA head's weight in the relation (`--type-view`) and the
         # header memory's weight, simpler settings first.
         type_views, memories = ([0, 0.5], [0, 4]) if args.tiny else ([0, 0.25, 0.5, 0.75], [0, 2, 4, 8])
         self.cpa_grid = [(m, w) for m in type_views for w in memories]
+        # The experts' logit mix, learned from the identity on the selection half.
+        self.mix_steps = 5 if args.tiny else 300
         # A tiny run trains on a few tables for one epoch (the recipes average six).
         self.train_args = (
             ["--max-tables", "6", "--epochs", "1", "--set", "averaging.last_epochs=1"]
@@ -264,6 +272,28 @@ def cpa_prior_args(fold, choice, tables):
     return ["--task", "cpa", "--type-view", f"{fold.bench}={m if m else 'none'}", *memory]
 
 
+def learn_mix(settings, fold, model):
+    """The experts' logit-mix weights learned from the identity on the selection half (the
+    gates kept at their rule), set in MODEL (in place); returns {"EXPERT@NAMESPACE": θ}."""
+    settings.say(f"{fold.bench} fold {fold.k}: learning the experts' mix on the selection half")
+    work = fold.dir / "mix-run"
+    shutil.rmtree(work, ignore_errors=True)
+    run(settings, "--threads", "1", "train-router", "--experts", "--mix-only", "--mix-start", "0",
+        "--quiet", "--model", model, "--train", fold.spec("select"), "--steps", settings.mix_steps,
+        "--eval-every", "0", "--seed", "1", "--out", work)
+    mix = routing_mix(work / "model")
+    shutil.rmtree(work)
+    set_mix(settings, model, mix)
+    return mix
+
+
+def set_mix(settings, model, mix):
+    """Stores MIX ({"EXPERT@NAMESPACE": θ}) in MODEL's routing (in place)."""
+    flags = [a for pair, theta in sorted(mix.items()) for a in ("--mix-weight", f"{pair}={theta!r}")]
+    if flags:
+        run(settings, "calibrate", "--model", model, *flags)
+
+
 def choose_cpa_priors(settings, fold, model):
     """The type view and header memory chosen for CPA on the selection half, set in MODEL
     (in place); the memory counts the tables the model trained on."""
@@ -333,6 +363,7 @@ def model_fold(settings, fold):
     shutil.rmtree(final, ignore_errors=True)
     chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
     shutil.copytree(chosen, final, symlinks=True)
+    mix = learn_mix(settings, fold, final) if open_below is not None else {}
     cpa_priors = None
     if "cpa" in fold.tasks:
         cpa_priors, selection["cpa_priors"] = choose_cpa_priors(settings, fold, final)
@@ -344,8 +375,8 @@ def model_fold(settings, fold):
         thresholds[task] = found[0]["chosen"]["threshold"]
     scored, results, without_half = final, {}, {}
     if settings.refit:
-        scored = refit(settings, fold, weights if fold.prior else None, open_below, cpa_priors,
-                       thresholds)
+        scored = refit(settings, fold, weights if fold.prior else None, open_below, mix,
+                       cpa_priors, thresholds)
         for task in fold.tasks:
             # What the model without its selection half scores, for the record.
             without_half[task] = evaluate(settings, fold, final, task, "test")["micro_f1"]
@@ -358,15 +389,15 @@ def model_fold(settings, fold):
                          "threshold": abstention.get("threshold")}
     for leftover in ("prior-swarm", "open-swarm", "final-swarm", "refit-prior", "refit-swarm"):
         shutil.rmtree(fold.dir / leftover, ignore_errors=True)
-    return {"weights": weights, "open_below": open_below, "cpa_priors": cpa_priors,
+    return {"weights": weights, "open_below": open_below, "mix": mix, "cpa_priors": cpa_priors,
             "selection": selection,
             "results": results, "refit": settings.refit, "without_selection_half": without_half}
 
 
-def refit(settings, fold, weights, open_below, cpa_priors, thresholds):
+def refit(settings, fold, weights, open_below, mix, cpa_priors, thresholds):
     """The fold's model and expert trained on its whole training part, with the settings chosen
-    on the selection half: the prior weights, where the experts open, CPA's type view and
-    header memory (counting the whole training part), the thresholds."""
+    on the selection half: the prior weights, where the experts open, their mix weights, CPA's
+    type view and header memory (counting the whole training part), the thresholds."""
     model, experts = train_pair(settings, fold, "-all", fold.own_all, " on the whole training part")
     base = model
     if weights is not None:
@@ -376,6 +407,7 @@ def refit(settings, fold, weights, open_below, cpa_priors, thresholds):
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(with_experts(settings, base, fold.dir / "refit-swarm", experts, open_below), final,
                     symlinks=True)
+    set_mix(settings, final, mix)
     if cpa_priors is not None:
         run(settings, "calibrate", "--model", final, *cpa_prior_args(fold, cpa_priors, fold.own_all[0]))
     for task, threshold in thresholds.items():
@@ -423,8 +455,9 @@ def do_fold(settings, bench, k, n):
     summary_file = fold.dir / "summary.json"
     if summary_file.exists():
         summary = json.loads(summary_file.read_text())
-        # A fold scored without the refit is redone (its trained models are kept) when one is asked for.
-        if summary.get("refit", False) == settings.refit:
+        # A fold scored without the refit is redone (its trained models are kept) when one is
+        # asked for, as is one scored before the protocol learned the experts' mix.
+        if summary.get("refit", False) == settings.refit and "mix" in summary:
             return summary
     started = time.time()
     summary = model_fold(settings, fold)
@@ -514,6 +547,18 @@ def stored_settings(bench, task, summaries, folds):
              f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
              if any(o is not None for o in chosen_open) else "no expert"]
     stored = [f"experts opening below {', '.join(map(str, opens))}" if opens else "no expert"]
+    # The mix weights of the benchmark's namespace (every fold's, for each expert that knows it).
+    chosen_mix, shipped_mix = defaultdict(list), routing_mix(ROOT / SHIPPED)
+    for k in folds:
+        for pair, theta in (summaries[k].get("mix") or {}).items():
+            expert, mixed = pair.split("@")
+            if mixed == f"{task}:{bench}" and theta != 0.0:
+                chosen_mix[expert].append(theta)
+    if chosen_mix:
+        parts.append("mix weights " + ", ".join(
+            f"{e} {median(t):.2f}" for e, t in sorted(chosen_mix.items())))
+        stored.append("mix weights " + ", ".join(
+            f"{e} {shipped_mix.get(f'{e}@{task}:{bench}', 1.0):.2f}" for e in sorted(chosen_mix)))
     if bench == "t2d":
         parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
         stored.insert(0, f"prior {namespace.get('label_name_weight')}")

@@ -12,11 +12,21 @@
 #   trained  the router and the mix from the rule and the average;
 #   from-0   the router from the rule, the mix from the identity (θ = 0);
 #   mix-0    the rule kept as the router, the mix alone trained from the identity;
+# NESTED=1 then scores each fold with the median mix weights the other folds' mix-0 runs
+# learned (what a shipped model stores; see the end of this script).
 # BENCH=t2d runs the same on T2D CTA's five folds instead: fold K's model is the T2D
 # cross-validation's (scripts/t2d-cross-validation.sh, TCV default runs/t2d-cv) with
 # `t2d-silver` beside it (trained on open-data columns, no T2D table: an expert that knows
 # something the primary was not trained on), opening below 0.95 as shipped; the halves are
 # `folds=K/half=0` and `/half=1`.
+# BENCH=wikitables runs it on WikiTables' five folds: fold K's model and WikiTables expert are
+# the nested protocol's (scripts/evaluate-recipe.sh; CV default runs/evaluate-recipe/wikitables,
+# the model in foldK/final, trained without fold K), fold K's held-out tables
+# (CV/data/foldK/test.csv, hash fold K) cut in two as T2D's are. FOLDS_RUN overrides
+# the folds run (to split the work between processes).
+# FOLD_MODEL names fold K's model instead, with {k} for K (e.g. the nested protocol's
+# `runs/evaluate-recipe/t2d/fold{k}/final`, which holds the T2D expert and `t2d-silver`);
+# TASK_ARGS replaces the scored task's flags (e.g. "--task cpa").
 # Usage: scripts/expert-routing-study.sh   (CV default runs/gittables-cv, OUT runs/expert-routing;
 # STEPS default 300; ARMS, default all three; TRAIN_ARGS adds flags to train-router, e.g.
 # "--lr 1e-3"; BIN as in the other
@@ -45,14 +55,35 @@ case $BENCH in
     TASK=(--task cta)
     TCV=${TCV:-runs/t2d-cv}
     for k in $FOLDS; do
-      [ -d "$CV/swarm$k" ] && continue
+      [ -n "${FOLD_MODEL:-}" ] || [ -d "$CV/swarm$k" ] && continue
       $BIN add-specialist --model "$TCV/fold$k-avg" --out "$CV/swarm$k" --open-below 0.95 \
         --specialist t2d-silver=models/colswarm-small/experts/t2d-silver >/dev/null
     done
     ;;
-  *) echo "BENCH is gittables or t2d" >&2; exit 2 ;;
+  wikitables)
+    CV=${CV:-runs/evaluate-recipe/wikitables}
+    OUT=${OUT:-runs/expert-routing-wikitables}
+    FOLDS="0 1 2 3 4"
+    HALVES=("0|1" "1|0")
+    TASK=(--task cta)
+    ;;
+  *) echo "BENCH is gittables, t2d or wikitables" >&2; exit 2 ;;
 esac
+FOLDS=${FOLDS_RUN:-$FOLDS}
+[ -n "${TASK_ARGS:-}" ] && read -r -a TASK <<< "$TASK_ARGS"
 mkdir -p "$OUT"
+
+# model K: fold K's model with its expert.
+model() {
+  if [ -n "${FOLD_MODEL:-}" ]; then
+    echo "${FOLD_MODEL//\{k\}/$1}"
+    return
+  fi
+  case $BENCH in
+    wikitables) echo "$CV/fold$1/final" ;;
+    *) echo "$CV/swarm$1" ;;
+  esac
+}
 
 # data K PART: the data spec of fold K's PART (a list of hash folds of GitTables' cv_K file, or
 # a half of T2D's fold K), as FORMAT:PATH#SPLIT.
@@ -60,6 +91,7 @@ data() {
   case $BENCH in
     gittables) echo "sato-cv:${G}$1.csv.gz#folds=$2" ;;
     t2d) echo "t2d:$T#folds=$1/half=$2" ;;
+    wikitables) echo "turl-csv:$CV/data/fold$1/test.csv#folds=$1/half=$2" ;;
   esac
 }
 
@@ -78,8 +110,8 @@ score() {
 for k in $FOLDS; do
   for half in "${HALVES[@]}"; do
     IFS='|' read -r fit scored <<< "$half"
-    score alone "$CV/swarm$k" "$k" "$scored" --no-specialists
-    score rule "$CV/swarm$k" "$k" "$scored"
+    score alone "$(model "$k")" "$k" "$scored" --no-specialists
+    score rule "$(model "$k")" "$k" "$scored"
     for seed in 1 2 3; do
       for arm in $ARMS; do
         run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
@@ -87,7 +119,7 @@ for k in $FOLDS; do
         [ "$arm" = from-0 ] && extra=(--mix-start 0)
         [ "$arm" = mix-0 ] && extra=(--mix-start 0 --mix-only)
         if [ ! -d "$run/model" ]; then
-          $BIN --threads 1 train-router --experts --quiet --model "$CV/swarm$k" \
+          $BIN --threads 1 train-router --experts --quiet --model "$(model "$k")" \
             --train "$BENCH=$(data "$k" "$fit")" --steps "$STEPS" \
             --eval-every 0 --seed "$seed" "${extra[@]}" ${TRAIN_ARGS:-} --out "$run" >/dev/null
         fi
@@ -109,3 +141,20 @@ for seed in 1 2 3; do
   done
 done
 echo "rule against the primary alone: $($BIN compare "$OUT/rule-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
+
+# NESTED=1: the mix-0 arm's weights as a shipped model would store them. Fold K's model gets,
+# for each (expert, namespace), the median θ the runs of the other folds learned
+# (scripts/mix_weights.py), and scores both halves of fold K.
+if [ "${NESTED:-0}" = 1 ]; then
+  python3 scripts/mix_weights.py --nested "$OUT/nested" --fold-model "$(model '{k}')" \
+    --bin "$BIN" "$OUT" >/dev/null
+  for k in $FOLDS; do
+    for half in "${HALVES[@]}"; do
+      IFS='|' read -r fit scored <<< "$half"
+      score nested "$OUT/nested/fold$k" "$k" "$scored"
+    done
+  done
+  pool nested
+  echo "nested medians against the rule: $($BIN compare "$OUT/nested-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
+  echo "nested medians against the primary alone: $($BIN compare "$OUT/nested-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
+fi

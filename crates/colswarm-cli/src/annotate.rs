@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, TableAnnotation,
+    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, Task,
     read_table_from, read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
@@ -310,14 +310,36 @@ fn print_parts(manifest: &SwarmManifest, model: &Model, trained: bool) -> Result
             c.num_params()
         );
     }
-    for e in &model.experts {
+    let routing = model.expert_routing.as_ref();
+    let mix = routing.map(|r| r.mix.host_weights());
+    let mixed = mixed_namespace_names(model);
+    for (i, e) in model.experts.iter().enumerate() {
         let p = &e.model.swarm.orchestrator.primary;
-        let opens = if trained {
-            "where the trained router opens it".to_string()
-        } else {
+        let follows_rule = !trained || routing.is_some_and(|r| r.follows_rule(i, e.open_below));
+        let opens = if follows_rule {
             e.open_below.map_or("on every table".to_string(), |p| {
-                format!("where the primary's confidence in its labels is below {p} (the untrained router's rule)")
+                format!(
+                    "where the primary's confidence in its labels is below {p} (the router's rule)"
+                )
             })
+        } else {
+            "where the trained router opens it".to_string()
+        };
+        // The mix weights that differ from the plain average, in the namespaces it knows.
+        let shared = model.space.cta.iter().filter(|n| n.head.is_none()).count();
+        let known: Vec<usize> = (e.namespaces(Task::Cta).iter().copied())
+            .chain(e.namespaces(Task::Cpa).iter().map(|n| shared + n))
+            .collect();
+        let weights: Vec<String> = (mixed.iter().enumerate())
+            .filter(|&(n, _)| known.contains(&n))
+            .filter_map(|(n, name)| {
+                let w = mix.as_ref()?[n][i];
+                (w != 1.0).then(|| format!("{w:.2} in {name}"))
+            })
+            .collect();
+        let opens = match weights.is_empty() {
+            true => format!("{opens}, averaged in"),
+            false => format!("{opens}, mixed in with weight {}", weights.join(", ")),
         };
         // Only where they differ from the primary's (line `column:` below).
         let own = e.model.swarm.orchestrator.column_ngrams().copied();
@@ -332,11 +354,20 @@ fn print_parts(manifest: &SwarmManifest, model: &Model, trained: bool) -> Result
             e.name,
             p.d_model(),
             p.blocks.len(),
-            e.shared_labels(colswarm_model::Task::Cta),
-            e.shared_labels(colswarm_model::Task::Cpa),
+            e.shared_labels(Task::Cta),
+            e.shared_labels(Task::Cpa),
         );
     }
     Ok(())
+}
+
+/// The namespaces the experts' logits are mixed into, named as `--mix-weight` names them
+/// (`cta:NAME`, `cpa:NAME`), in the mix's order.
+fn mixed_namespace_names(model: &Model) -> Vec<String> {
+    let space = &model.space;
+    let cta = (space.cta.iter().filter(|n| n.head.is_none())).map(|n| format!("cta:{}", n.name));
+    let cpa = space.cpa.iter().map(|n| format!("cpa:{}", n.name));
+    cta.chain(cpa).collect()
 }
 
 /// The namespaces, the fusion and how a column is read.

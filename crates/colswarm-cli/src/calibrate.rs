@@ -16,7 +16,8 @@ use colswarm_eval::{
     evaluate,
 };
 use colswarm_model::{
-    ExpertList, HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, SpecialistUse, Task,
+    ExpertList, HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, ROUTING_FILE, SpecialistUse,
+    Task, mix_namespace,
 };
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
@@ -32,7 +33,7 @@ pub(crate) struct CalibrateArgs {
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being one of the model's namespaces of
     /// `--task` (repeatable: one threshold per namespace). Use tables the model was not trained
     /// on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold", "open_below"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold", "open_below", "mix_weight"])]
     dev: Vec<String>,
     /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
     /// (repeatable): one chosen elsewhere, such as on dev with a model of the same recipe
@@ -80,6 +81,13 @@ pub(crate) struct CalibrateArgs {
     /// `EXPERT=always` opens it on every table. As `add-expert --open-below` sets it.
     #[arg(long = "open-below", value_name = "EXPERT=PROBABILITY")]
     open_below: Vec<String>,
+    /// Store a domain expert's weight θ in the logit mix of a namespace,
+    /// EXPERT@[TASK:]NAMESPACE=WEIGHT (repeatable; TASK `cta` or `cpa`, both without it):
+    /// where the expert reads, a label's logit becomes (x₀ + θ·x)/(1 + θ), so 0 leaves the
+    /// namespace to the primary and 1 (every expert's weight until set) is the plain average.
+    /// Stored with the experts' routing; the gates keep their rules (or their training).
+    #[arg(long = "mix-weight", value_name = "EXPERT@[TASK:]NAMESPACE=WEIGHT")]
+    mix_weight: Vec<String>,
     /// Choose the lowest threshold whose precision on dev reaches this (default: the threshold
     /// with the best micro-F1, an abstention counting as a miss).
     #[arg(long)]
@@ -121,6 +129,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
     let mut model = load_model(&args.model, args.device)?;
     let open_below = parse_open_below(&args, &model)?;
+    let mix_weights = parse_mix_weights(&args, &model)?;
     // The priors first: the thresholds are chosen on the probabilities they give.
     store_priors(&args, &mut model)?;
     let found = calibrate_on_dev(&args, &model, rule)?;
@@ -144,6 +153,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         model.space.save(&dir.join(LABELS_FILE))?;
     }
     set_open_below(&dir, &open_below)?;
+    store_routing(&mut model, &open_below, &mix_weights, &dir)?;
     if let Some(threshold) = args.router_threshold {
         set_router_threshold(&dir, threshold)
             .with_context(|| format!("--router-threshold {threshold}"))?;
@@ -302,6 +312,79 @@ fn parse_open_below(args: &CalibrateArgs, model: &Model) -> Result<Vec<(String, 
         .collect()
 }
 
+/// Every `--mix-weight`, checked against `model`: (mixed namespace, expert, θ).
+fn parse_mix_weights(args: &CalibrateArgs, model: &Model) -> Result<Vec<(usize, usize, f32)>> {
+    let mut weights = Vec::new();
+    for given in &args.mix_weight {
+        let (target, weight) = given.split_once('=').unwrap_or((given, ""));
+        let Some((expert, namespace)) = target.split_once('@') else {
+            bail!("--mix-weight {given}: expected EXPERT@[TASK:]NAMESPACE=WEIGHT");
+        };
+        let Some(e) = model.experts.iter().position(|e| e.name == expert) else {
+            let known: Vec<&str> = model.experts.iter().map(|e| e.name.as_str()).collect();
+            bail!(
+                "--mix-weight {given}: the model has no expert `{expert}` (it has: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        };
+        let theta = match weight.parse::<f32>() {
+            Ok(w) if w.is_finite() && w >= 0.0 => w,
+            _ => bail!("--mix-weight {given}: the weight must be a number ≥ 0"),
+        };
+        let (tasks, name) = match namespace.split_once(':') {
+            Some(("cta", name)) => (vec![Task::Cta], name),
+            Some(("cpa", name)) => (vec![Task::Cpa], name),
+            Some(_) => bail!("--mix-weight {given}: TASK is `cta` or `cpa`"),
+            None => (vec![Task::Cta, Task::Cpa], namespace),
+        };
+        let found: Vec<usize> = (tasks.iter())
+            .filter_map(|&task| mix_namespace(&model.space, task, name))
+            .collect();
+        if found.is_empty() {
+            bail!(
+                "--mix-weight {given}: the model mixes no namespace `{namespace}` (CTA: {}; CPA: {})",
+                namespaces(&model.space.cta),
+                namespaces(&model.space.cpa)
+            );
+        }
+        weights.extend(found.into_iter().map(|n| (n, e, theta)));
+    }
+    Ok(weights)
+}
+
+/// `weights` (from `--mix-weight`) into the experts' routing, and every `--open-below` into
+/// its gates where it is stored (without a stored routing the gates follow the rules already),
+/// then the routing into `dir` when either changed it.
+fn store_routing(
+    model: &mut Model,
+    open_below: &[(String, Option<f32>)],
+    weights: &[(usize, usize, f32)],
+    dir: &Path,
+) -> Result<()> {
+    let stored = ExpertList::load(dir)?.routing.is_some();
+    if weights.is_empty() && (open_below.is_empty() || !stored) {
+        return Ok(());
+    }
+    let experts: Vec<String> = model.experts.iter().map(|e| e.name.clone()).collect();
+    let Some(routing) = model.expert_routing.as_mut() else {
+        bail!("--mix-weight: the model has no experts");
+    };
+    for (name, rule) in open_below {
+        if let Some(i) = experts.iter().position(|e| e == name) {
+            routing.set_rule(i, *rule);
+        }
+    }
+    for &(namespace, expert, theta) in weights {
+        routing.set_mix_weight(namespace, expert, theta);
+    }
+    ModelDir::open(dir)?.set_expert_routing(routing)?;
+    Ok(())
+}
+
 /// Writes `rules` into `dir`'s list of experts.
 fn set_open_below(dir: &Path, rules: &[(String, Option<f32>)]) -> Result<()> {
     if rules.is_empty() {
@@ -453,6 +536,14 @@ fn report(
                 Some(p) => out!("{}: opens below {p}", expert.name),
                 None => out!("{}: opens on every table", expert.name),
             }
+        }
+    }
+    if !args.mix_weight.is_empty() {
+        for given in &args.mix_weight {
+            out!(
+                "mix weight {given} (stored in {})",
+                dir.join(ROUTING_FILE).display()
+            );
         }
     }
     if labels_changed {

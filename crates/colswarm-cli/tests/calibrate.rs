@@ -752,3 +752,104 @@ fn calibrate_open_below_changes_where_an_expert_opens_and_refuses_an_unknown_one
         assert_refused("--open-below", given, expected);
     }
 }
+
+/// Every scored target's probabilities in an `eval --predictions` run of `model` on `data`.
+fn t2d_probabilities(model: &Path, data: &Path, task: &str, extra: &[&str]) -> Vec<String> {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("p.jsonl");
+    let mut args = vec![
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--format",
+        "t2d",
+        "--input",
+        data.to_str().unwrap(),
+        "--task",
+        task,
+        "--predictions",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    stdout(&colswarm(&args));
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["probabilities"].to_string())
+        .collect()
+}
+
+#[test]
+fn calibrate_mix_weight_zero_is_the_primary_and_open_below_resets_a_stored_gate() {
+    let data = t2d_subset(12);
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let calibrated = |name: &str, from: &Path, flags: &[&str]| -> PathBuf {
+        let out = work.path().join(name);
+        let mut args = vec!["calibrate", "--model", from.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        args.extend(["--out", out.to_str().unwrap()]);
+        stdout(&colswarm(&args));
+        out
+    };
+    // Every expert weighs 0 in every namespace it knows: the swarm is exactly its primary,
+    // though the experts still open and read.
+    let zero = calibrated(
+        "zero",
+        &shipped,
+        &[
+            "--mix-weight",
+            "wikitables-expert@wikitables=0",
+            "--mix-weight",
+            "gittables-expert@cta:gittables=0",
+            "--mix-weight",
+            "t2d-expert@t2d=0",
+            "--mix-weight",
+            "t2d-silver@cta:t2d=0",
+        ],
+    );
+    let said = stdout(&colswarm(&["inspect", zero.to_str().unwrap()]));
+    assert!(
+        said.contains("mixed in with weight 0.00 in cta:t2d"),
+        "{said}"
+    );
+    assert!(said.contains("(the router's rule)"), "{said}");
+    for task in ["cta", "cpa"] {
+        let alone = t2d_probabilities(&shipped, data.path(), task, &["--no-specialists"]);
+        assert!(
+            t2d_probabilities(&zero, data.path(), task, &[]) == alone,
+            "{task}: weight 0 is the primary alone"
+        );
+        assert!(
+            t2d_probabilities(&shipped, data.path(), task, &[]) != alone,
+            "{task}: the shipped experts change answers"
+        );
+    }
+    // A larger weight moves the answers; an expert's rule set again below 0 closes it, in the
+    // stored routing too: the T2D answers are then the primary's.
+    let heavy = calibrated("heavy", &zero, &["--mix-weight", "t2d-expert@t2d=3"]);
+    let alone = t2d_probabilities(&shipped, data.path(), "cta", &["--no-specialists"]);
+    assert!(t2d_probabilities(&heavy, data.path(), "cta", &[]) != alone);
+    let closed = calibrated(
+        "closed",
+        &heavy,
+        &[
+            "--open-below",
+            "t2d-expert=0",
+            "--open-below",
+            "t2d-silver=0",
+        ],
+    );
+    assert!(t2d_probabilities(&closed, data.path(), "cta", &[]) == alone);
+
+    for (given, expected) in [
+        ("t2d-expert=1", "expected EXPERT@[TASK:]NAMESPACE=WEIGHT"),
+        ("nobody@t2d=1", "no expert `nobody`"),
+        ("t2d-expert@t2d=-1", "a number ≥ 0"),
+        ("t2d-expert@t2d=x", "a number ≥ 0"),
+        ("t2d-expert@nowhere=1", "mixes no namespace `nowhere`"),
+        ("t2d-expert@xyz:t2d=1", "TASK is `cta` or `cpa`"),
+    ] {
+        assert_refused("--mix-weight", given, expected);
+    }
+}

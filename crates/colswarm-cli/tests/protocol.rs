@@ -71,10 +71,30 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             "{bench}: no refit"
         );
         let open = &summary["open_below"];
-        assert!(
-            open.is_null() || open.as_f64() == Some(0.95),
-            "{bench}: {open}"
+        assert_eq!(
+            open.as_f64(),
+            Some(0.95),
+            "{bench}: tiny runs open the experts"
         );
+        // Where experts open, their mix was learned from the identity on the selection half:
+        // the benchmark's expert has a weight in its namespace, stored in the scored model.
+        let mix = summary["mix"].as_object().unwrap();
+        {
+            let pair = format!("{bench}-expert@cta:{bench}");
+            let theta = mix[&pair].as_f64().unwrap();
+            assert!(theta.is_finite() && theta >= 0.0, "{bench}: {pair} {theta}");
+            let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_colswarm"))
+                .arg("inspect")
+                .arg(out.join(bench).join("fold0/final-all"))
+                .output()
+                .unwrap();
+            let inspected = String::from_utf8_lossy(&inspected.stdout);
+            let stored = format!("{theta:.2} in cta:{bench}");
+            assert!(
+                theta == 1.0 || inspected.contains(&stored),
+                "{bench}: {stored} not in {inspected}"
+            );
+        }
         for (task, result) in summary["results"].as_object().unwrap() {
             let f1 = result["micro_f1"].as_f64().unwrap();
             assert!((0.0..=1.0).contains(&f1), "{bench} {task}: {f1}");
