@@ -552,8 +552,10 @@ def stored_settings(bench, task, summaries, folds):
     for k in folds:
         for pair, theta in (summaries[k].get("mix") or {}).items():
             expert, mixed = pair.split("@")
-            if mixed == f"{task}:{bench}" and theta != 0.0:
+            if mixed == f"{task}:{bench}":
                 chosen_mix[expert].append(theta)
+    # An expert that knows none of the namespace's labels keeps its starting weight, 0.
+    chosen_mix = {e: t for e, t in chosen_mix.items() if any(t)}
     if chosen_mix:
         parts.append("mix weights " + ", ".join(
             f"{e} {median(t):.2f}" for e, t in sorted(chosen_mix.items())))
