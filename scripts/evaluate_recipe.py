@@ -7,8 +7,8 @@ For each benchmark and each outer fold k:
 - half of the next fold, j = k + 1 (`folds=j/half=0` of the hash split; for GitTables, whose
   folds are files, half of hash fold 0 of the other three files), is the *selection* half:
   the fold's models never train on it, and every setting the recipe chooses is chosen there:
-  the label-name prior's weight per task (T2D), which domain experts open (`open_below`, or
-  none), the experts' logit-mix weights (learned from the identity, θ = 0, by `train-router
+  the label-name prior's weight per task (T2D), which domain experts open (`open_below`, on
+  every table, or none), the experts' logit-mix weights (learned from the identity, θ = 0, by `train-router
   --experts --mix-only`, the gates kept at the chosen rule), CPA's type view and header-memory
   weight (T2D; the memory counts the tables the model trained on), and the abstention
   thresholds;
@@ -55,6 +55,17 @@ GIT_ALL = "gittables=sato-cv:" + ",".join(f"{G}{i}.csv.gz" for i in range(4))
 T2D_ALL = f"t2d=t2d:{T}"
 PEERS = ["majority", "header-rule", "header-memory", "char-ngram"]
 BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
+# The experts read every table (`add-specialist` without `--open-below`).
+ALWAYS = "always"
+
+
+def opening(open_below):
+    """An `open_below` choice as a number: "always" is below 1, every answer's ceiling."""
+    return 1.0 if open_below == ALWAYS else open_below
+
+
+def opening_text(value):
+    return "on every table" if value == 1.0 else f"below {value}"
 
 
 class Settings:
@@ -67,7 +78,7 @@ class Settings:
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
         # (Tiny runs always open the experts, so that every step of the recipe runs.)
-        self.open_grid = [0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99]
+        self.open_grid = [0.95] if args.tiny else [None, 0.8, 0.9, 0.95, 0.99, ALWAYS]
         # CPA's own priors (T2D): the CTA head's weight in the relation (`--type-view`) and the
         # header memory's weight, simpler settings first.
         type_views, memories = ([0, 0.5], [0, 4]) if args.tiny else ([0, 0.25, 0.5, 0.75], [0, 2, 4, 8])
@@ -248,8 +259,9 @@ def with_experts(settings, model, out, experts, open_below):
     for i, expert in enumerate(experts):
         step = Path(f"{out}-{i}") if i + 1 < len(experts) else Path(out)
         shutil.rmtree(step, ignore_errors=True)
-        run(settings, "add-specialist", "--model", current, "--specialist", expert,
-            "--open-below", open_below, "--out", step)
+        rule = [] if open_below == ALWAYS else ["--open-below", open_below]
+        run(settings, "add-specialist", "--model", current, "--specialist", expert, *rule,
+            "--out", step)
         if current != Path(model):
             shutil.rmtree(current)
         current = step
@@ -456,8 +468,11 @@ def do_fold(settings, bench, k, n):
     if summary_file.exists():
         summary = json.loads(summary_file.read_text())
         # A fold scored without the refit is redone (its trained models are kept) when one is
-        # asked for, as is one scored before the protocol learned the experts' mix.
-        if summary.get("refit", False) == settings.refit and "mix" in summary:
+        # asked for, as is one scored before the protocol learned the experts' mix or with
+        # another grid of where the experts open.
+        grid = [o for o, _ in summary["selection"]["open_below"]]
+        if (summary.get("refit", False) == settings.refit and "mix" in summary
+                and grid == settings.open_grid):
             return summary
     started = time.time()
     summary = model_fold(settings, fold)
@@ -520,7 +535,7 @@ def benchmark_section(settings, bench, task, summaries):
             f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
             "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
             if task == "cpa" and summaries[k].get("cpa_priors") else None,
-            "no expert" if summaries[k]["open_below"] is None else f"experts open below {summaries[k]['open_below']}",
+            "no expert" if summaries[k]["open_below"] is None else f"experts open {opening_text(opening(summaries[k]['open_below']))}",
             f"threshold {summaries[k]['results'][task]['threshold']:.2f}" if summaries[k]['results'][task]['threshold'] is not None else None,
         ])) for k in folds)
     lines += ["", stored_settings(bench, task, summaries, folds)]
@@ -539,14 +554,14 @@ def stored_settings(bench, task, summaries, folds):
     namespace = next((n for n in labels[task] if n["name"] == bench), {})
     specialists = json.loads((ROOT / SHIPPED / "swarm.json").read_text())["specialists"]
     experts = [s for s in specialists if s["contributes"] == "answers"]
-    opens = sorted({e["open_below"] for e in experts if e["name"].startswith(bench)})
+    opens = sorted({e.get("open_below", 1.0) for e in experts if e["name"].startswith(bench)})
     median = lambda values: statistics.median(values) if values else None
-    chosen_open = [summaries[k]["open_below"] for k in folds]
+    chosen_open = [opening(summaries[k]["open_below"]) for k in folds]
     thresholds = [summaries[k]["results"][task]["threshold"] for k in folds]
-    parts = [f"experts opening below {median([o for o in chosen_open if o is not None])}"
+    parts = [f"experts opening {opening_text(median([o for o in chosen_open if o is not None]))}"
              f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
              if any(o is not None for o in chosen_open) else "no expert"]
-    stored = [f"experts opening below {', '.join(map(str, opens))}" if opens else "no expert"]
+    stored = [f"experts opening {', '.join(map(opening_text, opens))}" if opens else "no expert"]
     # The mix weights of the benchmark's namespace (every fold's, for each expert that knows it).
     chosen_mix, shipped_mix = defaultdict(list), routing_mix(ROOT / SHIPPED)
     for k in folds:

@@ -73,16 +73,23 @@ FOLDS=${FOLDS_RUN:-$FOLDS}
 [ -n "${TASK_ARGS:-}" ] && read -r -a TASK <<< "$TASK_ARGS"
 mkdir -p "$OUT"
 
+# The protocol's fold models store the mix they learned: the study starts from copies whose
+# mix is the plain average again (OUT/base/foldK), so that "the rule" is the rule and the
+# average.
+[ "$BENCH" = wikitables ] && FOLD_MODEL=${FOLD_MODEL:-"$CV/fold{k}/final"}
+if [ -n "${FOLD_MODEL:-}" ]; then
+  mkdir -p "$OUT/base"
+  python3 scripts/mix_weights.py --average "$OUT/base" --fold-model "$FOLD_MODEL" \
+    --folds "$(echo $FOLDS | tr ' ' ',')" --bin "$BIN"
+fi
+
 # model K: fold K's model with its expert.
 model() {
   if [ -n "${FOLD_MODEL:-}" ]; then
-    echo "${FOLD_MODEL//\{k\}/$1}"
-    return
+    echo "$OUT/base/fold$1"
+  else
+    echo "$CV/swarm$1"
   fi
-  case $BENCH in
-    wikitables) echo "$CV/fold$1/final" ;;
-    *) echo "$CV/swarm$1" ;;
-  esac
 }
 
 # data K PART: the data spec of fold K's PART (a list of hash folds of GitTables' cv_K file, or
@@ -100,11 +107,27 @@ score() {
   local name=$1 model=$2 k=$3 part=$4
   shift 4
   local file="$OUT/$name-fold$k-$part.jsonl" spec
-  [ -s "$file" ] && return
+  [ -s "$file" ] && [ -s "$file.json" ] && return
   spec=$(data "$k" "$part")
   $BIN --threads 1 eval --model "$model" --format "${spec%%:*}" --input "$(echo "${spec#*:}" | cut -d'#' -f1)" \
-    --split "${spec##*#}" "${TASK[@]}" --json --predictions "$file.partial" "$@" >/dev/null
+    --split "${spec##*#}" "${TASK[@]}" --json --predictions "$file.partial" "$@" >"$file.json.partial"
+  mv "$file.json.partial" "$file.json"
   mv "$file.partial" "$file"
+}
+
+# reads NAME: the share of (table, expert) pairs the experts read in NAME's pooled reports.
+reads() {
+  python3 - "$OUT" "$1" <<'PY'
+import glob, json, sys
+out, name = sys.argv[1:]
+opened = pairs = 0
+for path in glob.glob(f"{out}/{name}-fold*.jsonl.json"):
+    for s in json.load(open(path))["routing"]["specialists"]:
+        if "-expert" in s["name"] or s["name"].endswith("-silver"):
+            opened += s["overall"]["opened"]
+            pairs += s["overall"]["tables"]
+print(f"{opened / pairs:.0%} of {pairs} (table, expert) pairs" if pairs else "no expert")
+PY
 }
 
 for k in $FOLDS; do
@@ -112,6 +135,7 @@ for k in $FOLDS; do
     IFS='|' read -r fit scored <<< "$half"
     score alone "$(model "$k")" "$k" "$scored" --no-specialists
     score rule "$(model "$k")" "$k" "$scored"
+    score all "$(model "$k")" "$k" "$scored" --all-specialists
     for seed in 1 2 3; do
       for arm in $ARMS; do
         run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
@@ -132,6 +156,7 @@ done
 pool() { cat "$OUT"/$1-fold?-*.jsonl >"$OUT/$1-all.jsonl"; }
 pool alone
 pool rule
+pool all
 for seed in 1 2 3; do
   for arm in $ARMS; do pool "$arm-seed$seed"; done
 done
@@ -141,6 +166,9 @@ for seed in 1 2 3; do
   done
 done
 echo "rule against the primary alone: $($BIN compare "$OUT/rule-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
+echo "every expert on every table against the rule: $($BIN compare "$OUT/all-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
+echo "reads: the rule $(reads rule); every table $(reads all)"
+for arm in $ARMS; do echo "reads: $arm seed 1 $(reads "$arm-seed1")"; done
 
 # NESTED=1: the mix-0 arm's weights as a shipped model would store them. Fold K's model gets,
 # for each (expert, namespace), the median θ the runs of the other folds learned
@@ -152,9 +180,12 @@ if [ "${NESTED:-0}" = 1 ]; then
     for half in "${HALVES[@]}"; do
       IFS='|' read -r fit scored <<< "$half"
       score nested "$OUT/nested/fold$k" "$k" "$scored"
+      score nested-open "$OUT/nested/fold$k" "$k" "$scored" --all-specialists
     done
   done
   pool nested
+  pool nested-open
+  echo "nested medians, every expert on every table, against the same with the rule: $($BIN compare "$OUT/nested-open-all.jsonl" "$OUT/nested-all.jsonl" | head -1)"
   echo "nested medians against the rule: $($BIN compare "$OUT/nested-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
   echo "nested medians against the primary alone: $($BIN compare "$OUT/nested-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
 fi

@@ -11,12 +11,16 @@ Usage:
   scripts/mix_weights.py STUDY_OUT [STUDY_OUT ...]            # the weights, and their medians
   scripts/mix_weights.py --nested DIR --fold-model PATTERN STUDY_OUT ...
       # writes DIR/foldK: a copy of PATTERN (with {k}) calibrated with the other folds' medians
+  scripts/mix_weights.py --average DIR --fold-model PATTERN --folds 0,1,2,3,4
+      # writes DIR/foldK: a copy of PATTERN with every mix weight at 1, the plain average
+      # (the protocol's fold models store the mix they learned)
 """
 
 import argparse
 import json
 import re
 import shlex
+import shutil
 import statistics
 import struct
 import subprocess
@@ -102,14 +106,41 @@ def trained_only(found):
     return {key: runs for key, runs in found.items() if any(theta != 0.0 for _, _, theta in runs)}
 
 
+def calibrated(args, model, flags, out):
+    """OUT: a copy of MODEL calibrated with FLAGS (at least one)."""
+    command = [*shlex.split(args.bin), "calibrate", "--model", model, *flags, "--out", str(out)]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def average(args):
+    """DIR/foldK: each fold model with every mix weight at 1."""
+    for k in args.folds.split(","):
+        out = args.average / f"fold{k}"
+        if out.exists():
+            continue
+        model = args.fold_model.replace("{k}", k)
+        flags = [a for pair in sorted(routing_mix(model)) for a in ("--mix-weight", f"{pair}=1")]
+        if flags:
+            calibrated(args, model, flags, out)
+        else:
+            shutil.copytree(model, out, symlinks=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("studies", nargs="+")
+    parser.add_argument("studies", nargs="*")
     parser.add_argument("--nested", type=Path)
+    parser.add_argument("--average", type=Path)
+    parser.add_argument("--folds", default="0,1,2,3,4")
     parser.add_argument("--fold-model")
     parser.add_argument("--bin", default="target/release/colswarm",
                         help="the colswarm command (may hold arguments, e.g. `cargo run --`)")
     args = parser.parse_args()
+    if args.average is not None:
+        if not args.fold_model:
+            sys.exit("--average needs --fold-model")
+        average(args)
+        return
     found = trained_only(learned(args.studies))
     if not found:
         sys.exit("no mix-0 run found")
@@ -130,10 +161,7 @@ def main():
         for (expert, namespace), runs in sorted(found.items()):
             theta = statistics.median(t for fold, _, t in runs if fold != k)
             flags += ["--mix-weight", f"{expert}@{namespace}={theta:.3f}"]
-        model = args.fold_model.replace("{k}", str(k))
-        subprocess.run([*shlex.split(args.bin), "calibrate", "--model", model, *flags,
-                        "--out", str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
+        calibrated(args, args.fold_model.replace("{k}", str(k)), flags, out)
         print(f"fold {k}: {' '.join(flags[1::2])}", file=sys.stderr)
 
 

@@ -529,19 +529,7 @@ fn eval_t2d(model: &Path, input: &str, extra: &[&str]) -> serde_json::Value {
 
 /// CPA micro-F1 of `model` on the T2D tables in `data`, without abstaining.
 fn cpa_f1(model: &Path, data: &Path) -> f64 {
-    let text = stdout(&colswarm(&[
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--format",
-        "t2d",
-        "--input",
-        data.to_str().unwrap(),
-        "--task",
-        "cpa",
-        "--json",
-    ]));
-    let report: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    let report = eval_t2d(model, data.to_str().unwrap(), &["--task", "cpa"]);
     report["micro_f1"].as_f64().unwrap()
 }
 
@@ -757,21 +745,9 @@ fn calibrate_open_below_changes_where_an_expert_opens_and_refuses_an_unknown_one
 fn t2d_probabilities(model: &Path, data: &Path, task: &str, extra: &[&str]) -> Vec<String> {
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("p.jsonl");
-    let mut args = vec![
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--format",
-        "t2d",
-        "--input",
-        data.to_str().unwrap(),
-        "--task",
-        task,
-        "--predictions",
-        file.to_str().unwrap(),
-    ];
+    let mut args = vec!["--task", task, "--predictions", file.to_str().unwrap()];
     args.extend_from_slice(extra);
-    stdout(&colswarm(&args));
+    eval_t2d(model, data.to_str().unwrap(), &args);
     std::fs::read_to_string(&file)
         .unwrap()
         .lines()
