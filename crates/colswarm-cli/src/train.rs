@@ -106,7 +106,8 @@ pub(crate) struct TrainRouterArgs {
     /// Learning rate of every trained weight [default: 2e-4; with --experts 1e-2].
     #[arg(long)]
     lr: Option<f64>,
-    /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 (ablation).
+    /// λ schedule: aegir (piecewise), linear, cosine; `zero-parallel` sets λ1 = 0 and `zero`
+    /// λ1 = λ2 = 0 (ablations).
     #[arg(long, default_value = "aegir")]
     schedule: String,
     /// Critical-step budget per table rollout, in tokens: an activated specialist whose read

@@ -22,6 +22,9 @@ pub enum ScheduleChoice {
     Cosine,
     /// The ablation: λ1 = 0 throughout, λ2 as Aegir's.
     ZeroParallel,
+    /// The ablation of both terms: λ1 = λ2 = 0, the reward r_perf (and, with experts, the
+    /// read cost) alone.
+    Zero,
 }
 
 impl FromStr for ScheduleChoice {
@@ -33,8 +36,9 @@ impl FromStr for ScheduleChoice {
             "linear" => Ok(ScheduleChoice::Linear),
             "cosine" => Ok(ScheduleChoice::Cosine),
             "zero-parallel" => Ok(ScheduleChoice::ZeroParallel),
+            "zero" => Ok(ScheduleChoice::Zero),
             _ => Err(TrainError::Config(format!(
-                "unknown schedule `{s}` (expected aegir, linear, cosine or zero-parallel)"
+                "unknown schedule `{s}` (expected aegir, linear, cosine, zero-parallel or zero)"
             ))),
         }
     }
@@ -50,6 +54,10 @@ impl ScheduleChoice {
             ScheduleChoice::ZeroParallel => LambdaSchedule {
                 parallel: Schedule::Constant { value: 0.0 },
                 ..LambdaSchedule::aegir()
+            },
+            ScheduleChoice::Zero => LambdaSchedule {
+                parallel: Schedule::Constant { value: 0.0 },
+                finish: Schedule::Constant { value: 0.0 },
             },
         }
     }
@@ -137,4 +145,31 @@ pub struct ParlOptions {
     pub progress: bool,
     /// The device to train on (autodiff is added); `None`: the CPU (burn's Flex backend).
     pub device: Option<Device>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ablations_zero_their_terms_and_an_unknown_schedule_lists_the_known() {
+        for p in [0.0, 0.5, 1.0] {
+            let zero = "zero"
+                .parse::<ScheduleChoice>()
+                .unwrap()
+                .schedule()
+                .at(p)
+                .unwrap();
+            assert_eq!((zero.parallel, zero.finish), (0.0, 0.0), "at {p}");
+            let aegir = ScheduleChoice::Aegir.schedule().at(p).unwrap();
+            let no_parallel = ScheduleChoice::ZeroParallel.schedule().at(p).unwrap();
+            assert_eq!(
+                (no_parallel.parallel, no_parallel.finish),
+                (0.0, aegir.finish)
+            );
+        }
+        assert!(ScheduleChoice::Aegir.schedule().at(0.0).unwrap().parallel > 0.0);
+        let err = "none".parse::<ScheduleChoice>().unwrap_err().to_string();
+        assert!(err.contains("zero-parallel or zero"), "{err}");
+    }
 }
