@@ -196,7 +196,8 @@ impl Model {
             .as_ref()
             .zip(model.swarm.orchestrator.column_words())
             .map(|(files, (_, vectors))| (files.vectors.sha256.clone(), Arc::clone(vectors)));
-        let list = ExpertList::load(dir)?;
+        // The manifest read above lists them (a v2 directory's `experts.json` folded in).
+        let list = ExpertList::of(&manifest);
         for expert in &list.experts {
             let expert_dir = dir.join(&expert.dir);
             let known = vectors.as_ref().map(|(sha256, v)| (sha256.as_str(), v));
