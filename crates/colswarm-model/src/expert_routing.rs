@@ -52,25 +52,15 @@ impl ExpertRouting {
         device: &Device,
     ) -> Self {
         let n = open_below.len();
-        let mut weight = vec![0f32; (d_model + n) * n];
-        let mut bias = vec![0f32; n];
-        for (i, rule) in open_below.iter().enumerate() {
-            match rule {
-                Some(p) => {
-                    weight[(d_model + i) * n + i] = -RULE_SHARPNESS;
-                    bias[i] = RULE_SHARPNESS * p;
-                }
-                None => bias[i] = RULE_SHARPNESS,
-            }
-        }
-        let mut router = SpecialistRouterConfig::new(d_model + n, n).init(device);
-        let params = ParamFactory::new(0, device);
-        router.gate.weight = params.from_values(weight, [d_model + n, n]);
-        router.gate.bias = Some(params.from_values(bias, [n]));
+        let router = SpecialistRouterConfig::new(d_model + n, n).init(device);
         let mix = LogitMixConfig::new(namespaces, n)
             .with_initial_weight(1.0)
             .init(device);
-        ExpertRouting { router, mix }
+        let mut routing = ExpertRouting { router, mix };
+        for (i, rule) in open_below.iter().enumerate() {
+            routing.set_rule(i, *rule);
+        }
+        routing
     }
 
     /// This routing with one more expert, last: its gate follows `open_below` (as in
@@ -151,27 +141,26 @@ impl ExpertRouting {
     /// [`ExpertRouting::from_rule`]: it then reads its own confidence alone); the other gates
     /// and the mix are kept.
     pub fn set_rule(&mut self, i: usize, open_below: Option<f32>) {
-        let column = self.rule_column(i, open_below);
         let n = self.experts();
-        let weight = self.router.gate.weight.val();
-        let rows = weight.dims()[0];
-        let before = (i > 0).then(|| weight.clone().narrow(1, 0, i));
-        let after = (i + 1 < n).then(|| weight.narrow(1, i + 1, n - i - 1));
-        let parts: Vec<Tensor<2>> = [before, Some(column.0.reshape([rows, 1])), after]
-            .into_iter()
-            .flatten()
-            .collect();
-        self.router.gate.weight = Param::from_tensor(Tensor::cat(parts, 1));
-        let device = self.router.gate.weight.device();
+        let rows = self.router.gate.weight.dims()[0];
+        let host = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap_or_default();
+        let (column, rule_bias) = self.rule_column(i, open_below);
+        let column = host(column);
+        let mut weight = host(self.router.gate.weight.val().reshape([rows * n]));
+        for (row, value) in column.into_iter().enumerate() {
+            weight[row * n + i] = value;
+        }
         let mut bias = match &self.router.gate.bias {
-            Some(b) => b.val().into_data().try_to_vec::<f32>().unwrap_or_default(),
+            Some(b) => host(b.val()),
             None => vec![0.0; n],
         };
-        bias[i] = column.1;
-        self.router.gate.bias = Some(Param::from_tensor(Tensor::from_data(
-            TensorData::new(bias, [n]),
-            &device,
-        )));
+        bias[i] = rule_bias;
+        // Built from values, as the router's own init is (ParamFactory), so that a routing
+        // trained from it resumes as it ran.
+        let device = self.router.gate.weight.device();
+        let params = ParamFactory::new(0, &device);
+        self.router.gate.weight = params.from_values(weight, [rows, n]);
+        self.router.gate.bias = Some(params.from_values(bias, [n]));
     }
 
     /// Whether expert `i`'s gate is exactly the rule `open_below` (a routing stored for its

@@ -70,32 +70,6 @@ fn required<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
     Option::<T>::deserialize(d)
 }
 
-/// `colswarm-swarm-v2` (read only).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ManifestV2 {
-    #[serde(rename = "format")]
-    _format: String,
-    config: ConfigV2,
-    cta_labels: Vec<String>,
-    cpa_labels: Vec<String>,
-    primary: FileRef,
-    /// `null` in a swarm without specialists (written as a placeholder file before).
-    #[serde(deserialize_with = "required")]
-    router: Option<FileRef>,
-    /// As `router`.
-    #[serde(deserialize_with = "required")]
-    fusion: Option<FileRef>,
-    cta_head: FileRef,
-    cpa_head: FileRef,
-    #[serde(deserialize_with = "required")]
-    column_ngrams: Option<FileRef>,
-    /// Absent in every model written before word vectors existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    column_words: Option<WordFiles>,
-    specialists: Vec<SpecialistRef>,
-}
-
 /// `colswarm-swarm-v3`: as v2, with one list of specialists and the experts' routing.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -429,57 +403,14 @@ impl<'de> Deserialize<'de> for SwarmManifest {
             .get("format")
             .ok_or_else(|| D::Error::missing_field("format"))?;
         match format.as_str() {
-            Some(MANIFEST_FORMAT) => {
-                let v3 = ManifestV3::deserialize(value).map_err(D::Error::custom)?;
-                if let Some(name) = first_repeated(v3.specialists.iter().map(SpecialistEntry::name))
-                {
-                    return Err(D::Error::custom(format!(
-                        "the specialist name {name:?} is listed twice"
-                    )));
-                }
-                let (mut specialists, mut experts) = (Vec::new(), Vec::new());
-                for entry in v3.specialists {
-                    match entry {
-                        SpecialistEntry::State(s) => specialists.push(s),
-                        SpecialistEntry::Answers(e) => experts.push(e),
-                    }
-                }
-                Ok(SwarmManifest {
-                    version: ManifestVersion::V3,
-                    config: v3.config.into(),
-                    cta_labels: v3.cta_labels,
-                    cpa_labels: v3.cpa_labels,
-                    primary: v3.primary,
-                    router: v3.router,
-                    fusion: v3.fusion,
-                    cta_head: v3.cta_head,
-                    cpa_head: v3.cpa_head,
-                    column_ngrams: v3.column_ngrams,
-                    column_words: v3.column_words,
-                    specialists,
-                    experts,
-                    expert_routing: v3.expert_routing,
-                })
-            }
-            Some(MANIFEST_FORMAT_V2) => {
-                let v2 = ManifestV2::deserialize(value).map_err(D::Error::custom)?;
-                Ok(SwarmManifest {
-                    version: ManifestVersion::V2,
-                    config: v2.config.into(),
-                    cta_labels: v2.cta_labels,
-                    cpa_labels: v2.cpa_labels,
-                    primary: v2.primary,
-                    router: v2.router,
-                    fusion: v2.fusion,
-                    cta_head: v2.cta_head,
-                    cpa_head: v2.cpa_head,
-                    column_ngrams: v2.column_ngrams,
-                    column_words: v2.column_words,
-                    specialists: v2.specialists,
-                    experts: Vec::new(),
-                    expert_routing: None,
-                })
-            }
+            Some(MANIFEST_FORMAT) => ManifestV3::deserialize(value)
+                .map_err(D::Error::custom)?
+                .into_manifest(ManifestVersion::V3)
+                .map_err(D::Error::custom),
+            Some(MANIFEST_FORMAT_V2) => ManifestV3::deserialize(v2_as_v3(value)?)
+                .map_err(D::Error::custom)?
+                .into_manifest(ManifestVersion::V2)
+                .map_err(D::Error::custom),
             Some(MANIFEST_FORMAT_V1) => ManifestV1::deserialize(value)
                 .map_err(D::Error::custom)?
                 .migrate()
@@ -489,6 +420,63 @@ impl<'de> Deserialize<'de> for SwarmManifest {
                  `{MANIFEST_FORMAT_V2}` and `{MANIFEST_FORMAT_V1}`)"
             ))),
         }
+    }
+}
+
+/// A v2 manifest in the v3 layout it is a case of: every specialist contributes its state, no
+/// expert routing is listed (the experts sat in `experts.json`), and `column_words`, which v2
+/// manifests written before word vectors lack, is `null`.
+fn v2_as_v3<E: serde::de::Error>(mut value: serde_json::Value) -> Result<serde_json::Value, E> {
+    let Some(object) = value.as_object_mut() else {
+        return Err(E::custom("a manifest is a JSON object"));
+    };
+    if object.contains_key("expert_routing") {
+        return Err(E::unknown_field("expert_routing", &[]));
+    }
+    object.insert("expert_routing".into(), serde_json::Value::Null);
+    object
+        .entry("column_words")
+        .or_insert(serde_json::Value::Null);
+    if let Some(list) = object.get_mut("specialists").and_then(|s| s.as_array_mut()) {
+        for entry in list.iter_mut().filter_map(|e| e.as_object_mut()) {
+            if entry.contains_key("contributes") {
+                return Err(E::unknown_field("contributes", &[]));
+            }
+            entry.insert("contributes".into(), "state".into());
+        }
+    }
+    Ok(value)
+}
+
+impl ManifestV3 {
+    /// The manifest in memory, read in `version`'s layout; refuses a name listed twice.
+    fn into_manifest(self, version: ManifestVersion) -> Result<SwarmManifest, String> {
+        if let Some(name) = first_repeated(self.specialists.iter().map(SpecialistEntry::name)) {
+            return Err(format!("the specialist name {name:?} is listed twice"));
+        }
+        let (mut specialists, mut experts) = (Vec::new(), Vec::new());
+        for entry in self.specialists {
+            match entry {
+                SpecialistEntry::State(s) => specialists.push(s),
+                SpecialistEntry::Answers(e) => experts.push(e),
+            }
+        }
+        Ok(SwarmManifest {
+            version,
+            config: self.config.into(),
+            cta_labels: self.cta_labels,
+            cpa_labels: self.cpa_labels,
+            primary: self.primary,
+            router: self.router,
+            fusion: self.fusion,
+            cta_head: self.cta_head,
+            cpa_head: self.cpa_head,
+            column_ngrams: self.column_ngrams,
+            column_words: self.column_words,
+            specialists,
+            experts,
+            expert_routing: self.expert_routing,
+        })
     }
 }
 
