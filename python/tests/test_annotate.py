@@ -100,8 +100,8 @@ def test_options_reach_the_model(some_t2d_tables):
     off = colswarm.Annotator(MODEL, specialists="off").annotate(path)
     assert all(a == [] for a in off["active_specialists"])
     everyone = colswarm.Annotator(MODEL, specialists="all").annotate(path)
-    # Three specialists and four domain experts.
-    assert all(len(a) == 7 for a in everyone["active_specialists"])
+    # The four specialists.
+    assert all(len(a) == 4 for a in everyone["active_specialists"])
     # abstain=False: every column gets its best label, as `annotate --no-abstain`.
     every = colswarm.Annotator(MODEL, abstain=False)
     assert every.info["abstain"] is False

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{colswarm, root, stdout, t2d_subset};
+use common::{STATE_SPECIALISTS, colswarm, root, state_swarm, stdout, t2d_subset};
 
 fn labels_json(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("labels.json")).unwrap()).unwrap()
@@ -366,7 +366,7 @@ fn calibrate_label_names_refuses_a_bad_weight_or_namespace() {
     }
 }
 
-/// Which of the shipped swarm's three state specialists `annotate` opened, table by table.
+/// Which state specialists `annotate` opened, table by table.
 fn state_specialists_opened(model: &Path, tables: &[&str]) -> Vec<Vec<bool>> {
     let mut args = vec!["annotate", "--model", model.to_str().unwrap()];
     args.extend(tables);
@@ -375,10 +375,9 @@ fn state_specialists_opened(model: &Path, tables: &[&str]) -> Vec<Vec<bool>> {
         .map(|line| {
             let table: serde_json::Value = serde_json::from_str(line).unwrap();
             let router = table["router"].as_array().unwrap();
-            let state = ["wikitables", "gittables", "t2d"];
             router
                 .iter()
-                .filter(|s| state.contains(&s["specialist"].as_str().unwrap()))
+                .filter(|s| STATE_SPECIALISTS.contains(&s["specialist"].as_str().unwrap()))
                 .map(|s| s["active"].as_bool().unwrap())
                 .collect()
         })
@@ -387,8 +386,9 @@ fn state_specialists_opened(model: &Path, tables: &[&str]) -> Vec<Vec<bool>> {
 
 #[test]
 fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
-    let shipped = root().join("models/colswarm-small");
     let work = tempfile::tempdir().unwrap();
+    let data = t2d_subset(6);
+    let swarm = state_swarm(data.path(), &work.path().join("swarm"));
     let out = work.path().join("routed");
     let tables = [
         "datasets/t2d-webtables/samples/10057926_0_6000962521981596991.csv",
@@ -407,7 +407,7 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
         }
         colswarm(&args)
     };
-    let printed = stdout(&set(&shipped, "0", Some(&out)));
+    let printed = stdout(&set(&swarm, "0", Some(&out)));
     assert!(printed.contains("gate exceeds 0"), "{printed}");
     assert!(
         !printed.contains("labels.json"),
@@ -423,7 +423,7 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
         vec![vec![false; 3]; 2]
     );
     // The labels and the abstention thresholds are left as they were.
-    assert_eq!(labels_json(&out), labels_json(&shipped));
+    assert_eq!(labels_json(&out), labels_json(&swarm));
 
     let refused = set(&out, "1.5", None);
     assert!(!refused.status.success());
@@ -432,6 +432,19 @@ fn calibrate_router_threshold_opens_and_closes_the_state_specialists() {
         err.contains("--router-threshold 1.5") && err.contains("[0, 1]"),
         "{err}"
     );
+
+    // The shipped model has no state specialist: a threshold would open none, so it is
+    // refused, and nothing is written.
+    let shipped = root().join("models/colswarm-small");
+    let nowhere = work.path().join("nowhere");
+    let refused = set(&shipped, "0", Some(&nowhere));
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("no state specialist") && err.contains("swarm.json"),
+        "{err}"
+    );
+    assert!(!nowhere.exists(), "{}", nowhere.display());
 }
 
 #[test]

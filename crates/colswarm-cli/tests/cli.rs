@@ -140,15 +140,12 @@ fn eval_json_reports_how_the_router_routes_per_specialist_and_kind() {
     assert_eq!(
         names,
         [
-            "wikitables",
-            "gittables",
-            "t2d",
             "wikitables-expert",
             "gittables-expert",
             "t2d-expert",
             "t2d-silver"
         ],
-        "the router's order, then the domain experts'"
+        "the manifest's order"
     );
     let mut opened = 0;
     for s in specialists {
@@ -432,10 +429,11 @@ fn csv_output_has_one_row_per_column_and_namespace() {
 }
 
 #[test]
-fn inspect_names_the_experts_own_ngrams_and_the_router_threshold() {
+fn inspect_names_the_experts_own_ngrams_and_their_routing() {
     let out = stdout(&colswarm(&["inspect", "models/colswarm-small"]));
-    // One list of specialists, each with what it contributes.
-    assert!(out.contains("specialist t2d (state):"), "{out}");
+    // One list of specialists, each with what it contributes: the shipped model's answer.
+    assert!(!out.contains("(state)"), "{out}");
+    assert!(out.contains("state fusion: none"), "{out}");
     let line = |name: &str| {
         out.lines()
             .find(|l| l.starts_with(&format!("specialist {name} (answers):")))
@@ -447,8 +445,13 @@ fn inspect_names_the_experts_own_ngrams_and_the_router_threshold() {
         "{gittables}"
     );
     // An expert reading n-grams as the primary does says nothing of them.
-    assert!(!line("t2d-expert").contains("n-grams"), "{out}");
-    assert!(out.contains("threshold 1,"), "{out}");
+    let t2d = line("t2d-expert");
+    assert!(!t2d.contains("n-grams"), "{out}");
+    // Its gate, the rule it follows, and its weights in the mix.
+    assert!(
+        t2d.contains("below 0.9 (the router's rule)") && t2d.contains("1.43 in cpa:t2d"),
+        "{t2d}"
+    );
 }
 
 #[test]
@@ -521,8 +524,16 @@ fn the_shipped_model_annotates_the_readme_table() {
     let annotation: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let columns = annotation["columns"].as_array().unwrap();
     assert!(!columns.is_empty());
-    // Three specialists, then four domain experts.
-    assert_eq!(annotation["router"].as_array().unwrap().len(), 7);
+    // Its four specialists, each with its gate and whether it read the table.
+    let router = annotation["router"].as_array().unwrap();
+    assert_eq!(router.len(), 4);
+    for gate in router {
+        let (g, active) = (
+            gate["gate"].as_f64().unwrap(),
+            gate["active"].as_bool().unwrap(),
+        );
+        assert!((0.0..=1.0).contains(&g) && active == (g > 0.5), "{gate}");
+    }
     for column in columns {
         assert!(!column["types"].as_array().unwrap().is_empty());
     }
@@ -596,7 +607,7 @@ fn probes_of_the_shipped_model_beat_the_majority_class_and_feed_compare() {
         "--model",
         "models/colswarm-small",
         "--specialist",
-        "t2d=models/colswarm-small/specialists/t2d.safetensors",
+        "t2d=models/specialists/t2d.safetensors",
         "--train",
         "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train",
         "--dev",

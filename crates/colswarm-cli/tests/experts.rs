@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{colswarm, root, stdout, t2d_subset};
+use common::{STATE_SPECIALISTS, colswarm, root, state_swarm, stdout, t2d_subset};
 
 /// Trains a tiny model on `data` that reads tables as the shipped primary does (its
 /// serialization, n-grams and word vectors) but with `rows` rows per table read; returns its
@@ -161,9 +161,6 @@ fn an_expert_joins_the_shipped_model_and_moves_its_answers_where_it_opens() {
     assert_eq!(
         names,
         [
-            "wikitables",
-            "gittables",
-            "t2d",
             "wikitables-expert",
             "gittables-expert",
             "t2d-expert",
@@ -279,9 +276,9 @@ fn experts_that_cannot_stand_beside_the_primary_are_refused_and_nothing_is_writt
     };
     let expert_arg = |name: &str| format!("{name}={}", expert.display());
 
-    let err = refused(expert_arg("t2d"), &[]);
+    let err = refused(expert_arg("t2d-expert"), &[]);
     assert!(
-        err.contains("specialist") && err.contains("\"t2d\""),
+        err.contains("specialist") && err.contains("\"t2d-expert\""),
         "{err}"
     );
     let err = refused(expert_arg("a/b"), &[]);
@@ -384,6 +381,7 @@ fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
         report["routing"]["specialists"].clone()
     };
     assert_eq!(rates(&mix_only.join("model")), rates(&shipped));
+
 }
 
 /// The router's gates of an annotation, by name, and the annotation without them.
@@ -413,11 +411,6 @@ fn removing_specialists_of_either_kind_keeps_every_other_answer() {
         ]))
     };
     let manifest = |dir: &Path| json(&dir.join("swarm.json"));
-    let state: Vec<String> = (manifest(&shipped)["specialists"].as_array().unwrap())
-        .iter()
-        .filter(|s| s["contributes"] == "state")
-        .map(|s| s["name"].as_str().unwrap().to_string())
-        .collect();
 
     // An unknown name is refused before anything is written.
     let out = work.path().join("none");
@@ -438,55 +431,73 @@ fn removing_specialists_of_either_kind_keeps_every_other_answer() {
     );
     assert!(!out.exists());
 
-    // Without its state specialists (the shipped router's threshold keeps them closed) the
-    // model gives the same answers; their files are gone.
-    assert!(!state.is_empty(), "the shipped model has state specialists");
+    // State specialists the router keeps closed (threshold 1) change no answer: without them
+    // the swarm answers as before, and their files are gone.
+    let data = t2d_subset(6);
+    let swarm = state_swarm(data.path(), &work.path().join("swarm"));
+    stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        swarm.to_str().unwrap(),
+        "--router-threshold",
+        "1",
+    ]));
     let stateless = work.path().join("stateless");
     let mut args = vec![
-        "remove-specialist".to_string(),
-        "--model".into(),
-        shipped.to_str().unwrap().into(),
-        "--out".into(),
-        stateless.to_str().unwrap().into(),
+        "remove-specialist",
+        "--model",
+        swarm.to_str().unwrap(),
+        "--out",
+        stateless.to_str().unwrap(),
     ];
-    for name in &state {
-        args.extend(["--specialist".to_string(), name.clone()]);
+    for name in STATE_SPECIALISTS {
+        args.extend(["--specialist", name]);
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let said = stdout(&colswarm(&args));
-    assert!(
-        said.contains("now has the specialists wikitables-expert"),
-        "{said}"
-    );
+    assert!(said.contains("now has no specialist"), "{said}");
     let listed = manifest(&stateless);
     assert!(listed["router"].is_null() && listed["fusion"].is_null());
+    assert!(listed["specialists"].as_array().unwrap().is_empty());
     for file in ["router.safetensors", "fusion.safetensors", "specialists"] {
+        assert!(swarm.join(file).exists(), "{file}");
         assert!(!stateless.join(file).exists(), "{file}");
     }
     let (names, answers) = split_router(&annotate(&stateless));
-    let (shipped_names, shipped_answers) = split_router(&annotate(&shipped));
-    assert_eq!(answers, shipped_answers);
-    let experts: Vec<String> = (shipped_names.into_iter())
-        .filter(|n| !state.contains(n))
-        .collect();
-    assert_eq!(names, experts);
+    let (swarm_names, swarm_answers) = split_router(&annotate(&swarm));
+    assert_eq!(answers, swarm_answers);
+    assert_eq!(swarm_names, STATE_SPECIALISTS);
+    assert!(names.is_empty(), "{names:?}");
     let inspected = stdout(&colswarm(&["inspect", stateless.to_str().unwrap()]));
     assert!(
         inspected.contains("state fusion: none") && !inspected.contains("(state)"),
         "{inspected}"
     );
 
-    // An expert removed in place: out of the list and the router, its directory deleted.
+    // An expert removed in place: out of the list and the router, its directory deleted;
+    // the others keep their places.
+    let copy = work.path().join("shipped");
     stdout(&colswarm(&[
         "remove-specialist",
         "--model",
-        stateless.to_str().unwrap(),
+        shipped.to_str().unwrap(),
         "--specialist",
         "t2d-silver",
+        "--out",
+        copy.to_str().unwrap(),
     ]));
-    assert!(!stateless.join("experts/t2d-silver").exists());
-    assert!(!work.path().join("stateless.removing").exists());
-    let (names, _) = split_router(&annotate(&stateless));
-    assert!(!names.iter().any(|n| n == "t2d-silver"), "{names:?}");
-    assert!(!manifest(&stateless).to_string().contains("t2d-silver"));
+    stdout(&colswarm(&[
+        "remove-specialist",
+        "--model",
+        copy.to_str().unwrap(),
+        "--specialist",
+        "gittables-expert",
+    ]));
+    assert!(!copy.join("experts/gittables-expert").exists());
+    assert!(!copy.join("experts/t2d-silver").exists());
+    assert!(copy.join("experts/t2d-expert").is_dir());
+    assert!(!work.path().join("shipped.removing").exists());
+    let (names, _) = split_router(&annotate(&copy));
+    assert_eq!(names, ["wikitables-expert", "t2d-expert"]);
+    let written = manifest(&copy).to_string();
+    assert!(!written.contains("t2d-silver") && !written.contains("gittables-expert"));
 }

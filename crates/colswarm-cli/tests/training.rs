@@ -180,9 +180,7 @@ fn shipped_recipe_in_code(train: Vec<String>, max_tables: usize, epochs: usize) 
     let at = |path: &str| root().join(path);
     let specialist = |name: &str| SpecialistSpec {
         name: name.to_string(),
-        path: at(&format!(
-            "models/colswarm-small/specialists/{name}.safetensors"
-        )),
+        path: at(&format!("models/specialists/{name}.safetensors")),
     };
     TrainConfig {
         model: ModelSettings {

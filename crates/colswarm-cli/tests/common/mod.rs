@@ -81,3 +81,35 @@ pub fn file_contents(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<(String, V
     files.sort();
     files
 }
+
+/// The frozen state specialists the shipped recipe trains beside (`models/specialists/`).
+pub const STATE_SPECIALISTS: [&str; 3] = ["wikitables", "gittables", "t2d"];
+
+/// A small swarm whose specialists contribute their state: a primary of the state
+/// specialists' shape trained for one epoch on the T2D folder `data` beside the three of
+/// [`STATE_SPECIALISTS`] (the shipped model carries none); returns its directory.
+pub fn state_swarm(data: &Path, out: &Path) -> PathBuf {
+    let train = format!("t2d=t2d:{}", data.display());
+    let specialists: Vec<String> = STATE_SPECIALISTS
+        .iter()
+        .map(|name| format!("{name}=models/specialists/{name}.safetensors"))
+        .collect();
+    let mut args = vec![
+        "train", "--quiet", "--epochs", "1", "--seed", "3", "--train", &train,
+    ];
+    for setting in [
+        "model.d_model=64",
+        "model.n_layers=2",
+        "model.head_size=32",
+        "model.d_head_hidden=16",
+    ] {
+        args.extend(["--set", setting]);
+    }
+    for specialist in &specialists {
+        args.extend(["--specialist", specialist]);
+    }
+    let out_arg = out.to_str().unwrap();
+    args.extend(["--out", out_arg]);
+    stdout(&colswarm(&args));
+    out.join("best")
+}

@@ -169,8 +169,12 @@ struct ManifestV1 {
     #[serde(default)]
     cpa_labels: Vec<String>,
     primary: FileRef,
-    router: FileRef,
-    fusion: FileRef,
+    // Written for every swarm, a placeholder where it had no specialists; absent or null is
+    // read as the current layout reads it: no specialists, nothing to route or fuse.
+    #[serde(default)]
+    router: Option<FileRef>,
+    #[serde(default)]
+    fusion: Option<FileRef>,
     cta_head: FileRef,
     cpa_head: FileRef,
     #[serde(default)]
@@ -301,8 +305,8 @@ impl ManifestV1 {
             cta_labels: self.cta_labels,
             cpa_labels: self.cpa_labels,
             primary: self.primary,
-            router: Some(self.router),
-            fusion: Some(self.fusion),
+            router: self.router,
+            fusion: self.fusion,
             cta_head: self.cta_head,
             cpa_head: self.cpa_head,
             column_ngrams: self.column_ngrams,
