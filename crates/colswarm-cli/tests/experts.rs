@@ -381,7 +381,6 @@ fn the_experts_routing_trains_resumes_and_can_leave_the_router_as_it_is() {
         report["routing"]["specialists"].clone()
     };
     assert_eq!(rates(&mix_only.join("model")), rates(&shipped));
-
 }
 
 /// The router's gates of an annotation, by name, and the annotation without them.
