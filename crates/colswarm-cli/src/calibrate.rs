@@ -19,7 +19,7 @@ use colswarm_model::{
     ExpertList, HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, ROUTING_FILE, SpecialistUse,
     Task, mix_namespace,
 };
-use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, set_router_threshold};
+use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
 
 use crate::device_arg::DeviceArg;
@@ -127,14 +127,14 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
     let rule = args
         .min_precision
         .map_or(ThresholdRule::BestF1, ThresholdRule::MinPrecision);
-    if args.router_threshold.is_some() && SwarmManifest::read(&args.model)?.specialists.is_empty() {
+    let mut model = load_model(&args.model, args.device)?;
+    if args.router_threshold.is_some() && model.swarm.specialists.is_empty() {
         bail!(
             "--router-threshold: {} has no state specialist, so a threshold would open none (its \
              answering specialists open by their own gates: --open-below)",
             args.model.join(MANIFEST_FILE).display()
         );
     }
-    let mut model = load_model(&args.model, args.device)?;
     let open_below = parse_open_below(&args, &model)?;
     let mix_weights = parse_mix_weights(&args, &model)?;
     // The priors first: the thresholds are chosen on the probabilities they give.
