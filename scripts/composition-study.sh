@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Which composition pays? The specialist × routing part of the decisive experiment
+# (docs/EXPERIMENTS.md, "Which composition pays"), on the nested protocol's fold models
+# (scripts/evaluate-recipe.sh; fold K's model and expert were trained without fold K). For
+# each fold, swarms that differ only in the specialist beside the fold's primary:
+#   gold     the benchmark's domain expert, trained on the same gold tables as the primary;
+#   other    (t2d only) `t2d-silver`, trained on open-data columns, no T2D table;
+#   control  an expert of the domain expert's shape and label list "trained" for one epoch at
+#            a learning rate of 1e-12: the recipe's random initial weights.
+# Each opens where the fold's domain expert opens (its chosen rule) and is named like it, so
+# that scripts/expert-routing-study.sh runs unchanged on it (FOLD_MODEL): the primary alone,
+# the confidence rule with the plain average, every specialist on every table, and the trained
+# arms (ARMS, default "trained mix-0": the PARL router with the mix, and the mix alone), each
+# trained on one half of the held-out fold and scored on the other.
+# Usage: BENCH=wikitables|t2d|gittables scripts/composition-study.sh   (CV default
+# runs/evaluate-recipe/BENCH, OUT default runs/composition-study/BENCH; VARIANTS default all
+# of the benchmark's; FOLDS_RUN, e.g. "0 1", only those folds; BIN as in the other scripts). A few minutes a variant on the 2-core
+# machine (GitTables about four times that); rerunning keeps what exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH=${BENCH:-wikitables}
+BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
+CV=${CV:-runs/evaluate-recipe/$BENCH}
+OUT=${OUT:-runs/composition-study/$BENCH}
+ARMS=${ARMS:-"trained mix-0"}
+T=datasets/t2d-webtables/t2d.tar.gz
+G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
+case $BENCH in
+  wikitables)
+    FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold control"}
+    SHAPE=(--set model.d_model=32 --set model.neighbour_ngrams=true --set model.hierarchy_closure=false)
+    ;;
+  t2d)
+    FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold other control"}
+    SHAPE=(--set model.d_model=32)
+    ;;
+  gittables)
+    FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
+    SHAPE=(--set model.n_layers=1 --set model.neighbour_ngrams=true --set model.ngram_cells=100)
+    ;;
+  *) echo "BENCH is wikitables, t2d or gittables" >&2; exit 2 ;;
+esac
+EXPERT="$BENCH-expert"
+# FOLDS_RUN: only these folds (to start on the folds whose models exist; the study pools
+# whatever folds have been scored).
+RUN_FOLDS=${FOLDS_RUN:-$FOLDS}
+mkdir -p "$OUT"
+
+# own K: the training data of fold K's expert, as the protocol gives it (scripts/evaluate_recipe.py).
+own() {
+  local k=$1 n j others
+  n=$(echo $FOLDS | wc -w)
+  j=$(((k + 1) % n))
+  others=$(for i in $FOLDS; do [ "$i" != "$k" ] && [ "$i" != "$j" ] && printf '%s,' "$i"; done)
+  others=${others%,}
+  case $BENCH in
+    wikitables) echo "wikitables=turl-csv:$CV/data/fold$k/train.csv" ;;
+    t2d) echo "t2d=t2d:$T#folds=$others+folds=$j/half=1" ;;
+    gittables)
+      local files
+      files=$(for i in $FOLDS; do [ "$i" != "$k" ] && printf '%s%s.csv.gz,' "$G" "$i"; done)
+      echo "gittables=sato-cv:${files%,}#folds=1,2,3,4+folds=0/half=1"
+      ;;
+  esac
+}
+
+# rule K: the add-specialist flag of the rule fold K's domain expert opens by (none: every table).
+rule() {
+  python3 - "$CV/fold$1/final/swarm.json" "$EXPERT" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["specialists"]:
+    if s["name"] == sys.argv[2] and "open_below" in s:
+        print("--open-below", s["open_below"])
+PY
+}
+
+# answering K: the names of fold K's specialists that answer (its experts).
+answering() {
+  python3 - "$CV/fold$1/final/swarm.json" <<'PY'
+import json, sys
+print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]
+               if s["contributes"] == "answers"))
+PY
+}
+
+# swarm VARIANT K: fold K's primary with VARIANT's specialist alone, into OUT/VARIANT/foldK.
+swarm() {
+  local variant=$1 k=$2 dir="$OUT/$1/fold$2" bare="$OUT/$1/fold$2.bare" source name experts=()
+  [ -d "$dir" ] && return
+  rm -rf "$dir.partial" "$bare"
+  mkdir -p "$OUT/$variant"
+  case $variant in
+    gold) source="$CV/fold$k/final/experts/$EXPERT" ;;
+    other) source="$CV/fold$k/final/experts/t2d-silver" ;;
+    control)
+      source="$OUT/control-experts/fold$k/averaged"
+      if [ ! -d "$source" ]; then
+        $BIN --threads 1 train --recipe recipes/expert.toml --quiet --out "$OUT/control-experts/fold$k" \
+          "${SHAPE[@]}" --set optimizer.learning_rate=1e-12 --set averaging.last_epochs=1 \
+          --epochs 1 --train "$(own "$k")" >/dev/null
+      fi
+      ;;
+  esac
+  for name in $(answering "$k"); do experts+=(--specialist "$name"); done
+  $BIN remove-specialist --model "$CV/fold$k/final" "${experts[@]}" --out "$bare" >/dev/null
+  # Named as the study expects an expert to be (t2d-silver keeps its name).
+  name=$EXPERT
+  [ "$variant" = other ] && name=t2d-silver
+  # shellcheck disable=SC2046
+  $BIN add-specialist --model "$bare" $(rule "$k") --specialist "$name=$source" \
+    --out "$dir.partial" >/dev/null
+  rm -rf "$bare"
+  mv "$dir.partial" "$dir"
+}
+
+for variant in $VARIANTS; do
+  for k in $RUN_FOLDS; do swarm "$variant" "$k"; done
+  echo "== $BENCH, $variant"
+  BENCH=$BENCH BIN="$BIN" FOLDS_RUN="$RUN_FOLDS" ARMS="$ARMS" CV="$CV" FOLD_MODEL="$OUT/$variant/fold{k}" \
+    OUT="$OUT/study-$variant" scripts/expert-routing-study.sh
+done
