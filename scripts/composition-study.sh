@@ -4,18 +4,22 @@
 # (scripts/evaluate-recipe.sh; fold K's model and expert were trained without fold K). For
 # each fold, swarms that differ only in the specialist beside the fold's primary:
 #   gold     the benchmark's domain expert, trained on the same gold tables as the primary;
-#   other    (t2d only) `t2d-silver`, trained on open-data columns, no T2D table;
+#   other    a specialist trained on other data: T2D's `t2d-silver` (open-data columns, no T2D
+#            table), or for WikiTables the expert OTHER names (e.g. one trained on the
+#            `wikipedia` silver corpus, docs/CORPORA.md), named `wikitables-silver`;
+#   gold-other the fold's own experts with that specialist beside them;
 #   control  an expert of the domain expert's shape and label list "trained" for one epoch at
 #            a learning rate of 1e-12: the recipe's random initial weights.
-# Each opens where the fold's domain expert opens (its chosen rule) and is named like it, so
-# that scripts/expert-routing-study.sh runs unchanged on it (FOLD_MODEL): the primary alone,
+# Each opens where the fold's domain expert opens (its chosen rule) and is named so that
+# scripts/expert-routing-study.sh runs unchanged on it (FOLD_MODEL): the primary alone,
 # the confidence rule with the plain average, every specialist on every table, and the trained
 # arms (ARMS, default "trained mix-0": the PARL router with the mix, and the mix alone), each
 # trained on one half of the held-out fold and scored on the other.
 # Usage: BENCH=wikitables|t2d|gittables scripts/composition-study.sh   (CV default
-# runs/evaluate-recipe/BENCH, OUT default runs/composition-study/BENCH; VARIANTS default all
-# of the benchmark's; FOLDS_RUN, e.g. "0 1", only those folds; BIN as in the other scripts). A few minutes a variant on the 2-core
-# machine (GitTables about four times that); rerunning keeps what exists.
+# runs/evaluate-recipe/BENCH, OUT default runs/composition-study/BENCH; OTHER as above;
+# VARIANTS default all of the benchmark's; FOLDS_RUN, e.g. "0 1", only those folds; BIN as in
+# the other scripts). A few minutes a variant on the 2-core machine (GitTables about four times
+# that); rerunning keeps what exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-wikitables}
@@ -27,12 +31,14 @@ T=datasets/t2d-webtables/t2d.tar.gz
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 case $BENCH in
   wikitables)
-    FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold control"}
+    FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold control${OTHER:+ other gold-other}"}
     SHAPE=(--set model.d_model=32 --set model.neighbour_ngrams=true --set model.hierarchy_closure=false)
+    OTHER_NAME=wikitables-silver
     ;;
   t2d)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold other control"}
     SHAPE=(--set model.d_model=32)
+    OTHER_NAME=t2d-silver
     ;;
   gittables)
     FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
@@ -83,15 +89,19 @@ print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]
 PY
 }
 
-# swarm VARIANT K: fold K's primary with VARIANT's specialist alone, into OUT/VARIANT/foldK.
+# swarm VARIANT K: fold K's primary with VARIANT's specialists, into OUT/VARIANT/foldK.
 swarm() {
   local variant=$1 k=$2 dir="$OUT/$1/fold$2" bare="$OUT/$1/fold$2.bare" source name experts=()
   [ -d "$dir" ] && return
   rm -rf "$dir.partial" "$bare"
   mkdir -p "$OUT/$variant"
+  name=$EXPERT
   case $variant in
     gold) source="$CV/fold$k/final/experts/$EXPERT" ;;
-    other) source="$CV/fold$k/final/experts/t2d-silver" ;;
+    other | gold-other)
+      source=${OTHER:-"$CV/fold$k/final/experts/t2d-silver"}
+      name=$OTHER_NAME
+      ;;
     control)
       source="$OUT/control-experts/fold$k/averaged"
       if [ ! -d "$source" ]; then
@@ -101,11 +111,13 @@ swarm() {
       fi
       ;;
   esac
-  for name in $(answering "$k"); do experts+=(--specialist "$name"); done
-  $BIN remove-specialist --model "$CV/fold$k/final" "${experts[@]}" --out "$bare" >/dev/null
-  # Named as the study expects an expert to be (t2d-silver keeps its name).
-  name=$EXPERT
-  [ "$variant" = other ] && name=t2d-silver
+  if [ "$variant" = gold-other ]; then
+    cp -r "$CV/fold$k/final" "$bare"
+  else
+    for expert in $(answering "$k"); do experts+=(--specialist "$expert"); done
+    $BIN remove-specialist --model "$CV/fold$k/final" "${experts[@]}" --out "$bare" >/dev/null
+  fi
+  # It opens by the fold's rule for its domain expert, word-split into flags on purpose.
   # shellcheck disable=SC2046
   $BIN add-specialist --model "$bare" $(rule "$k") --specialist "$name=$source" \
     --out "$dir.partial" >/dev/null
