@@ -7,7 +7,7 @@
 #   other    a specialist trained on other data: T2D's `t2d-silver` (open-data columns, no T2D
 #            table), or for WikiTables the expert OTHER names (e.g. one trained on the
 #            `wikipedia` silver corpus, docs/CORPORA.md), named `wikitables-silver`;
-#   gold-other the fold's own experts with that specialist beside them;
+#   gold-other the fold's own experts with that specialist beside them (WikiTables, GitTables);
 #   control  an expert of the domain expert's shape and label list "trained" for one epoch at
 #            a learning rate of 1e-12: the recipe's random initial weights.
 # Each opens where the fold's domain expert opens (its chosen rule) and is named so that
@@ -43,10 +43,27 @@ case $BENCH in
   gittables)
     FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
     SHAPE=(--set model.n_layers=1 --set model.neighbour_ngrams=true --set model.ngram_cells=100)
+    OTHER_NAME=gittables-silver
     ;;
   *) echo "BENCH is wikitables, t2d or gittables" >&2; exit 2 ;;
 esac
 EXPERT="$BENCH-expert"
+for variant in $VARIANTS; do
+  case $variant in
+    gold | control) ;;
+    other | gold-other)
+      # T2D's fold models carry `t2d-silver` already: their `gold-other` is the fold's own model.
+      if [ "$BENCH" = t2d ] && [ "$variant" = gold-other ]; then
+        echo "gold-other on t2d is the fold's own model (it carries t2d-silver): score it with expert-routing-study.sh" >&2
+        exit 2
+      fi
+      if [ "$BENCH" != t2d ] && [ -z "${OTHER:-}" ]; then
+        echo "the $variant variant on $BENCH needs OTHER, the specialist trained on other data" >&2; exit 2
+      fi
+      ;;
+    *) echo "unknown variant $variant (gold, other, gold-other, control)" >&2; exit 2 ;;
+  esac
+done
 # FOLDS_RUN: only these folds (to start on the folds whose models exist; the study pools
 # whatever folds have been scored).
 RUN_FOLDS=${FOLDS_RUN:-$FOLDS}
