@@ -27,22 +27,17 @@ BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 CV=${CV:-runs/evaluate-recipe/$BENCH}
 OUT=${OUT:-runs/composition-study/$BENCH}
 ARMS=${ARMS:-"trained mix-0"}
-T=datasets/t2d-webtables/t2d.tar.gz
-G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 case $BENCH in
   wikitables)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold control${OTHER:+ other gold-other}"}
-    SHAPE=(--set model.d_model=32 --set model.neighbour_ngrams=true --set model.hierarchy_closure=false)
     OTHER_NAME=wikitables-silver
     ;;
   t2d)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold other control"}
-    SHAPE=(--set model.d_model=32)
     OTHER_NAME=t2d-silver
     ;;
   gittables)
     FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
-    SHAPE=(--set model.n_layers=1 --set model.neighbour_ngrams=true --set model.ngram_cells=100)
     OTHER_NAME=gittables-silver
     ;;
   *) echo "BENCH is wikitables, t2d or gittables" >&2; exit 2 ;;
@@ -69,22 +64,19 @@ done
 RUN_FOLDS=${FOLDS_RUN:-$FOLDS}
 mkdir -p "$OUT"
 
-# own K: the training data of fold K's expert, as the protocol gives it (scripts/evaluate_recipe.py).
-own() {
-  local k=$1 n j others
-  n=$(echo $FOLDS | wc -w)
-  j=$(((k + 1) % n))
-  others=$(for i in $FOLDS; do [ "$i" != "$k" ] && [ "$i" != "$j" ] && printf '%s,' "$i"; done)
-  others=${others%,}
-  case $BENCH in
-    wikitables) echo "wikitables=turl-csv:$CV/data/fold$k/train.csv" ;;
-    t2d) echo "t2d=t2d:$T#folds=$others+folds=$j/half=1" ;;
-    gittables)
-      local files
-      files=$(for i in $FOLDS; do [ "$i" != "$k" ] && printf '%s%s.csv.gz,' "$G" "$i"; done)
-      echo "gittables=sato-cv:${files%,}#folds=1,2,3,4+folds=0/half=1"
-      ;;
-  esac
+# fold K FIELD: fold K's expert training data (`own`) or shape flags (`shape`), as the protocol
+# gives them (scripts/evaluate_recipe.py's Fold).
+fold() {
+  python3 - "$BENCH" "$1" "$2" "$(dirname "$CV")" <<'PY'
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+sys.path.insert(0, "scripts")
+from evaluate_recipe import FOLDS, Fold
+bench, k, field, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+fold = Fold(bench, k, FOLDS[bench], SimpleNamespace(out=out))
+print(fold.own[0] if field == "own" else " ".join(fold.expert_shape))
+PY
 }
 
 # rule K: the add-specialist flag of the rule fold K's domain expert opens by (none: every table).
@@ -122,9 +114,10 @@ swarm() {
     control)
       source="$OUT/control-experts/fold$k/averaged"
       if [ ! -d "$source" ]; then
+        # shellcheck disable=SC2046
         $BIN --threads 1 train --recipe recipes/expert.toml --quiet --out "$OUT/control-experts/fold$k" \
-          "${SHAPE[@]}" --set optimizer.learning_rate=1e-12 --set averaging.last_epochs=1 \
-          --epochs 1 --train "$(own "$k")" >/dev/null
+          $(fold "$k" shape) --set optimizer.learning_rate=1e-12 --set averaging.last_epochs=1 \
+          --epochs 1 --train "$(fold "$k" own)" >/dev/null
       fi
       ;;
   esac
