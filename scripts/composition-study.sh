@@ -8,6 +8,9 @@
 #            table), or for WikiTables the expert OTHER names (e.g. one trained on the
 #            `wikipedia` silver corpus, docs/CORPORA.md), named `wikitables-silver`;
 #   gold-other the fold's own experts with that specialist beside them (WikiTables, GitTables);
+#   branch   the fold's own primary, continued on other data (BRANCH_DATA, for BRANCH_EPOCHS
+#            epochs, default 1; WikiTables: the `wikipedia` silver corpus) from its weights;
+#   gold-branch the fold's own experts with its branch beside them;
 #   control  an expert of the domain expert's shape and label list "trained" for one epoch at
 #            a learning rate of 1e-12: the recipe's random initial weights.
 # Each opens where the fold's domain expert opens (its chosen rule) and is named so that
@@ -31,6 +34,7 @@ case $BENCH in
   wikitables)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold control${OTHER:+ other gold-other}"}
     OTHER_NAME=wikitables-silver
+    BRANCH_DATA=${BRANCH_DATA:-"wikitables=turl-csv:.corpora/wikipedia-turl/silver-all.csv"}
     ;;
   t2d)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold other control"}
@@ -46,6 +50,11 @@ EXPERT="$BENCH-expert"
 for variant in $VARIANTS; do
   case $variant in
     gold | control) ;;
+    branch | gold-branch)
+      if [ -z "${BRANCH_DATA:-}" ]; then
+        echo "the $variant variant on $BENCH needs BRANCH_DATA, the data spec the branch continues on" >&2; exit 2
+      fi
+      ;;
     other | gold-other)
       # T2D's fold models carry `t2d-silver` already: their `gold-other` is the fold's own model.
       if [ "$BENCH" = t2d ] && [ "$variant" = gold-other ]; then
@@ -56,7 +65,7 @@ for variant in $VARIANTS; do
         echo "the $variant variant on $BENCH needs OTHER, the specialist trained on other data" >&2; exit 2
       fi
       ;;
-    *) echo "unknown variant $variant (gold, other, gold-other, control)" >&2; exit 2 ;;
+    *) echo "unknown variant $variant (gold, other, gold-other, branch, gold-branch, control)" >&2; exit 2 ;;
   esac
 done
 # FOLDS_RUN: only these folds (to start on the folds whose models exist; the study pools
@@ -98,6 +107,25 @@ print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]
 PY
 }
 
+# branch K: fold K's primary, its state specialists taken out (they change no answer), continued
+# on BRANCH_DATA from its own weights (`model.init_from`; the heads keep the labels the data has).
+branch() {
+  local dir="$OUT/branch-experts/fold$1" states=()
+  if [ ! -d "$dir/averaged" ]; then
+    if [ ! -d "$dir.parent" ]; then
+      for name in $(python3 -c 'import json, sys
+print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]))' "$CV/fold$1/model-avg/swarm.json"); do
+        states+=(--specialist "$name")
+      done
+      $BIN remove-specialist --model "$CV/fold$1/model-avg" "${states[@]}" --out "$dir.parent" >/dev/null
+    fi
+    $BIN --threads 1 train --recipe recipes/colswarm-small.toml --quiet --out "$dir" \
+      --set 'model.specialists=[]' --set "model.init_from=$dir.parent" \
+      --set averaging.last_epochs=1 --epochs "${BRANCH_EPOCHS:-1}" --train "$BRANCH_DATA" >/dev/null
+  fi
+  echo "$dir/averaged"
+}
+
 # swarm VARIANT K: fold K's primary with VARIANT's specialists, into OUT/VARIANT/foldK.
 swarm() {
   local variant=$1 k=$2 dir="$OUT/$1/fold$2" bare="$OUT/$1/fold$2.bare" source name experts=()
@@ -111,6 +139,10 @@ swarm() {
       source=${OTHER:-"$CV/fold$k/final/experts/t2d-silver"}
       name=$OTHER_NAME
       ;;
+    branch | gold-branch)
+      source=$(branch "$k")
+      name=$BENCH-branch
+      ;;
     control)
       source="$OUT/control-experts/fold$k/averaged"
       if [ ! -d "$source" ]; then
@@ -121,7 +153,7 @@ swarm() {
       fi
       ;;
   esac
-  if [ "$variant" = gold-other ]; then
+  if [ "$variant" = gold-other ] || [ "$variant" = gold-branch ]; then
     cp -r "$CV/fold$k/final" "$bare"
   else
     for expert in $(answering "$k"); do experts+=(--specialist "$expert"); done

@@ -2,9 +2,10 @@
 
 use burn::config::Config;
 use burn::module::Module;
+use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::activation::{log_sigmoid, log_softmax, sigmoid, softmax, tanh};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use colswarm_rwkv::init::ParamFactory;
 
 /// Whether a label set allows one label per target or several.
@@ -99,6 +100,43 @@ impl ColumnHead {
             }
             (false, Some(_)) => self.skip = None,
             _ => {}
+        }
+        self
+    }
+
+    /// The same head answering only `outputs`, indices of its labels in the order given: a
+    /// model continued on some of its labels (a branch) starts from its own answers to them.
+    ///
+    /// # Shapes
+    ///
+    /// - output layer `[d_hidden, n_labels]` → `[d_hidden, outputs.len()]` (the skip's alike)
+    pub fn select_outputs(mut self, outputs: &[usize]) -> Self {
+        let [d_hidden, n_labels] = self.output.weight.dims();
+        assert!(
+            outputs.iter().all(|&o| o < n_labels),
+            "output index beyond the head's {n_labels} labels"
+        );
+        let device = self.output.weight.device();
+        if outputs.is_empty() {
+            self.output = ParamFactory::new(0, &device).linear(d_hidden, 0, true);
+            if let Some(skip) = &mut self.skip {
+                let [d_in, _] = skip.weight.dims();
+                *skip = zero_linear(d_in, 0, &device);
+            }
+            return self;
+        }
+        let index: Vec<i64> = outputs.iter().map(|&o| o as i64).collect();
+        let index = Tensor::<1, Int>::from_data(index.as_slice(), &device);
+        let columns =
+            |weight: Tensor<2>| Param::from_tensor(weight.select(1, index.clone()).detach());
+        self.output.weight = columns(self.output.weight.val());
+        self.output.bias = self
+            .output
+            .bias
+            .as_ref()
+            .map(|bias| Param::from_tensor(bias.val().select(0, index.clone()).detach()));
+        if let Some(skip) = &mut self.skip {
+            skip.weight = columns(skip.weight.val());
         }
         self
     }
@@ -206,6 +244,41 @@ mod tests {
         assert!((after[0] - before[0] - 2.5).abs() < 1e-5);
         assert!((after[1] - before[1] - 1.0).abs() < 1e-5);
         assert!(skipped.with_linear_skip(false).skip.is_none());
+    }
+
+    #[test]
+    fn selected_outputs_answer_as_the_full_head_did() {
+        let device = Device::flex();
+        let mut head = ColumnHeadConfig::new(3, 5, LabelKind::MultiLabel)
+            .with_d_hidden(4)
+            .with_linear_skip(true)
+            .init(7, &device);
+        let skip = head.skip.as_mut().unwrap();
+        let values: Vec<f32> = (0..15).map(|i| (i as f32 * 0.37).sin()).collect();
+        skip.weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(values, [3, 5]), &device));
+        let x = Tensor::<2>::from_data(
+            TensorData::new(vec![0.3f32, -1.2, 0.8, 1.5, 0.1, -0.4], [2, 3]),
+            &device,
+        );
+        let full = head
+            .forward(x.clone())
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let chosen = [4, 0, 2];
+        let picked = head.clone().select_outputs(&chosen);
+        let got = picked
+            .forward(x.clone())
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        for row in 0..2 {
+            for (j, &o) in chosen.iter().enumerate() {
+                assert!((got[row * 3 + j] - full[row * 5 + o]).abs() < 1e-6);
+            }
+        }
+        assert_eq!(head.select_outputs(&[]).forward(x).dims(), [2, 0]);
     }
 
     #[test]

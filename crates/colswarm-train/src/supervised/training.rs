@@ -161,7 +161,8 @@ fn fresh_swarm(
 }
 
 /// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
-/// must have the run's label space and, n-grams and head skips aside, its configuration; an
+/// must have an output for each of the run's labels (the heads keep those, in the run's order)
+/// and, label counts, n-grams and head skips aside, the run's configuration; an
 /// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
 /// model's own predictions.
 fn initial_weights(
@@ -178,9 +179,37 @@ fn initial_weights(
             dir.display()
         )))
     };
-    if manifest.cta_labels != space.flat(Task::Cta) || manifest.cpa_labels != space.flat(Task::Cpa)
-    {
-        return refuse("its labels are not this run's (other training sets?)".into());
+    // A run on some of the model's labels (a branch continued on one benchmark or corpus)
+    // keeps those labels' outputs; a label the model lacks has no output to start from.
+    let mut outputs = Vec::new();
+    for (task, theirs) in [
+        (Task::Cta, &manifest.cta_labels),
+        (Task::Cpa, &manifest.cpa_labels),
+    ] {
+        let ours = space.flat(task);
+        let missing: Vec<&String> = ours.iter().filter(|l| !theirs.contains(l)).collect();
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(5).map(|l| l.as_str()).collect();
+            return refuse(format!(
+                "it has no output for {} of this run's {} labels ({}{})",
+                missing.len(),
+                task,
+                shown.join(", "),
+                if missing.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let index: Vec<usize> = ours
+            .iter()
+            .map(|l| theirs.iter().position(|t| t == l).expect("checked above"))
+            .collect();
+        outputs.push(
+            (index.len() != theirs.len() || index.iter().enumerate().any(|(i, &o)| i != o))
+                .then_some(index),
+        );
     }
     // Its alignments map its own specialists' states: the run's must have the same shapes.
     let theirs: Vec<StateShape> = swarm
@@ -194,6 +223,8 @@ fn initial_weights(
         ));
     }
     let mut config = manifest.config.clone();
+    config.cta_labels = target.cta_labels;
+    config.cpa_labels = target.cpa_labels;
     config.column_ngrams = target.column_ngrams;
     config.column_words = target.column_words;
     config.head_skip = target.head_skip;
@@ -210,6 +241,13 @@ fn initial_weights(
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
+    let [cta_outputs, cpa_outputs] = <[_; 2]>::try_from(outputs).expect("two tasks");
+    if let Some(index) = cta_outputs {
+        orchestrator.cta = orchestrator.cta.select_outputs(&index);
+    }
+    if let Some(index) = cpa_outputs {
+        orchestrator.cpa = orchestrator.cpa.select_outputs(&index);
+    }
     Ok(orchestrator)
 }
 
