@@ -8,8 +8,9 @@
 #            table), or for WikiTables the expert OTHER names (e.g. one trained on the
 #            `wikipedia` silver corpus, docs/CORPORA.md), named `wikitables-silver`;
 #   gold-other the fold's own experts with that specialist beside them (WikiTables, GitTables);
-#   branch   the fold's own primary, continued on other data (BRANCH_DATA, for BRANCH_EPOCHS
-#            epochs, default 1; WikiTables: the `wikipedia` silver corpus) from its weights;
+#   branch   the fold's own primary, continued from its weights on other data (BRANCH_DATA,
+#            for BRANCH_EPOCHS epochs): WikiTables the `wikipedia` silver corpus (103k labelled
+#            columns, one epoch), GitTables the `opendata` one (14k, three epochs; CORPORA.md);
 #   gold-branch the fold's own experts with its branch beside them;
 #   control  an expert of the domain expert's shape and label list "trained" for one epoch at
 #            a learning rate of 1e-12: the recipe's random initial weights.
@@ -43,6 +44,8 @@ case $BENCH in
   gittables)
     FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
     OTHER_NAME=gittables-silver
+    BRANCH_DATA=${BRANCH_DATA:-"gittables=sato-cv:.corpora/opendata/silver-dbpedia.csv"}
+    BRANCH_EPOCHS=${BRANCH_EPOCHS:-3}
     ;;
   *) echo "BENCH is wikitables, t2d or gittables" >&2; exit 2 ;;
 esac
