@@ -11,7 +11,9 @@
 #   branch   the fold's own primary, continued from its weights on other data (BRANCH_DATA,
 #            for BRANCH_EPOCHS epochs): WikiTables the `wikipedia` silver corpus (103k labelled
 #            columns, one epoch), GitTables the `opendata` one (14k, three epochs; CORPORA.md);
-#   gold-branch the fold's own experts with its branch beside them;
+#   branch-replay the same, its data BRANCH_DATA and the fold's own gold training tables (so
+#            that it keeps what the primary knows);
+#   gold-branch, gold-branch-replay the fold's own experts with that branch beside them;
 #   control  an expert of the domain expert's shape and label list "trained" for one epoch at
 #            a learning rate of 1e-12: the recipe's random initial weights.
 # Each opens where the fold's domain expert opens (its chosen rule) and is named so that
@@ -53,7 +55,7 @@ EXPERT="$BENCH-expert"
 for variant in $VARIANTS; do
   case $variant in
     gold | control) ;;
-    branch | gold-branch)
+    branch | gold-branch | branch-replay | gold-branch-replay)
       if [ -z "${BRANCH_DATA:-}" ]; then
         echo "the $variant variant on $BENCH needs BRANCH_DATA, the data spec the branch continues on" >&2; exit 2
       fi
@@ -68,7 +70,8 @@ for variant in $VARIANTS; do
         echo "the $variant variant on $BENCH needs OTHER, the specialist trained on other data" >&2; exit 2
       fi
       ;;
-    *) echo "unknown variant $variant (gold, other, gold-other, branch, gold-branch, control)" >&2; exit 2 ;;
+    *) echo "unknown variant $variant (gold, other, gold-other, branch[-replay], gold-branch[-replay], control)" >&2
+       exit 2 ;;
   esac
 done
 # FOLDS_RUN: only these folds (to start on the folds whose models exist; the study pools
@@ -110,21 +113,25 @@ print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]
 PY
 }
 
-# branch K: fold K's primary, its state specialists taken out (they change no answer), continued
-# on BRANCH_DATA from its own weights (`model.init_from`; the heads keep the labels the data has).
+# branch K [replay]: fold K's primary, its state specialists taken out (they change no answer),
+# continued from its own weights (`model.init_from`; the heads keep the labels the data has) on
+# BRANCH_DATA (data specs, space-separated) and, with `replay`, the fold's own gold training data.
 branch() {
-  local dir="$OUT/branch-experts/fold$1" states=()
+  local dir="$OUT/branch${2:+-$2}-experts/fold$1" parent="$OUT/branch-experts/fold$1.parent"
+  local states=() data=()
+  for spec in $BRANCH_DATA; do data+=(--train "$spec"); done
+  if [ -n "${2:-}" ]; then data+=(--train "$(fold "$1" own)"); fi
   if [ ! -d "$dir/averaged" ]; then
-    if [ ! -d "$dir.parent" ]; then
+    if [ ! -d "$parent" ]; then
       for name in $(python3 -c 'import json, sys
 print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]))' "$CV/fold$1/model-avg/swarm.json"); do
         states+=(--specialist "$name")
       done
-      $BIN remove-specialist --model "$CV/fold$1/model-avg" "${states[@]}" --out "$dir.parent" >/dev/null
+      $BIN remove-specialist --model "$CV/fold$1/model-avg" "${states[@]}" --out "$parent" >/dev/null
     fi
     $BIN --threads 1 train --recipe recipes/colswarm-small.toml --quiet --out "$dir" \
-      --set 'model.specialists=[]' --set "model.init_from=$dir.parent" \
-      --set averaging.last_epochs=1 --epochs "${BRANCH_EPOCHS:-1}" --train "$BRANCH_DATA" >/dev/null
+      --set 'model.specialists=[]' --set "model.init_from=$parent" \
+      --set averaging.last_epochs=1 --epochs "${BRANCH_EPOCHS:-1}" "${data[@]}" >/dev/null
   fi
   echo "$dir/averaged"
 }
@@ -142,8 +149,8 @@ swarm() {
       source=${OTHER:-"$CV/fold$k/final/experts/t2d-silver"}
       name=$OTHER_NAME
       ;;
-    branch | gold-branch)
-      source=$(branch "$k")
+    branch | gold-branch | branch-replay | gold-branch-replay)
+      case $variant in *-replay) source=$(branch "$k" replay) ;; *) source=$(branch "$k") ;; esac
       name=$BENCH-branch
       ;;
     control)
@@ -156,7 +163,7 @@ swarm() {
       fi
       ;;
   esac
-  if [ "$variant" = gold-other ] || [ "$variant" = gold-branch ]; then
+  if [ "${variant#gold-}" != "$variant" ]; then
     cp -r "$CV/fold$k/final" "$bare"
   else
     for expert in $(answering "$k"); do experts+=(--specialist "$expert"); done

@@ -202,10 +202,14 @@ fn initial_weights(
                 }
             ));
         }
-        let index: Vec<usize> = ours
-            .iter()
-            .map(|l| theirs.iter().position(|t| t == l).expect("checked above"))
-            .collect();
+        // A task the run has no labels of keeps one placeholder output, as a fresh head does.
+        let index: Vec<usize> = if ours.is_empty() {
+            vec![0]
+        } else {
+            ours.iter()
+                .map(|l| theirs.iter().position(|t| t == l).expect("checked above"))
+                .collect()
+        };
         outputs.push(
             (index.len() != theirs.len() || index.iter().enumerate().any(|(i, &o)| i != o))
                 .then_some(index),
