@@ -118,9 +118,18 @@ PY
 # BRANCH_DATA (data specs, space-separated) and, with `replay`, the fold's own gold training data.
 branch() {
   local dir="$OUT/branch${2:+-$2}-experts/fold$1" parent="$OUT/branch-experts/fold$1.parent"
-  local states=() data=()
-  for spec in $BRANCH_DATA; do data+=(--train "$spec"); done
-  if [ -n "${2:-}" ]; then data+=(--train "$(fold "$1" own)"); fi
+  local states=() data=() own="" merged=""
+  if [ -n "${2:-}" ]; then own=$(fold "$1" own); fi
+  for spec in $BRANCH_DATA; do
+    # One set per namespace: the other data joins the fold's own set (paths first, the own
+    # set's split, if any, applying to the whole set).
+    if [ -n "$own" ] && [ "${spec%%:*}" = "${own%%:*}" ]; then
+      spec="${own%%:*}:${spec#*:},${own#*:}"
+      merged=1
+    fi
+    data+=(--train "$spec")
+  done
+  if [ -n "$own" ] && [ -z "$merged" ]; then data+=(--train "$own"); fi
   if [ ! -d "$dir/averaged" ]; then
     if [ ! -d "$parent" ]; then
       for name in $(python3 -c 'import json, sys

@@ -133,6 +133,13 @@ impl ColumnHead {
         self
     }
 
+    /// The same weights as a single- or multi-label head (a branch on single-label namespaces
+    /// of a model that also had multi-label ones).
+    pub fn with_kind(mut self, kind: LabelKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
     /// Single- or multi-label.
     pub fn kind(&self) -> LabelKind {
         self.kind

@@ -236,16 +236,21 @@ fn a_branch_continues_a_saved_model_on_some_of_its_labels() {
     )
     .parse()
     .unwrap();
-    // The parent reads T2D's types and relations and GitTables' types.
+    // The parent reads T2D's types and relations, GitTables' types and WikiTables' (several
+    // per column: a multi-label head).
     let mut config = tiny(dir.path());
     config.stopping.epochs = 2;
     config.optimizer.learning_rate = 1e-2;
     config.data.train.push(gittables.clone());
+    let wikitables = datasets().join("wikitables-turl-subset/dev_wikitables_subset_2.csv.gz");
+    let wikitables = format!("wikitables=turl-csv:{}", wikitables.display());
+    config.data.train.push(wikitables.parse().unwrap());
     let parent = train_quietly(&config, &dir.path().join("parent")).unwrap();
     let parent_model = colswarm_model::Model::load(&parent.model_dir, &Device::flex()).unwrap();
 
-    // The branch reads GitTables alone (no relations): it keeps the parent's outputs for those
-    // labels and starts from its answers, below a fresh start on the same batch.
+    // The branch reads GitTables alone (one type per column, no relations): it keeps the
+    // parent's outputs for those labels and starts from its answers, below a fresh start on
+    // the same batch.
     let mut branch_config = tiny(dir.path());
     branch_config.stopping.epochs = 1;
     branch_config.optimizer.learning_rate = 1e-2;

@@ -162,7 +162,7 @@ fn fresh_swarm(
 
 /// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
 /// must have an output for each of the run's labels (the heads keep those, in the run's order)
-/// and, label counts, n-grams and head skips aside, the run's configuration; an
+/// and, its labels, n-grams and head skips aside, the run's configuration; an
 /// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
 /// model's own predictions.
 fn initial_weights(
@@ -228,6 +228,7 @@ fn initial_weights(
     }
     let mut config = manifest.config.clone();
     config.cta_labels = target.cta_labels;
+    config.cta_kind = target.cta_kind;
     config.cpa_labels = target.cpa_labels;
     config.column_ngrams = target.column_ngrams;
     config.column_words = target.column_words;
@@ -249,6 +250,7 @@ fn initial_weights(
     if let Some(index) = cta_outputs {
         orchestrator.cta = orchestrator.cta.select_outputs(&index);
     }
+    orchestrator.cta = orchestrator.cta.with_kind(target.cta_kind);
     if let Some(index) = cpa_outputs {
         orchestrator.cpa = orchestrator.cpa.select_outputs(&index);
     }
