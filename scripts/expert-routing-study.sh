@@ -123,7 +123,7 @@ out, name = sys.argv[1:]
 opened = pairs = 0
 for path in glob.glob(f"{out}/{name}-fold*.jsonl.json"):
     for s in json.load(open(path))["routing"]["specialists"]:
-        if "-expert" in s["name"] or s["name"].endswith("-silver"):
+        if "-expert" in s["name"] or s["name"].endswith(("-silver", "-branch")):
             opened += s["overall"]["opened"]
             pairs += s["overall"]["tables"]
 print(f"{opened / pairs:.0%} of {pairs} (table, expert) pairs" if pairs else "no expert")
