@@ -8,7 +8,7 @@
 # table is scored once per arm; the predictions of the eight halves are pooled and compared
 # table by table (`colswarm compare`) with the rule (the expert opens where the primary's least
 # confident column is below 0.95, its logits averaged in) and the primary alone.
-# Arms, each trained with seeds 1, 2, 3:
+# Arms, each trained with seeds 1, 2, 3 (SEEDS, e.g. "4 5 6", for others):
 #   trained  the router and the mix from the rule and the average;
 #   from-0   the router from the rule, the mix from the identity (θ = 0);
 #   mix-0    the rule kept as the router, the mix alone trained from the identity;
@@ -36,6 +36,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-gittables}
 BIN=${BIN:-"cargo run -q --release -p colswarm-cli --"}
 STEPS=${STEPS:-300}
+SEEDS=${SEEDS:-"1 2 3"}
 ARMS=${ARMS:-"trained from-0 mix-0"}
 G=datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_
 T=datasets/t2d-webtables/t2d.tar.gz
@@ -136,7 +137,7 @@ for k in $FOLDS; do
     score alone "$(model "$k")" "$k" "$scored" --no-specialists
     score rule "$(model "$k")" "$k" "$scored"
     score all "$(model "$k")" "$k" "$scored" --all-specialists
-    for seed in 1 2 3; do
+    for seed in $SEEDS; do
       for arm in $ARMS; do
         run="$OUT/runs/$arm-seed$seed-fold$k-$fit"
         extra=()
@@ -157,10 +158,10 @@ pool() { cat "$OUT"/$1-fold?-*.jsonl >"$OUT/$1-all.jsonl"; }
 pool alone
 pool rule
 pool all
-for seed in 1 2 3; do
+for seed in $SEEDS; do
   for arm in $ARMS; do pool "$arm-seed$seed"; done
 done
-for seed in 1 2 3; do
+for seed in $SEEDS; do
   for arm in $ARMS; do
     echo "$arm seed $seed against the rule: $($BIN compare "$OUT/$arm-seed$seed-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
   done
@@ -168,7 +169,9 @@ done
 echo "rule against the primary alone: $($BIN compare "$OUT/rule-all.jsonl" "$OUT/alone-all.jsonl" | head -1)"
 echo "every expert on every table against the rule: $($BIN compare "$OUT/all-all.jsonl" "$OUT/rule-all.jsonl" | head -1)"
 echo "reads: the rule $(reads rule); every table $(reads all)"
-for arm in $ARMS; do echo "reads: $arm seed 1 $(reads "$arm-seed1")"; done
+for arm in $ARMS; do
+  for seed in $SEEDS; do echo "reads: $arm seed $seed $(reads "$arm-seed$seed")"; done
+done
 
 # NESTED=1: the mix-0 arm's weights as a shipped model would store them. Fold K's model gets,
 # for each (expert, namespace), the median θ the runs of the other folds learned
