@@ -187,28 +187,31 @@ fn initial_weights(
         (Task::Cpa, &manifest.cpa_labels),
     ] {
         let ours = space.flat(task);
-        let missing: Vec<&String> = ours.iter().filter(|l| !theirs.contains(l)).collect();
+        let found: Vec<Option<usize>> = ours
+            .iter()
+            .map(|l| theirs.iter().position(|t| t == l))
+            .collect();
+        let missing: Vec<&str> = ours
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(l, _)| l.as_str())
+            .collect();
         if !missing.is_empty() {
-            let shown: Vec<&str> = missing.iter().take(5).map(|l| l.as_str()).collect();
+            let shown = missing[..missing.len().min(5)].join(", ");
             return refuse(format!(
                 "it has no output for {} of this run's {} labels ({}{})",
                 missing.len(),
                 task,
-                shown.join(", "),
-                if missing.len() > shown.len() {
-                    ", …"
-                } else {
-                    ""
-                }
+                shown,
+                if missing.len() > 5 { ", …" } else { "" }
             ));
         }
         // A task the run has no labels of keeps one placeholder output, as a fresh head does.
         let index: Vec<usize> = if ours.is_empty() {
             vec![0]
         } else {
-            ours.iter()
-                .map(|l| theirs.iter().position(|t| t == l).expect("checked above"))
-                .collect()
+            found.into_iter().flatten().collect()
         };
         outputs.push(
             (index.len() != theirs.len() || index.iter().enumerate().any(|(i, &o)| i != o))
