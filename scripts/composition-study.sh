@@ -104,12 +104,13 @@ for s in json.load(open(sys.argv[1]))["specialists"]:
 PY
 }
 
-# answering K: the names of fold K's specialists that answer (its experts).
-answering() {
-  python3 - "$CV/fold$1/final/swarm.json" <<'PY'
+# specialists MODEL [KIND]: the names of MODEL's specialists, only those that contribute KIND
+# (`answers`: its experts; `state`) if given.
+specialists() {
+  python3 - "$1/swarm.json" "${2:-}" <<'PY'
 import json, sys
 print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]
-               if s["contributes"] == "answers"))
+               if sys.argv[2] in ("", s["contributes"])))
 PY
 }
 
@@ -132,10 +133,7 @@ branch() {
   if [ -n "$own" ] && [ -z "$merged" ]; then data+=(--train "$own"); fi
   if [ ! -d "$dir/averaged" ]; then
     if [ ! -d "$parent" ]; then
-      for name in $(python3 -c 'import json, sys
-print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["specialists"]))' "$CV/fold$1/model-avg/swarm.json"); do
-        states+=(--specialist "$name")
-      done
+      for name in $(specialists "$CV/fold$1/model-avg" state); do states+=(--specialist "$name"); done
       $BIN remove-specialist --model "$CV/fold$1/model-avg" "${states[@]}" --out "$parent" >/dev/null
     fi
     $BIN --threads 1 train --recipe recipes/colswarm-small.toml --quiet --out "$dir" \
@@ -175,7 +173,7 @@ swarm() {
   if [ "${variant#gold-}" != "$variant" ]; then
     cp -r "$CV/fold$k/final" "$bare"
   else
-    for expert in $(answering "$k"); do experts+=(--specialist "$expert"); done
+    for expert in $(specialists "$CV/fold$k/final" answers); do experts+=(--specialist "$expert"); done
     $BIN remove-specialist --model "$CV/fold$k/final" "${experts[@]}" --out "$bare" >/dev/null
   fi
   # It opens by the fold's rule for its domain expert, word-split into flags on purpose.

@@ -207,7 +207,8 @@ fn initial_weights(
                 if missing.len() > 5 { ", …" } else { "" }
             ));
         }
-        // A task the run has no labels of keeps one placeholder output, as a fresh head does.
+        // A task the run has no labels of keeps one placeholder output, as a fresh head does
+        // (`OrchestratorConfig::init` gives every head one output at least).
         let index: Vec<usize> = if ours.is_empty() {
             vec![0]
         } else {
