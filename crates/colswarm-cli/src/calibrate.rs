@@ -73,12 +73,12 @@ pub(crate) struct CalibrateArgs {
     type_view: Vec<String>,
     /// Store the router's threshold τ: a state specialist opens on a table where its gate
     /// exceeds τ; 1 closes them all (the shipped model's setting: they change no answer).
-    /// The domain experts open by their own rule (`add-expert --open-below`).
+    /// The domain experts open by their own rule (`add-specialist --open-below`).
     #[arg(long, value_name = "TAU")]
     router_threshold: Option<f64>,
     /// Store where a domain expert opens, EXPERT=PROBABILITY (repeatable): on a table where
     /// the model's least confident answer in the expert's namespaces is below PROBABILITY;
-    /// `EXPERT=always` opens it on every table. As `add-expert --open-below` sets it.
+    /// `EXPERT=always` opens it on every table. As `add-specialist --open-below` sets it.
     #[arg(long = "open-below", value_name = "EXPERT=PROBABILITY")]
     open_below: Vec<String>,
     /// Store a domain expert's weight θ in the logit mix of a namespace,
