@@ -124,7 +124,7 @@ class Fold:
             self.extra_experts = [f"t2d-silver={SHIPPED}/experts/t2d-silver"]
         elif bench == "gittables":
             # The files are the folds; the selection half is half of hash fold 0 of the other
-            # three files (one set per namespace, so one spec with a union split).
+            # three files (one spec with a union split).
             files = ",".join(f"{G}{i}.csv.gz" for i in range(n) if i != k)
             self.own = [f"gittables=sato-cv:{files}#folds=1,2,3,4+folds=0/half=1"]
             self.own_all = [f"gittables=sato-cv:{files}"]
@@ -488,6 +488,7 @@ def do_fold(settings, bench, k, n):
 
 
 FOLDS = {"t2d": 5, "gittables": 4, "wikitables": 5}
+NAMES = {"t2d": "T2D", "gittables": "GitTables", "wikitables": "WikiTables"}
 TITLES = {
     ("wikitables", "cta"): "WikiTables CTA, 66 Freebase types (five folds over dev)",
     ("gittables", "cta"): "GitTables CTA, 101 DBpedia types (cv_0..cv_3)",
@@ -592,29 +593,54 @@ def stored_settings(bench, task, summaries, folds):
             f"{', '.join(stored)}.")
 
 
+def head_row(summary):
+    s = summary
+    return (f"| {TITLES[s['bench'], s['task']]} | **{s['model']:.3f}** | {s['best_peer']} "
+            f"{s['best_peer_f1']:.3f} | {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f}) |")
+
+
+def made_by(records):
+    """The line that says which commit made each benchmark's tables, and in how long."""
+    groups = defaultdict(list)
+    for bench, record in records.items():
+        groups[record["commit"], record["seconds"], record["tiny"], record["refit"]].append(bench)
+    parts = []
+    for (commit, seconds, tiny, refit), benches in groups.items():
+        hours, rest = divmod(int(seconds), 3600)
+        names = " and ".join(NAMES[b] for b in benches)
+        parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
+                     + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
+                     + ("" if refit else " with `--no-refit`: each fold's model and expert"
+                        " trained without their selection half, not retrained on the whole training part")
+                     + f" ({hours} h {rest // 60} min of run time)")
+    return ("Made by `scripts/evaluate-recipe.sh`" + (" " if len(groups) == 1 else ": ")
+            + "; ".join(parts) + " on the machine it ran on, resumed runs added up.")
+
+
 def write_results(settings, done, path, seconds):
+    """Writes the tables of the benchmarks run now into OUT/BENCH/results.json and the results
+    block of PATH from every benchmark's latest record, so that a run of one benchmark keeps the
+    others' tables (each says the commit that made it)."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    sections, summaries = [], []
-    for bench in ("wikitables", "gittables", "t2d"):
-        if bench not in done:
-            continue
+    for bench in done:
+        lines, summaries = [], []
         for task in (["cta", "cpa"] if bench == "t2d" else ["cta"]):
-            lines, summary = benchmark_section(settings, bench, task, done[bench])
-            sections += lines
+            section, summary = benchmark_section(settings, bench, task, done[bench])
+            lines += section
             summaries.append(summary)
+        record = {"commit": commit, "seconds": seconds, "tiny": settings.tiny,
+                  "refit": settings.refit, "lines": lines, "summaries": summaries}
+        (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
+    records = {}
+    for bench in ("wikitables", "gittables", "t2d"):
+        file = settings.out / bench / "results.json"
+        if file.exists():
+            records[bench] = json.loads(file.read_text())
+    summaries = [s for r in records.values() for s in r["summaries"]]
     head = [BEGIN, "", "| benchmark | the recipe | best peer | recipe − best peer (95%) |",
-            "|---|---|---|---|"]
-    for s in summaries:
-        head.append(f"| {TITLES[s['bench'], s['task']]} | **{s['model']:.3f}** | {s['best_peer']} "
-                    f"{s['best_peer_f1']:.3f} | {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f}) |")
-    hours, rest = divmod(int(seconds), 3600)
-    head += ["", f"Made by `scripts/evaluate-recipe.sh` at commit {commit}"
-             + (" (tiny mode: a test of the protocol, not a result)" if settings.tiny else "")
-             + ("" if settings.refit else " with `--no-refit`: each fold's model and expert"
-                " trained without their selection half, not retrained on the whole training part")
-             + f"; {hours} h {rest // 60} min of run time on the machine it ran on, resumed runs added up.", ""]
-    block = "\n".join(head + sections + [END])
+            "|---|---|---|---|", *map(head_row, summaries), "", made_by(records), ""]
+    block = "\n".join(head + [line for r in records.values() for line in r["lines"]] + [END])
     text = path.read_text() if path.exists() else ""
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
@@ -622,7 +648,7 @@ def write_results(settings, done, path, seconds):
         text = text + ("\n" if text else "") + block + "\n"
     path.write_text(text)
     json.dump(summaries, open(settings.out / "summary.json", "w"), indent=1)
-    return summaries
+    return [s for bench in done for s in records[bench]["summaries"]]
 
 
 def main():
