@@ -14,8 +14,7 @@ For each benchmark and each outer fold k:
   thresholds;
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
-  shipped expert's shape; GitTables' in two seeds, 11 and 13, as the shipped model carries
-  two) train on the rest, with the recipe's own seeds; no seed is chosen;
+  shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
 - the peers (majority, header rule, header memory, char n-grams) train on every table outside
   fold k; the n-gram peer with the label-name prior chooses its weight on the selection half as
   the model does.
@@ -136,9 +135,6 @@ class Fold:
             self.tasks = ["cta"]
             self.expert_shape = ["--set", "model.n_layers=1", "--set", "model.neighbour_ngrams=true",
                                  "--set", "model.ngram_cells=100"]
-            # Two seeds of the expert, whose errors differ: each opens by the same rule and
-            # gets its own mix weight.
-            self.expert_seeds = [11, 13]
             self.extra_experts = []
         else:
             data = wikitables_fold_files(settings.out / bench / "data", k, self.j)
@@ -152,8 +148,6 @@ class Fold:
             self.expert_shape = ["--set", "model.d_model=32", "--set", "model.neighbour_ngrams=true",
                                  "--set", "model.hierarchy_closure=false"]
             self.extra_experts = []
-        if bench != "gittables":
-            self.expert_seeds = [11]
         # The label-name prior is chosen where the shipped model's namespace uses one and
         # headers exist (GitTables' columns come without headers).
         self.prior = bench == "t2d"
@@ -331,28 +325,15 @@ def choose(scores):
     return scores[best][0]
 
 
-def expert_names(fold):
-    """The names of the fold's own experts, one per seed: the recipe's seed (11) is
-    `BENCH-expert`, another seed S `BENCH-expert-seedS`."""
-    return [f"{fold.bench}-expert" + ("" if seed == 11 else f"-seed{seed}") for seed in fold.expert_seeds]
-
-
 def train_pair(settings, fold, suffix, own, what):
-    """The fold's model (the recipe, beside the other benchmarks' data) and its expert (one per
-    seed), trained on OWN into model{SUFFIX} and expert{SUFFIX} (expert{SUFFIX}-seedS for a seed
-    S other than the recipe's); returns the model and the experts to add."""
+    """The fold's model (the recipe, beside the other benchmarks' data) and its expert, trained
+    on OWN into model{SUFFIX} and expert{SUFFIX}; returns the model and the experts to add."""
     name = f"{fold.bench} fold {fold.k}"
     settings.say(f"{name}: training the model{what}")
     model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own)
-    experts = []
-    for seed, expert_name in zip(fold.expert_seeds, expert_names(fold)):
-        settings.say(f"{name}: training its {expert_name}{what}")
-        tail = "" if seed == 11 else f"-seed{seed}"
-        seeded = [] if seed == 11 else ["--seed", str(seed)]
-        expert = train(settings, fold.dir / f"expert{suffix}{tail}", "recipes/expert.toml", own,
-                       fold.expert_shape + seeded)
-        experts.append(f"{expert_name}={expert}")
-    return model, experts + fold.extra_experts
+    settings.say(f"{name}: training its {fold.bench} expert{what}")
+    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own, fold.expert_shape)
+    return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
 
 
 def model_fold(settings, fold):
@@ -488,15 +469,13 @@ def do_fold(settings, bench, k, n):
         summary = json.loads(summary_file.read_text())
         # A fold scored without the refit is redone (its trained models are kept) when one is
         # asked for, as is one scored before the protocol learned the experts' mix or with
-        # another grid of where the experts open or other experts.
+        # another grid of where the experts open.
         grid = [o for o, _ in summary["selection"]["open_below"]]
         if (summary.get("refit", False) == settings.refit and "mix" in summary
-                and grid == settings.open_grid
-                and summary.get("experts", [f"{bench}-expert"]) == expert_names(fold)):
+                and grid == settings.open_grid):
             return summary
     started = time.time()
     summary = model_fold(settings, fold)
-    summary["experts"] = expert_names(fold)
     settings.say(f"{bench} fold {k}: the peers")
     summary["peers"] = {task: peer_fold(settings, fold, task) for task in fold.tasks}
     summary["seconds"] = time.time() - started
