@@ -316,17 +316,57 @@ fn ngram_cells_are_saved_with_the_model_and_must_be_positive() {
 }
 
 #[test]
-fn two_training_sets_of_one_name_are_refused_naming_both() {
+fn two_training_sets_of_one_name_train_one_namespace_on_the_union_of_their_labels() {
+    use colswarm_model::Task;
+
     let dir = tempfile::tempdir().unwrap();
     let mut config = quick(dir.path());
-    let twin = config.data.train[0].clone();
-    config.data.train.push(twin);
-    let err = train_quietly(&config, &dir.path().join("twins"))
+    config.data.dev = vec![];
+    // T2D's gold tables and, in the same namespace, columns of another format (as silver
+    // columns renamed into T2D's labels would be): one type per column in both.
+    let other: DataSpec = format!(
+        "t2d=sato-cv:{}",
+        datasets()
+            .join("gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_0.csv.gz")
+            .display()
+    )
+    .parse()
+    .unwrap();
+    let alone = train_quietly(&config, &dir.path().join("alone")).unwrap();
+    config.data.train.push(other);
+    let both = train_quietly(&config, &dir.path().join("both")).unwrap();
+    let load = |dir: &Path| {
+        colswarm_model::Model::load(dir, &Device::flex())
+            .unwrap()
+            .space
+    };
+    let (alone, both) = (load(&alone.model_dir), load(&both.model_dir));
+    let (gold, merged) = (
+        alone.namespace(Task::Cta, "t2d").unwrap(),
+        both.namespace(Task::Cta, "t2d").unwrap(),
+    );
+    // One namespace, the first set's format, its labels first and the other set's after.
+    assert_eq!(both.cta.len(), 1);
+    assert_eq!(merged.format, gold.format);
+    assert_eq!(merged.labels[..gold.labels.len()], gold.labels[..]);
+    assert!(
+        merged.labels.len() > gold.labels.len(),
+        "{:?}",
+        merged.labels
+    );
+
+    // A set that reads several types per column cannot share it: both sets are named.
+    let wikitables = datasets().join("wikitables-turl-subset/dev_wikitables_subset_2.csv.gz");
+    config.data.train[1] = format!("t2d=turl-csv:{}", wikitables.display())
+        .parse()
+        .unwrap();
+    let err = train_quietly(&config, &dir.path().join("mixed"))
         .unwrap_err()
         .to_string();
-    let name = &config.data.train[0].namespace;
     assert!(
-        err.contains(&format!("two training sets are named `{name}`")),
+        err.contains("share the namespace `t2d`")
+            && err.contains("turl-csv:")
+            && err.contains("t2d:"),
         "{err}"
     );
 }

@@ -7,36 +7,67 @@ use colswarm_model::{
     Activation, Columns, Example, Featurizer, LabelSpace, Task, cta_kind, encode, ngram_config,
 };
 use colswarm_swarm::{LabelKind, WordVectors};
-use colswarm_tables::{DataSpec, LoadedData, TableError};
+use colswarm_tables::{DataSpec, LabelSet, LoadedData, TableError};
 use colswarm_tables::{SerializeConfig, Table};
 
 use super::config::{TrainConfig, orchestrator_config};
 use crate::error::TrainError;
 
-/// The label space of a set of training data: per set, a CTA namespace (when its columns carry
-/// labels) and a CPA namespace (when it has CPA targets).
-pub fn label_space(train: &[(DataSpec, LoadedData)]) -> LabelSpace {
-    let mut space = LabelSpace::default();
-    for (spec, data) in train {
-        if data.tables.iter().any(|t| t.n_labelled_columns() > 0) {
-            space.push_label_set(
-                Task::Cta,
-                &spec.namespace,
-                spec.format,
-                cta_kind(spec.format),
-                &data.cta_labels,
-            );
+/// The label space of a set of training data: per namespace, a CTA namespace (when its sets'
+/// columns carry labels) and a CPA namespace (when they have CPA targets). A namespace may be
+/// trained from several sets, e.g. gold tables in one format and silver columns in another:
+/// its labels are their union in first-seen order, its format and hierarchy the first
+/// labelled set's. Sets whose formats read CTA labels differently (one label per column
+/// against several) cannot share a namespace.
+pub fn label_space(train: &[(DataSpec, LoadedData)]) -> Result<LabelSpace, TrainError> {
+    let mut names: Vec<&str> = Vec::new();
+    for (spec, _) in train {
+        if !names.contains(&spec.namespace.as_str()) {
+            names.push(&spec.namespace);
         }
-        let cpa = data.cpa_labels.labels().to_vec();
+    }
+    let mut space = LabelSpace::default();
+    for name in names {
+        let sets: Vec<_> = train.iter().filter(|(s, _)| s.namespace == name).collect();
+        let labelled: Vec<_> = sets
+            .iter()
+            .filter(|(_, d)| d.tables.iter().any(|t| t.n_labelled_columns() > 0))
+            .collect();
+        if let Some((first, first_data)) = labelled.first() {
+            let kind = cta_kind(first.format);
+            let mut labels = first_data.cta_labels.clone();
+            for (spec, data) in &labelled[1..] {
+                if cta_kind(spec.format) != kind {
+                    return Err(TrainError::Config(format!(
+                        "training sets {first} and {spec} share the namespace `{name}` but                          label columns differently ({kind:?} against {:?}): give them                          different names",
+                        cta_kind(spec.format)
+                    )));
+                }
+                for (id, label) in data.cta_labels.labels().iter().enumerate() {
+                    let new = labels.id(label).is_none();
+                    labels.insert(label.clone());
+                    if let (true, Some(text)) = (new, data.cta_labels.text(id)) {
+                        labels.set_text(label, text.to_string());
+                    }
+                }
+            }
+            space.push_label_set(Task::Cta, name, first.format, kind, &labels);
+        }
+        let mut relations = LabelSet::default();
+        for (_, data) in &sets {
+            for label in data.cpa_labels.labels() {
+                relations.insert(label.clone());
+            }
+        }
         space.push(
             Task::Cpa,
-            &spec.namespace,
-            spec.format,
+            name,
+            sets[0].0.format,
             LabelKind::SingleLabel,
-            cpa,
+            relations.labels().to_vec(),
         );
     }
-    space
+    Ok(space)
 }
 
 /// The sigmoid CTA namespaces none of whose labelled training columns is a quantity
@@ -134,7 +165,7 @@ fn load_training_sets(config: &TrainConfig) -> Result<Vec<(DataSpec, LoadedData)
 /// Reads and encodes the data of `config`.
 pub fn load_run_data(config: &TrainConfig) -> Result<RunData, TrainError> {
     let train = load_training_sets(config)?;
-    let mut space = label_space(&train);
+    let mut space = label_space(&train)?;
     if !config.model.hierarchy_closure {
         space.clear_hierarchies();
     }
@@ -248,7 +279,7 @@ mod tests {
                 &["city", "population", "year"],
             ),
         ];
-        let mut space = label_space(&train);
+        let mut space = label_space(&train).unwrap();
         for namespace in &mut space.cta {
             namespace.activation = Activation::Sigmoid;
         }

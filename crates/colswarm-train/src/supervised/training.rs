@@ -55,19 +55,6 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
     if data.train.is_empty() {
         return fail("no training set (--train NAME=FORMAT:PATH)".into());
     }
-    // Each set is a label namespace: two of one name would be two heads no one could tell apart.
-    for (i, spec) in data.train.iter().enumerate() {
-        if let Some(first) = data.train[..i]
-            .iter()
-            .find(|s| s.namespace == spec.namespace)
-        {
-            return fail(format!(
-                "two training sets are named `{}` ({first} and {spec}): give one set several \
-                 paths (NAME=FORMAT:PATH,PATH) or a union split (#folds=0,2+folds=3/half=1)",
-                spec.namespace
-            ));
-        }
-    }
     if config.stopping.epochs == 0 {
         return fail("epochs must be at least 1".into());
     }
