@@ -10,7 +10,8 @@
 #   gold-other the fold's own experts with that specialist beside them (WikiTables, GitTables);
 #   branch   the fold's own primary, continued from its weights on other data (BRANCH_DATA,
 #            for BRANCH_EPOCHS epochs): WikiTables the `wikipedia` silver corpus (103k labelled
-#            columns, one epoch), GitTables the `opendata` one (14k, three epochs; CORPORA.md);
+#            columns, one epoch), GitTables the `opendata` one (14k, three epochs; CORPORA.md),
+#            T2D that corpus renamed into T2D's properties (one epoch; `t2d-silver`'s data);
 #   branch-replay the same, its data BRANCH_DATA and the fold's own gold training tables (so
 #            that it keeps what the primary knows);
 #   gold-branch, gold-branch-replay the fold's own experts with that branch beside them;
@@ -42,6 +43,7 @@ case $BENCH in
   t2d)
     FOLDS="0 1 2 3 4"; VARIANTS=${VARIANTS:-"gold other control"}
     OTHER_NAME=t2d-silver
+    BRANCH_DATA=${BRANCH_DATA:-"t2d=sato-cv:.corpora/opendata/silver-t2d.csv"}
     ;;
   gittables)
     FOLDS="0 1 2 3"; VARIANTS=${VARIANTS:-"gold control"}
@@ -122,8 +124,8 @@ branch() {
   local states=() data=() own="" merged=""
   if [ -n "${2:-}" ]; then own=$(fold "$1" own); fi
   for spec in $BRANCH_DATA; do
-    # One set per namespace: the other data joins the fold's own set (paths first, the own
-    # set's split, if any, applying to the whole set).
+    # Data of the fold's own format joins its set (paths first, the own set's split, if any,
+    # applying to the whole set); data of another format is a second set of the namespace.
     if [ -n "$own" ] && [ "${spec%%:*}" = "${own%%:*}" ]; then
       spec="${own%%:*}:${spec#*:},${own#*:}"
       merged=1
