@@ -133,6 +133,55 @@ impl ColumnHead {
         self
     }
 
+    /// The same head answering `outputs`: `Some(o)` its own output `o`, `None` the output of
+    /// `fresh` at the same position (a label this head never had, e.g. one a branch's new
+    /// data brings). `fresh` has `outputs.len()` outputs and this head's input width.
+    ///
+    /// # Shapes
+    ///
+    /// - output layer `[d_hidden, n_labels]` → `[d_hidden, outputs.len()]` (the skip's alike)
+    pub fn with_new_outputs(mut self, outputs: &[Option<usize>], fresh: &ColumnHead) -> Self {
+        let [_, n_labels] = self.output.weight.dims();
+        assert_eq!(
+            fresh.output.weight.dims()[1],
+            outputs.len(),
+            "the fresh head has an output per label"
+        );
+        let device = self.output.weight.device();
+        let joined = |ours: Tensor<2>, theirs: Tensor<2>| {
+            Param::from_tensor(Tensor::cat(vec![ours, theirs], 1).detach())
+        };
+        self.output.weight = joined(self.output.weight.val(), fresh.output.weight.val());
+        // A missing bias (or skip) is a zero one.
+        let bias = |head: &ColumnHead, n: usize| {
+            head.output
+                .bias
+                .as_ref()
+                .map_or_else(|| Tensor::<1>::zeros([n], &device), |b| b.val())
+        };
+        if self.output.bias.is_some() || fresh.output.bias.is_some() {
+            let ours = bias(&self, n_labels);
+            let theirs = bias(fresh, outputs.len());
+            self.output.bias = Some(Param::from_tensor(
+                Tensor::cat(vec![ours, theirs], 0).detach(),
+            ));
+        }
+        if let Some(skip) = &mut self.skip {
+            let d_in = skip.weight.dims()[0];
+            let theirs = fresh.skip.as_ref().map_or_else(
+                || Tensor::<2>::zeros([d_in, outputs.len()], &device),
+                |s| s.weight.val(),
+            );
+            skip.weight = joined(skip.weight.val(), theirs);
+        }
+        let index: Vec<usize> = outputs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| o.unwrap_or(n_labels + i))
+            .collect();
+        self.select_outputs(&index)
+    }
+
     /// The same weights as a single- or multi-label head (a branch on single-label namespaces
     /// of a model that also had multi-label ones).
     pub fn with_kind(mut self, kind: LabelKind) -> Self {
@@ -277,6 +326,60 @@ mod tests {
                 assert!((got[row * 3 + j] - full[row * 5 + o]).abs() < 1e-6);
             }
         }
+    }
+
+    #[test]
+    fn new_outputs_come_from_the_fresh_head_and_known_ones_stay() {
+        let device = Device::flex();
+        let head = ColumnHeadConfig::new(3, 4, LabelKind::SingleLabel)
+            .with_d_hidden(4)
+            .with_linear_skip(true)
+            .init(7, &device);
+        let mut fresh = ColumnHeadConfig::new(3, 3, LabelKind::SingleLabel)
+            .with_d_hidden(4)
+            .with_linear_skip(true)
+            .init(8, &device);
+        let values: Vec<f32> = (0..9).map(|i| (i as f32 * 0.37).sin()).collect();
+        fresh.skip.as_mut().unwrap().weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(values, [3, 3]), &device));
+        let x = Tensor::<2>::from_data(
+            TensorData::new(vec![0.3f32, -1.2, 0.8, 1.5, 0.1, -0.4], [2, 3]),
+            &device,
+        );
+        let answers = |h: &ColumnHead| {
+            h.forward(x.clone())
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap()
+        };
+        let ours = answers(&head);
+        // Output 1 of the new head is new: it is the fresh head's output layer and skip applied
+        // to this head's hidden units, so compare the layers rather than the answers.
+        let merged = head
+            .clone()
+            .with_new_outputs(&[Some(3), None, Some(0)], &fresh);
+        let got = answers(&merged);
+        for row in 0..2 {
+            assert!((got[row * 3] - ours[row * 4 + 3]).abs() < 1e-6);
+            assert!((got[row * 3 + 2] - ours[row * 4]).abs() < 1e-6);
+        }
+        let column = |w: &Linear, j: usize| {
+            let [d, n] = w.weight.dims();
+            let all = w.weight.val().into_data().try_to_vec::<f32>().unwrap();
+            (0..d).map(|i| all[i * n + j]).collect::<Vec<_>>()
+        };
+        assert_eq!(column(&merged.output, 1), column(&fresh.output, 1));
+        let skip = |h: &ColumnHead| h.skip.as_ref().unwrap().clone();
+        assert_eq!(column(&skip(&merged), 1), column(&skip(&fresh), 1));
+        let bias = |h: &ColumnHead| {
+            let b = h.output.bias.as_ref().unwrap().val().into_data();
+            b.try_to_vec::<f32>().unwrap()
+        };
+        assert_eq!(bias(&merged)[1], bias(&fresh)[1]);
+        assert_eq!(
+            merged.hidden.weight.val().into_data(),
+            head.hidden.weight.val().into_data()
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use burn::tensor::Device;
 use colswarm_model::{Example, LabelSpace, Task};
 use colswarm_swarm::{
-    FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm, WordVectors,
+    ColumnHead, FrozenSpecialist, Orchestrator, OrchestratorConfig, StateShape, Swarm, WordVectors,
 };
 
 use super::config::{
@@ -117,13 +117,14 @@ fn resumable(config: &TrainConfig, stored: &TrainConfig) -> bool {
     stopping(stored) == stopping(config)
 }
 
-/// Builds the swarm of a fresh run.
+/// Builds the swarm of a fresh run, with how many of its labels `model.init_from`'s model had
+/// no output for.
 fn fresh_swarm(
     config: &TrainConfig,
     space: &LabelSpace,
     words: Option<&Arc<WordVectors>>,
     device: &Device,
-) -> Result<(Swarm, OrchestratorConfig), TrainError> {
+) -> Result<(Swarm, OrchestratorConfig, usize), TrainError> {
     let specialists = config
         .model
         .specialists
@@ -135,30 +136,43 @@ fn fresh_swarm(
         .map(FrozenSpecialist::state_shape)
         .collect();
     let orchestrator_config = orchestrator_config(config, space, words.map(|w| &**w));
-    let orchestrator = match &config.model.init_from {
-        Some(dir) => initial_weights(dir, &orchestrator_config, space, &shapes, device)?,
-        None => orchestrator_config.init(&shapes, config.run.seed, device),
+    let (orchestrator, new_labels) = match &config.model.init_from {
+        Some(dir) => initial_weights(
+            dir,
+            &orchestrator_config,
+            space,
+            &shapes,
+            config.run.seed,
+            device,
+        )?,
+        None => (
+            orchestrator_config.init(&shapes, config.run.seed, device),
+            0,
+        ),
     };
     let words = orchestrator_config.column_words.zip(words.cloned());
     let orchestrator = orchestrator.with_word_vectors(words, device)?;
     Ok((
         Swarm::new(renumber(orchestrator), specialists)?,
         orchestrator_config,
+        new_labels,
     ))
 }
 
-/// The trainable weights of the model in `dir`, for a run of configuration `target`: the model
-/// must have an output for each of the run's labels (the heads keep those, in the run's order)
-/// and, its labels, n-grams and head skips aside, the run's configuration; an
-/// n-gram embedding or head skip the model lacks starts at zero, so the run starts from the
-/// model's own predictions.
+/// The trainable weights of the model in `dir`, for a run of configuration `target`, and how
+/// many of the run's labels are new to it. The heads keep the model's outputs for the run's
+/// labels, in the run's order; a label the model has no output for starts as a fresh run's
+/// would (seed `seed`). Its labels, n-grams and head skips aside, the model must have the run's
+/// configuration; an n-gram embedding or head skip the model lacks starts at zero, so the run
+/// starts from the model's own predictions.
 fn initial_weights(
     dir: &Path,
     target: &OrchestratorConfig,
     space: &LabelSpace,
     specialists: &[StateShape],
+    seed: u64,
     device: &Device,
-) -> Result<Orchestrator, TrainError> {
+) -> Result<(Orchestrator, usize), TrainError> {
     let (swarm, manifest) = Swarm::load(dir, device)?;
     let refuse = |what: String| {
         Err(TrainError::Config(format!(
@@ -167,8 +181,10 @@ fn initial_weights(
         )))
     };
     // A run on some of the model's labels (a branch continued on one benchmark or corpus)
-    // keeps those labels' outputs; a label the model lacks has no output to start from.
+    // keeps those labels' outputs; a label the model lacks (one its new data brings) starts
+    // fresh.
     let mut outputs = Vec::new();
+    let mut new_labels = 0;
     for (task, theirs) in [
         (Task::Cta, &manifest.cta_labels),
         (Task::Cpa, &manifest.cpa_labels),
@@ -178,33 +194,17 @@ fn initial_weights(
             .iter()
             .map(|l| theirs.iter().position(|t| t == l))
             .collect();
-        let missing: Vec<&str> = ours
-            .iter()
-            .zip(&found)
-            .filter(|(_, f)| f.is_none())
-            .map(|(l, _)| l.as_str())
-            .collect();
-        if !missing.is_empty() {
-            let shown = missing[..missing.len().min(5)].join(", ");
-            return refuse(format!(
-                "it has no output for {} of this run's {} labels ({}{})",
-                missing.len(),
-                task,
-                shown,
-                if missing.len() > 5 { ", …" } else { "" }
-            ));
-        }
+        new_labels += found.iter().filter(|f| f.is_none()).count();
         // A task the run has no labels of keeps one placeholder output, as a fresh head does
         // (`OrchestratorConfig::init` gives every head one output at least).
-        let index: Vec<usize> = if ours.is_empty() {
-            vec![0]
+        let index: Vec<Option<usize>> = if ours.is_empty() {
+            vec![Some(0)]
         } else {
-            found.into_iter().flatten().collect()
+            found
         };
-        outputs.push(
-            (index.len() != theirs.len() || index.iter().enumerate().any(|(i, &o)| i != o))
-                .then_some(index),
-        );
+        let unchanged =
+            index.len() == theirs.len() && index.iter().enumerate().all(|(i, &o)| o == Some(i));
+        outputs.push((!unchanged).then_some(index));
     }
     // Its alignments map its own specialists' states: the run's must have the same shapes.
     let theirs: Vec<StateShape> = swarm
@@ -237,15 +237,30 @@ fn initial_weights(
     let skip = target.head_skip.is_some();
     orchestrator.cta = orchestrator.cta.with_linear_skip(skip);
     orchestrator.cpa = orchestrator.cpa.with_linear_skip(skip);
+    let fresh = (new_labels > 0).then(|| target.init(specialists, seed, device));
     let [cta_outputs, cpa_outputs] = <[_; 2]>::try_from(outputs).expect("two tasks");
-    if let Some(index) = cta_outputs {
-        orchestrator.cta = orchestrator.cta.select_outputs(&index);
-    }
+    let pick =
+        |head: ColumnHead, index: Option<Vec<Option<usize>>>, fresh: Option<&ColumnHead>| match (
+            index, fresh,
+        ) {
+            (None, _) => head,
+            (Some(index), Some(fresh)) => head.with_new_outputs(&index, fresh),
+            (Some(index), None) => {
+                head.select_outputs(&index.into_iter().flatten().collect::<Vec<_>>())
+            }
+        };
+    orchestrator.cta = pick(
+        orchestrator.cta,
+        cta_outputs,
+        fresh.as_ref().map(|f| &f.cta),
+    );
     orchestrator.cta = orchestrator.cta.with_kind(target.cta_kind);
-    if let Some(index) = cpa_outputs {
-        orchestrator.cpa = orchestrator.cpa.select_outputs(&index);
-    }
-    Ok(orchestrator)
+    orchestrator.cpa = pick(
+        orchestrator.cpa,
+        cpa_outputs,
+        fresh.as_ref().map(|f| &f.cpa),
+    );
+    Ok((orchestrator, new_labels))
 }
 
 /// The counters a run continues from: a checkpoint's, with `finished` judged anew by the
@@ -388,8 +403,13 @@ pub fn train(
     }
     let devices = options.training_devices();
     let device = devices[0].clone();
-    let (swarm, orchestrator_config) =
+    let (swarm, orchestrator_config, new_labels) =
         fresh_swarm(config, &data.space, data.words.as_ref(), &device)?;
+    if options.progress && new_labels > 0 {
+        eprintln!(
+            "{new_labels} of this run's labels are new to the model it starts from: their outputs start fresh"
+        );
+    }
     let resumed = resume(&run, swarm, build_optimizer(&config.optimizer), &device)?;
     let (epochs, patience) = (config.stopping.epochs, config.stopping.patience);
     let state = resumed_state(resumed.state.clone(), &config.stopping);
