@@ -65,6 +65,10 @@ pub(crate) struct BaselineArgs {
     /// score, as the model's label-name prior does, so that a comparison measures the model.
     #[arg(long, value_name = "WEIGHT", allow_negative_numbers = true)]
     label_name_prior: Option<f32>,
+    /// With char-ngram: each column's features also hold its value statistics (whether its
+    /// numbers count up by one, are years; how long and how distinct its cells are).
+    #[arg(long)]
+    value_stats: bool,
     /// Training set NAME=FORMAT:PATH[#SPLIT].
     #[arg(long)]
     train: String,
@@ -253,6 +257,7 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         kind: args.kind,
         seed: args.seed,
         label_name_weight: args.label_name_prior,
+        value_stats: args.value_stats,
         ..BaselineConfig::default()
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);

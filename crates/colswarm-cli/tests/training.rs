@@ -193,6 +193,7 @@ fn shipped_recipe_in_code(train: Vec<String>, max_tables: usize, epochs: usize) 
             ngram_buckets: 16384,
             ngram_cells: 20,
             neighbour_ngrams: false,
+            value_stats: false,
             head_skip: true,
             column_fusion: false,
             word_vectors: Some(at("models/colswarm-small/word_vectors.safetensors")),

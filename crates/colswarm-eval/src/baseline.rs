@@ -114,6 +114,9 @@ pub struct BaselineConfig {
     /// The n-gram baseline adds `weight · jaccard(header words, label-name words)` to every
     /// label's score, as the model's label-name prior does (`None`: no prior).
     pub label_name_weight: Option<f32>,
+    /// The n-gram baseline's features also hold each column's value statistics
+    /// ([`colswarm_tables::NgramConfig::value_stats`]).
+    pub value_stats: bool,
 }
 
 impl Default for BaselineConfig {
@@ -127,6 +130,7 @@ impl Default for BaselineConfig {
             max_cells: 20,
             learning_rate: 2.0,
             label_name_weight: None,
+            value_stats: false,
         }
     }
 }
@@ -473,6 +477,7 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         max_n: config.ngram.1.max(min_n),
         max_cells: config.max_cells,
         neighbours: false,
+        value_stats: config.value_stats,
     }
 }
 

@@ -121,6 +121,7 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         max_n: config.max_n,
         max_cells: config.max_cells,
         neighbours: config.neighbours,
+        value_stats: config.value_stats,
     }
 }
 

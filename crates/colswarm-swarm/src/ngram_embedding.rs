@@ -34,6 +34,10 @@ pub struct ColumnNgramsConfig {
     /// (`colswarm_tables::NgramConfig::neighbours`).
     #[config(default = false)]
     pub neighbours: bool,
+    /// Whether a column's bag also holds its value statistics
+    /// (`colswarm_tables::NgramConfig::value_stats`).
+    #[config(default = false)]
+    pub value_stats: bool,
 }
 
 /// One learned `d_model` row per hash bucket.

@@ -68,6 +68,7 @@ mod table;
 mod table_file;
 mod tokenizer;
 mod turl;
+mod value_stats;
 mod words;
 
 pub use cell::{Cell, CellKind, classify};
@@ -105,4 +106,5 @@ pub use tokenizer::{
     QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,
 };
 pub use turl::{TurlTask, read_turl_json, read_wikitables_csv, wikitables_label_set};
+pub use value_stats::value_statistics;
 pub use words::{ColumnWords, words};

@@ -22,6 +22,7 @@
 
 use crate::fnv::{FNV_OFFSET, fnv1a_step};
 use crate::table::{Column, Table};
+use crate::value_stats::value_statistics;
 
 /// Salts keep n-grams of different sources apart in the hash space.
 const CELL_SALT: u8 = 0;
@@ -29,6 +30,7 @@ const HEADER_SALT: u8 = 1;
 const SUBJECT_HEADER_SALT: u8 = 2;
 const NEIGHBOUR_HEADER_SALT: u8 = 4;
 const NEIGHBOUR_CELL_SALT: u8 = 5;
+const VALUE_STATS_SALT: u8 = 6;
 /// Weight of the header block relative to the cell block (each is L2-normalised first, so the
 /// header keeps its share however many cells there are).
 const HEADER_WEIGHT: f32 = 1.0;
@@ -40,6 +42,9 @@ const NEIGHBOUR_HEADER_WEIGHT: f32 = 1.0;
 /// Weight of the other columns' first cells: weaker evidence than their headers, and more of
 /// it (0.2 and 0.3 did alike; 0.5 and 1.0 drown the column's own cells).
 const NEIGHBOUR_CELL_WEIGHT: f32 = 0.3;
+/// Weight of the value-statistics block: a dozen tokens against a bag of hundreds of n-grams,
+/// each block normalised first.
+const VALUE_STATS_WEIGHT: f32 = 0.5;
 /// Non-null cells of each other column that give neighbour features.
 const NEIGHBOUR_CELLS: usize = 8;
 /// Other columns a column's neighbour blocks read at most: in a table wider than this, the
@@ -69,6 +74,10 @@ pub struct NgramConfig {
     /// Whether a table's columns ([`NgramConfig::for_table`]) also get blocks of the table's
     /// other columns: their headers and first cells (default false).
     pub neighbours: bool,
+    /// Whether a column's features also hold a block of its value statistics
+    /// ([`crate::value_statistics`]: whether its numbers count up by one, are years, how long
+    /// and how distinct its cells are; default false).
+    pub value_stats: bool,
 }
 
 impl Default for NgramConfig {
@@ -79,6 +88,7 @@ impl Default for NgramConfig {
             max_n: 4,
             max_cells: 20,
             neighbours: false,
+            value_stats: false,
         }
     }
 }
@@ -112,6 +122,21 @@ impl NgramConfig {
                 let mut grams = Vec::new();
                 self.push_ngrams(&mut grams, HEADER_SALT, header);
                 blocks.push((counts(grams), HEADER_WEIGHT));
+            }
+            if self.value_stats {
+                let buckets = u64::from(self.buckets.max(1));
+                let tokens = value_statistics(column, self.max_cells);
+                let hashed = tokens
+                    .iter()
+                    .map(|token| {
+                        let hash = token
+                            .bytes()
+                            .fold(fnv1a_step(FNV_OFFSET, VALUE_STATS_SALT), fnv1a_step);
+                        // Below `buckets`, a u32: the cast cannot truncate.
+                        (mix(hash) % buckets) as u32
+                    })
+                    .collect();
+                blocks.push((counts(hashed), VALUE_STATS_WEIGHT));
             }
         }
         if let Some(header) = subject_header {
@@ -468,6 +493,30 @@ mod tests {
             config.table_column_features(&single, 0),
             plain.column_features(single.columns.first(), None)
         );
+    }
+
+    #[test]
+    fn value_statistics_are_a_block_of_their_own() {
+        let stats = NgramConfig {
+            value_stats: true,
+            ..NgramConfig::default()
+        };
+        let plain = NgramConfig::default();
+        let ids = column(None, &["7", "8", "9"]);
+        let codes = column(None, &["9", "7", "8"]);
+        // The same cells' n-grams in another order: only the statistics tell them apart.
+        assert_eq!(
+            plain.column_features(Some(&ids), None),
+            plain.column_features(Some(&codes), None)
+        );
+        let (a, b) = (
+            stats.column_features(Some(&ids), None),
+            stats.column_features(Some(&codes), None),
+        );
+        assert_ne!(a, b);
+        assert!((l2(&a) - 1.0).abs() < 1e-5);
+        assert!(a.len() > plain.column_features(Some(&ids), None).len());
+        assert!(stats.column_features(None, None).is_empty());
     }
 
     #[test]

@@ -158,6 +158,8 @@ struct NgramsV2 {
     max_cells: usize,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     neighbours: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    value_stats: bool,
 }
 
 /// `colswarm-swarm-v1`, every field as lenient as the files written under it.
@@ -282,6 +284,7 @@ impl ManifestV1 {
                 max_n: n.max_n,
                 max_cells: n.max_cells,
                 neighbours: n.neighbours == Some(true),
+                value_stats: false,
             }),
             None => None,
         };
@@ -332,6 +335,7 @@ impl From<ConfigV2> for OrchestratorConfig {
                     .with_max_n(n.max_n)
                     .with_max_cells(n.max_cells)
                     .with_neighbours(n.neighbours)
+                    .with_value_stats(n.value_stats)
             }))
             .with_head_skip(c.head_skip)
             .with_column_fusion(c.column_fusion)
@@ -360,6 +364,7 @@ impl From<&OrchestratorConfig> for ConfigV2 {
                 max_n: n.max_n,
                 max_cells: n.max_cells,
                 neighbours: n.neighbours,
+                value_stats: n.value_stats,
             }),
             head_skip: c.head_skip,
             column_fusion: c.column_fusion,
@@ -488,4 +493,30 @@ impl ManifestV3 {
 pub(super) fn first_repeated<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut seen = std::collections::HashSet::new();
     names.into_iter().find(|name| !seen.insert(*name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_ngrams(ngrams: ColumnNgramsConfig) -> OrchestratorConfig {
+        OrchestratorConfig::new(RwkvConfig::minimal(4, 2, 1), 3, LabelKind::MultiLabel, 2)
+            .with_column_ngrams(Some(ngrams))
+    }
+
+    #[test]
+    fn value_statistics_round_trip_and_are_absent_where_off() {
+        let on = with_ngrams(ColumnNgramsConfig::new().with_value_stats(true));
+        let json = serde_json::to_value(ConfigV2::from(&on)).unwrap();
+        assert_eq!(json["column_ngrams"]["value_stats"], true);
+        let back: OrchestratorConfig = serde_json::from_value::<ConfigV2>(json).unwrap().into();
+        assert!(back.column_ngrams.unwrap().value_stats);
+
+        // Off, the key is not written: models saved before the setting read the same.
+        let off = with_ngrams(ColumnNgramsConfig::new());
+        let json = serde_json::to_value(ConfigV2::from(&off)).unwrap();
+        assert!(json["column_ngrams"].get("value_stats").is_none(), "{json}");
+        let back: OrchestratorConfig = serde_json::from_value::<ConfigV2>(json).unwrap().into();
+        assert!(!back.column_ngrams.unwrap().value_stats);
+    }
 }

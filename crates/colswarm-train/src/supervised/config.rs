@@ -110,6 +110,10 @@ pub struct ModelSettings {
     /// ([`ColumnNgramsConfig::neighbours`]).
     #[serde(default)]
     pub neighbour_ngrams: bool,
+    /// Put each column's value statistics in its n-gram bag
+    /// ([`ColumnNgramsConfig::value_stats`]).
+    #[serde(default)]
+    pub value_stats: bool,
     /// Give the heads a linear skip beside their tanh layer ([`OrchestratorConfig::head_skip`]).
     pub head_skip: bool,
     /// Add each active specialist's aligned column readings to the column representations
@@ -157,6 +161,7 @@ impl Default for ModelSettings {
             ngram_buckets: 1 << 14,
             ngram_cells: default_ngram_cells(),
             neighbour_ngrams: false,
+            value_stats: false,
             head_skip: true,
             column_fusion: false,
             word_vectors: None,
@@ -277,6 +282,7 @@ pub fn orchestrator_config(
             .with_buckets(model.ngram_buckets)
             .with_max_cells(model.ngram_cells)
             .with_neighbours(model.neighbour_ngrams)
+            .with_value_stats(model.value_stats)
     }))
     .with_head_skip(model.head_skip.then_some(HeadSkip::Linear))
     .with_column_fusion(model.column_fusion)

@@ -81,6 +81,11 @@ fn check(config: &TrainConfig) -> Result<(), TrainError> {
             "neighbour n-grams join the column n-gram bags: they need n-gram buckets".into(),
         );
     }
+    if config.model.value_stats && config.model.ngram_buckets == 0 {
+        return fail(
+            "value statistics join the column n-gram bags: they need n-gram buckets".into(),
+        );
+    }
     let dropout = config.regularization.column_dropout;
     if !(0.0..1.0).contains(&dropout) {
         return fail(format!(
