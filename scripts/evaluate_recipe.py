@@ -15,9 +15,9 @@ For each benchmark and each outer fold k:
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
-- the peers (majority, header rule, header memory, char n-grams) train on every table outside
-  fold k; the n-gram peer with the label-name prior chooses its weight on the selection half as
-  the model does.
+- the peers (majority, header rule, header memory, char n-grams, and char n-grams with each
+  column's value statistics) train on every table outside fold k; the n-gram peers with the
+  label-name prior choose its weight on the selection half as the model does.
 
 The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
 predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
@@ -53,7 +53,20 @@ SHIPPED = "models/colswarm-small"
 WIKI_ALL = f"wikitables=turl-csv:{W}/train_wikitables_subset_20.csv.gz,{W}/dev_wikitables_subset_2.csv.gz"
 GIT_ALL = "gittables=sato-cv:" + ",".join(f"{G}{i}.csv.gz" for i in range(4))
 T2D_ALL = f"t2d=t2d:{T}"
-PEERS = ["majority", "header-rule", "header-memory", "char-ngram"]
+# Each peer's `colswarm baseline` flags. `char-ngram-stats` is the n-gram peer with each
+# column's value statistics in its features (`--value-stats`), as the GitTables expert reads them.
+PEERS = {
+    "majority": ["--kind", "majority"],
+    "header-rule": ["--kind", "header-rule"],
+    "header-memory": ["--kind", "header-memory"],
+    "char-ngram": ["--kind", "char-ngram"],
+    "char-ngram-stats": ["--kind", "char-ngram", "--value-stats"],
+}
+# Where the benchmark chooses a label-name prior (T2D), the n-gram peers with it.
+PRIOR_PEERS = {
+    "char-ngram-prior": ["--kind", "char-ngram"],
+    "char-ngram-prior-stats": ["--kind", "char-ngram", "--value-stats"],
+}
 BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
 # The experts read every table (`add-specialist` without `--open-below`).
 ALWAYS = "always"
@@ -134,7 +147,7 @@ class Fold:
             self.test = ("sato-cv", f"{G}{k}.csv.gz", "all")
             self.tasks = ["cta"]
             self.expert_shape = ["--set", "model.n_layers=1", "--set", "model.neighbour_ngrams=true",
-                                 "--set", "model.ngram_cells=100"]
+                                 "--set", "model.ngram_cells=100", "--set", "model.value_stats=true"]
             self.extra_experts = []
         else:
             data = wikitables_fold_files(settings.out / bench / "data", k, self.j)
@@ -435,30 +448,39 @@ def closes(namespace, task):
     return any(any(n.get("ancestors") or []) for n in labels[task] if n["name"] == namespace)
 
 
-def peer_fold(settings, fold, task):
-    """Every peer on one fold and task; returns {peer: counts} and writes their predictions."""
+def peer_names(fold):
+    return list(PEERS) + (list(PRIOR_PEERS) if fold.prior else [])
+
+
+def peer_fold(settings, fold, task, done=None):
+    """Every peer on one fold and task but those in DONE (a fold summary's {peer: counts});
+    returns DONE with them added and writes their predictions."""
     closure = [] if closes(fold.bench, task) else ["--no-hierarchy-closure"]
     base = ["--threads", "1", "baseline", "--task", task, *closure, "--json"]
-    out = {}
-    for kind in PEERS:
-        file = fold.dir / f"peer-{task}-{kind}.jsonl"
-        report = json.loads(run(settings, *base, "--kind", kind, "--train", fold.peer_train,
+    out = dict(done or {})
+    for peer, flags in PEERS.items():
+        if peer in out:
+            continue
+        file = fold.dir / f"peer-{task}-{peer}.jsonl"
+        report = json.loads(run(settings, *base, *flags, "--train", fold.peer_train,
                                 "--eval", fold.spec("test"), "--predictions", file))
-        out[kind] = counts(report)
-    if fold.prior:
+        out[peer] = counts(report)
+    for peer, flags in PRIOR_PEERS.items() if fold.prior else ():
+        if peer in out:
+            continue
         # The n-gram peer with the label-name prior chooses its weight on the selection half.
         own = fold.own[0]
         scores = []
         for w in settings.prior_grid:
-            report = json.loads(run(settings, *base, "--kind", "char-ngram", "--label-name-prior", w,
+            report = json.loads(run(settings, *base, *flags, "--label-name-prior", w,
                                     "--train", own, "--eval", fold.spec("select")))
             scores.append((w, counts(report)))
         w = choose(scores)
-        file = fold.dir / f"peer-{task}-char-ngram-prior.jsonl"
-        report = json.loads(run(settings, *base, "--kind", "char-ngram", "--label-name-prior", w,
+        file = fold.dir / f"peer-{task}-{peer}.jsonl"
+        report = json.loads(run(settings, *base, *flags, "--label-name-prior", w,
                                 "--train", own, "--eval", fold.spec("test"), "--predictions", file))
-        out["char-ngram-prior"] = counts(report)
-        out["char-ngram-prior-weight"] = w
+        out[peer] = counts(report)
+        out[f"{peer}-weight"] = w
     return out
 
 
@@ -473,18 +495,30 @@ def do_fold(settings, bench, k, n):
         grid = [o for o, _ in summary["selection"]["open_below"]]
         if (summary.get("refit", False) == settings.refit and "mix" in summary
                 and grid == settings.open_grid):
+            # A peer added to the protocol since is run alone.
+            missing = {task: [p for p in peer_names(fold) if p not in summary["peers"][task]]
+                       for task in fold.tasks}
+            if any(missing.values()):
+                settings.say(f"{bench} fold {k}: the peers added since it ran")
+                summary["peers"] = {task: peer_fold(settings, fold, task, summary["peers"][task])
+                                    for task in fold.tasks}
+                write_summary(summary_file, summary)
             return summary
     started = time.time()
     summary = model_fold(settings, fold)
     settings.say(f"{bench} fold {k}: the peers")
     summary["peers"] = {task: peer_fold(settings, fold, task) for task in fold.tasks}
     summary["seconds"] = time.time() - started
-    partial = summary_file.with_suffix(".partial")
-    partial.write_text(json.dumps(summary, indent=1))
-    partial.rename(summary_file)
+    write_summary(summary_file, summary)
     r = summary["results"]
     settings.say(f"{bench} fold {k} done: " + ", ".join(f"{t} {r[t]['micro_f1']:.3f}" for t in r))
     return summary
+
+
+def write_summary(path, summary):
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(summary, indent=1))
+    partial.rename(path)
 
 
 FOLDS = {"t2d": 5, "gittables": 4, "wikitables": 5}
@@ -513,7 +547,7 @@ def compare(settings, a, b):
 
 def benchmark_section(settings, bench, task, summaries):
     folds = sorted(summaries)
-    systems = PEERS + (["char-ngram-prior"] if bench == "t2d" else [])
+    systems = list(PEERS) + (list(PRIOR_PEERS) if bench == "t2d" else [])
     model_file = pooled(settings, bench, task, folds, "model")
     rows = []
     for peer in systems:

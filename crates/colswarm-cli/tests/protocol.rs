@@ -57,7 +57,14 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         !text.contains("--no-refit"),
         "the default retrains on the whole part: {text}"
     );
-    for peer in ["majority", "header-rule", "header-memory", "char-ngram"] {
+    for peer in [
+        "majority",
+        "header-rule",
+        "header-memory",
+        "char-ngram",
+        "char-ngram-stats",
+        "char-ngram-prior-stats",
+    ] {
         assert!(text.contains(&format!("| {peer}")), "{peer} missing");
     }
 
@@ -133,12 +140,24 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
     }
 
     // A rerun of one benchmark trains nothing and writes the same tables, the other
-    // benchmarks' kept.
+    // benchmarks' kept; a peer the fold's summary lacks (one added to the protocol since the
+    // fold ran) is run alone.
     let trained = out.join("t2d/fold0/model-avg/primary.safetensors");
     let before = std::fs::metadata(&trained).unwrap().modified().unwrap();
+    let summary_file = out.join("t2d/fold0/summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_file).unwrap()).unwrap();
+    let peers = summary["peers"]["cta"].as_object_mut().unwrap();
+    assert!(peers.remove("char-ngram-stats").is_some());
+    std::fs::write(&summary_file, summary.to_string()).unwrap();
+    let peer_file = out.join("t2d/fold0/peer-cta-char-ngram-stats.jsonl");
+    std::fs::remove_file(&peer_file).unwrap();
     let again = protocol(&out, &results, "t2d");
     assert!(again.status.success());
-    assert!(!String::from_utf8_lossy(&again.stderr).contains("training the model"));
+    let log = String::from_utf8_lossy(&again.stderr);
+    assert!(!log.contains("training the model"), "{log}");
+    assert!(log.contains("the peers added since it ran"), "{log}");
+    assert!(peer_file.is_file());
     assert_eq!(
         std::fs::metadata(&trained).unwrap().modified().unwrap(),
         before
