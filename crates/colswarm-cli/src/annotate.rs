@@ -485,13 +485,18 @@ pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
 /// What a column n-gram configuration reads, for `inspect`.
 fn ngrams_text(n: ColumnNgramsConfig) -> String {
     format!(
-        "{} buckets of {}-{}-grams over the header and {} cells{}",
+        "{} buckets of {}-{}-grams over the header and {} cells{}{}",
         n.buckets,
         n.min_n,
         n.max_n,
         n.max_cells,
         if n.neighbours {
             ", and the other columns' headers and first cells"
+        } else {
+            ""
+        },
+        if n.value_stats {
+            ", and the cells' value statistics"
         } else {
             ""
         },

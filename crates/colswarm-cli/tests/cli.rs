@@ -441,7 +441,9 @@ fn inspect_names_the_experts_own_ngrams_and_their_routing() {
     };
     let gittables = line("gittables-expert");
     assert!(
-        gittables.contains("its own n-grams") && gittables.contains("100 cells"),
+        gittables.contains("its own n-grams")
+            && gittables.contains("100 cells")
+            && gittables.contains("value statistics"),
         "{gittables}"
     );
     // An expert reading n-grams as the primary does says nothing of them.
