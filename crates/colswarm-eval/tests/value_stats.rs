@@ -10,21 +10,14 @@ use colswarm_swarm::LabelKind;
 use colswarm_tables::{Cell, Column, Table};
 
 fn namespace() -> Namespace {
-    Namespace {
-        name: "toy".into(),
-        format: DatasetFormat::SatoCv,
-        kind: LabelKind::SingleLabel,
-        offset: 0,
-        labels: vec!["id".into(), "score".into()],
-        activation: Default::default(),
-        ancestors: Vec::new(),
-        abstain_below: None,
-        label_name_weight: None,
-        label_name_skip_subject: false,
-        header_memory: None,
-        type_view_weight: None,
-        head: None,
-    }
+    let labels = vec!["id".into(), "score".into()];
+    Namespace::new(
+        "toy",
+        DatasetFormat::SatoCv,
+        LabelKind::SingleLabel,
+        0,
+        labels,
+    )
 }
 
 /// Tables `first..first + n`: an `id` column `s, s+1, s+2, s+3` and a `score` column with the
