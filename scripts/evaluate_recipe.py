@@ -648,7 +648,8 @@ def made_by(records):
                         " trained without their selection half, not retrained on the whole training part")
                      + f" ({hours} h {rest // 60} min of run time)")
     return ("Made by `scripts/evaluate-recipe.sh`" + (" " if len(groups) == 1 else ": ")
-            + "; ".join(parts) + " on the machine it ran on, resumed runs added up.")
+            + "; ".join(parts) + " on the machine it ran on (the run time of its work directory"
+            " when the record was made: every run in it added up, of every benchmark).")
 
 
 def write_results(settings, done, path, seconds):
