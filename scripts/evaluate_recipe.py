@@ -24,8 +24,14 @@ predictions are pooled per benchmark and task and compared with `colswarm compar
 bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between its
 `evaluate-recipe` markers, with the command, the commit and the run time.
 
+`--set KEY=VALUE` (repeatable) changes the model's recipe in every fold, as `colswarm train
+--set` does (the experts keep their shape): a variant of the recipe measured by the same
+protocol, e.g. `--set model.value_stats=true --out runs/evaluate-value-stats --results
+runs/value-stats.md`. The results say which changes made them.
+
 Resumable: every trained model, prediction file and fold summary is kept under --out and
-reused; a rerun redoes only what is missing. Progress goes to stderr.
+reused; a rerun redoes only what is missing. A work directory remembers the recipe changes it
+was made with and refuses others. Progress goes to stderr.
 """
 
 import argparse
@@ -88,6 +94,8 @@ class Settings:
         self.bin = args.bin
         self.out = Path(args.out)
         self.tiny = args.tiny
+        # Changes to the model's recipe (`train --set`), in every fold.
+        self.recipe_sets = list(args.set)
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
         # (Tiny runs always open the experts, so that every step of the recipe runs.)
@@ -343,7 +351,8 @@ def train_pair(settings, fold, suffix, own, what):
     on OWN into model{SUFFIX} and expert{SUFFIX}; returns the model and the experts to add."""
     name = f"{fold.bench} fold {fold.k}"
     settings.say(f"{name}: training the model{what}")
-    model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own)
+    model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own,
+                  [a for change in settings.recipe_sets for a in ("--set", change)])
     settings.say(f"{name}: training its {fold.bench} expert{what}")
     expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own, fold.expert_shape)
     return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
@@ -637,13 +646,15 @@ def made_by(records):
     """The line that says which commit made each benchmark's tables, and in how long."""
     groups = defaultdict(list)
     for bench, record in records.items():
-        groups[record["commit"], record["seconds"], record["tiny"], record["refit"]].append(bench)
+        sets = tuple(record.get("recipe_sets", []))
+        groups[record["commit"], record["seconds"], record["tiny"], record["refit"], sets].append(bench)
     parts = []
-    for (commit, seconds, tiny, refit), benches in groups.items():
+    for (commit, seconds, tiny, refit, sets), benches in groups.items():
         hours, rest = divmod(int(seconds), 3600)
         names = " and ".join(NAMES[b] for b in benches)
         parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
                      + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
+                     + ("".join(f" with `--set {change}`" for change in sets))
                      + ("" if refit else " with `--no-refit`: each fold's model and expert"
                         " trained without their selection half, not retrained on the whole training part")
                      + f" ({hours} h {rest // 60} min of run time)")
@@ -665,6 +676,7 @@ def write_results(settings, done, path, seconds):
             lines += section
             summaries.append(summary)
         record = {"commit": commit, "seconds": seconds, "tiny": settings.tiny,
+                  "recipe_sets": settings.recipe_sets,
                   "refit": settings.refit, "lines": lines, "summaries": summaries}
         (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
     records = {}
@@ -697,10 +709,22 @@ def main():
     parser.add_argument("--folds", type=int, default=0, help="only the first N outer folds (tests)")
     parser.add_argument("--no-refit", action="store_true",
                         help="score the models trained without their selection half (half the training)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change the model's recipe in every fold, as `colswarm train --set` (repeatable)")
     args = parser.parse_args()
     args.bin = args.bin.split()
     settings = Settings(args)
     settings.out.mkdir(parents=True, exist_ok=True)
+    # The recipe changes a work directory's models were trained with: reusing them under other
+    # changes would score the wrong models.
+    changes = settings.out / "recipe-sets.json"
+    if changes.exists():
+        made_with = json.loads(changes.read_text())
+        if made_with != settings.recipe_sets:
+            shown = " ".join(f"--set {c}" for c in made_with) or "no --set"
+            sys.exit(f"{settings.out} was made with {shown}; rerun with the same or choose another --out")
+    else:
+        changes.write_text(json.dumps(settings.recipe_sets))
     timing = settings.out / "timing.json"
     before = json.loads(timing.read_text())["seconds"] if timing.exists() else 0.0
     benches = [b.strip() for b in args.benchmarks.split(",") if b.strip()]

@@ -2,7 +2,8 @@
 //! epoch, the first fold of each benchmark): it trains, chooses its settings on the selection
 //! half, scores the held-out fold against every peer, writes the results block into an
 //! existing file without touching the rest, and a rerun reuses everything it made; a rerun of
-//! one benchmark keeps the others' tables.
+//! one benchmark keeps the others' tables; a change to the recipe (`--set`) reaches every
+//! fold's model and the results.
 
 mod common;
 
@@ -12,6 +13,16 @@ use std::process::Command;
 use common::root;
 
 fn protocol(out: &Path, results: &Path, benchmarks: &str) -> std::process::Output {
+    protocol_with(out, results, benchmarks, &[])
+}
+
+/// The tiny protocol with EXTRA flags (such as `--set KEY=VALUE`).
+fn protocol_with(
+    out: &Path,
+    results: &Path,
+    benchmarks: &str,
+    extra: &[&str],
+) -> std::process::Output {
     Command::new("python3")
         .current_dir(root())
         .arg("scripts/evaluate_recipe.py")
@@ -22,8 +33,48 @@ fn protocol(out: &Path, results: &Path, benchmarks: &str) -> std::process::Outpu
         .arg(out)
         .arg("--results")
         .arg(results)
+        .args(extra)
         .output()
         .expect("python3 runs the protocol script")
+}
+
+#[test]
+fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, results) = (dir.path().join("work"), dir.path().join("RESULTS.md"));
+    let change = ["--set", "model.value_stats=true"];
+    let run = protocol_with(&out, &results, "gittables", &change);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(
+        text.contains("with `--set model.value_stats=true`"),
+        "{text}"
+    );
+    // The fold's model itself (not only its expert, whose shape has them) reads the statistics.
+    for model in ["model-avg", "model-all-avg"] {
+        let inspected = Command::new(env!("CARGO_BIN_EXE_colswarm"))
+            .arg("inspect")
+            .arg(out.join("gittables/fold0").join(model))
+            .output()
+            .unwrap();
+        let inspected = String::from_utf8_lossy(&inspected.stdout);
+        assert!(
+            inspected.contains("the cells' value statistics"),
+            "{model}: {inspected}"
+        );
+    }
+    // Resuming the work directory without the change would score models it does not describe.
+    let refused = protocol(&out, &results, "gittables");
+    assert!(!refused.status.success());
+    let log = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        log.contains("was made with --set model.value_stats=true"),
+        "{log}"
+    );
 }
 
 #[test]
