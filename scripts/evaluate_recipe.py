@@ -716,15 +716,16 @@ def main():
     settings = Settings(args)
     settings.out.mkdir(parents=True, exist_ok=True)
     # The recipe changes a work directory's models were trained with: reusing them under other
-    # changes would score the wrong models.
+    # changes would score the wrong models. A directory made before they were recorded had none.
     changes = settings.out / "recipe-sets.json"
     if changes.exists():
         made_with = json.loads(changes.read_text())
-        if made_with != settings.recipe_sets:
-            shown = " ".join(f"--set {c}" for c in made_with) or "no --set"
-            sys.exit(f"{settings.out} was made with {shown}; rerun with the same or choose another --out")
     else:
-        changes.write_text(json.dumps(settings.recipe_sets))
+        made_with = [] if any(settings.out.iterdir()) else settings.recipe_sets
+        changes.write_text(json.dumps(made_with))
+    if made_with != settings.recipe_sets:
+        shown = " ".join(f"--set {c}" for c in made_with) or "no --set"
+        sys.exit(f"{settings.out} was made with {shown}; rerun with the same or choose another --out")
     timing = settings.out / "timing.json"
     before = json.loads(timing.read_text())["seconds"] if timing.exists() else 0.0
     benches = [b.strip() for b in args.benchmarks.split(",") if b.strip()]

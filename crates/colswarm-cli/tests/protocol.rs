@@ -75,6 +75,14 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
         log.contains("was made with --set model.value_stats=true"),
         "{log}"
     );
+    // A work directory made before the changes were recorded was made without any.
+    let older = dir.path().join("older");
+    std::fs::create_dir_all(&older).unwrap();
+    std::fs::write(older.join("timing.json"), r#"{"seconds": 1.0}"#).unwrap();
+    let refused = protocol_with(&older, &results, "gittables", &change);
+    assert!(!refused.status.success());
+    let log = String::from_utf8_lossy(&refused.stderr);
+    assert!(log.contains("was made with no --set"), "{log}");
 }
 
 #[test]
