@@ -148,9 +148,7 @@ fn resolve_recipe(args: &TrainArgs) -> Result<Recipe> {
         Some(path) => Recipe::read(path)?,
         None => Recipe::default(),
     };
-    for assignment in &args.set {
-        recipe.set(assignment)?;
-    }
+    recipe.set_all(&args.set)?;
     let config = &mut recipe.train;
     if !args.train.is_empty() {
         config.data.train = specs(&args.train)?;

@@ -313,14 +313,26 @@ fn the_shipped_recipe_file_trains_what_its_settings_in_code_train() {
         stderr.contains("unknown setting `model.d_modle`"),
         "{stderr}"
     );
+
+    // Settings that must fit together may come in any order: they are checked once all are in.
+    let printed = stdout(&colswarm(&[
+        "train",
+        "--set",
+        "averaging.last_epochs=12",
+        "--set",
+        "run.keep_last=12",
+        "--print",
+    ]));
+    let recipe = Recipe::parse(&printed, "printed").unwrap();
+    assert_eq!((recipe.average_last, recipe.train.run.keep_last), (12, 12));
 }
 
 #[test]
 fn train_average_last_is_the_mean_of_the_last_epoch_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    // `--set` applies in order: the number of epochs averaged is checked against the
-    // checkpoints kept once both are set.
+    // The number of epochs averaged is checked against the checkpoints kept once every
+    // `--set` is in.
     let args = |keep: &'static str, average: &'static str| -> Vec<String> {
         [
             "train",

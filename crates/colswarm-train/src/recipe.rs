@@ -70,18 +70,42 @@ impl Recipe {
     /// bare path) is taken as a string. An empty value (`model.word_vectors=`) puts the
     /// library's default back, which for a file setting is none.
     pub fn set(&mut self, assignment: &str) -> Result<(), TrainError> {
-        let origin = format!("--set {assignment}");
+        self.set_all([assignment])
+    }
+
+    /// Changes several settings as [`Recipe::set`] does, checking how they fit together only
+    /// once all are in: `averaging.last_epochs=12` and `run.keep_last=12` may come in either
+    /// order. On an error the recipe is left as it was.
+    pub fn set_all<I, S>(&mut self, assignments: I) -> Result<(), TrainError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut changed = self.clone();
+        let mut origins = Vec::new();
+        for assignment in assignments {
+            let origin = format!("--set {}", assignment.as_ref());
+            changed = changed.assign(assignment.as_ref(), &origin)?;
+            origins.push(origin);
+        }
+        changed.check(&origins.join(" "))?;
+        *self = changed;
+        Ok(())
+    }
+
+    /// The recipe with one `KEY=VALUE` assignment applied (not yet checked as a whole).
+    fn assign(&self, assignment: &str, origin: &str) -> Result<Recipe, TrainError> {
         let (key, value) = assignment
             .split_once('=')
             .filter(|(key, _)| !key.trim().is_empty())
-            .ok_or_else(|| recipe_error(&origin, "expected KEY=VALUE"))?;
+            .ok_or_else(|| recipe_error(origin, "expected KEY=VALUE"))?;
         let path: Vec<&str> = key.trim().split('.').collect();
         if lookup(&every_setting(), &path).is_none() {
-            return Err(unknown_setting(&origin, key.trim()));
+            return Err(unknown_setting(origin, key.trim()));
         }
-        let mut merged = self.to_table(&origin)?;
+        let mut merged = self.to_table(origin)?;
         let value = if value.trim().is_empty() {
-            lookup(&Recipe::default().to_table(&origin)?, &path).cloned()
+            lookup(&Recipe::default().to_table(origin)?, &path).cloned()
         } else {
             match toml::from_str::<toml::Table>(&format!("value = {value}")) {
                 Ok(mut table) => table.remove("value"),
@@ -93,17 +117,14 @@ impl Recipe {
         for part in parents {
             table = match table.get_mut(*part) {
                 Some(toml::Value::Table(inner)) => inner,
-                _ => return Err(unknown_setting(&origin, key.trim())),
+                _ => return Err(unknown_setting(origin, key.trim())),
             };
         }
         match value {
             Some(value) => table.insert(last.to_string(), value),
             None => table.remove(*last),
         };
-        let recipe = Recipe::from_table(merged, &origin)?;
-        recipe.check(&origin)?;
-        *self = recipe;
-        Ok(())
+        Recipe::from_table(merged, origin)
     }
 
     /// The recipe as TOML, every setting written out (what `colswarm train --print` shows).
@@ -374,6 +395,19 @@ mod tests {
         );
         let average = message(Recipe::parse("[averaging]\nlast_epochs = 9\n", "r").unwrap_err());
         assert!(average.contains("keep_last"), "{average}");
+        // Settings that must fit together are checked once all are set, in either order.
+        let mut recipe = Recipe::default();
+        let alone = message(recipe.set_all(["averaging.last_epochs=12"]).unwrap_err());
+        assert!(alone.contains("keep_last"), "{alone}");
+        assert_eq!(
+            recipe,
+            Recipe::default(),
+            "a refused change leaves the recipe"
+        );
+        recipe
+            .set_all(["averaging.last_epochs=12", "run.keep_last=12"])
+            .unwrap();
+        assert_eq!((recipe.average_last, recipe.train.run.keep_last), (12, 12));
         let mut recipe = Recipe::default();
         assert!(message(recipe.set("stopping.epoch=3").unwrap_err()).contains("stopping.epoch"));
         assert!(message(recipe.set("epochs").unwrap_err()).contains("KEY=VALUE"));
