@@ -25,9 +25,10 @@ bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between
 `evaluate-recipe` markers, with the command, the commit and the run time.
 
 `--set KEY=VALUE` (repeatable) changes the model's recipe in every fold, as `colswarm train
---set` does (the experts keep their shape): a variant of the recipe measured by the same
-protocol, e.g. `--set model.value_stats=true --out runs/evaluate-value-stats --results
-runs/value-stats.md`. The results say which changes made them.
+--set` does, and `--expert-set KEY=VALUE` the benchmark's expert's (on top of its shape): a
+variant of the recipe measured by the same protocol, e.g. `--set model.value_stats=true --out
+runs/evaluate-value-stats --results runs/value-stats.md`. The results say which changes made
+them.
 
 Resumable: every trained model, prediction file and fold summary is kept under --out and
 reused; a rerun redoes only what is missing. A work directory remembers the recipe changes it
@@ -94,8 +95,8 @@ class Settings:
         self.bin = args.bin
         self.out = Path(args.out)
         self.tiny = args.tiny
-        # Changes to the model's recipe (`train --set`), in every fold.
-        self.recipe_sets = list(args.set)
+        # Changes to the model's and to the expert's recipes (`train --set`), in every fold.
+        self.recipe_sets = {"model": list(args.set), "expert": list(args.expert_set)}
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
         # (Tiny runs always open the experts, so that every step of the recipe runs.)
@@ -352,10 +353,30 @@ def train_pair(settings, fold, suffix, own, what):
     name = f"{fold.bench} fold {fold.k}"
     settings.say(f"{name}: training the model{what}")
     model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own,
-                  [a for change in settings.recipe_sets for a in ("--set", change)])
+                  set_flags(settings.recipe_sets["model"]))
     settings.say(f"{name}: training its {fold.bench} expert{what}")
-    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own, fold.expert_shape)
+    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own,
+                   fold.expert_shape + set_flags(settings.recipe_sets["expert"]))
     return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+
+
+def set_flags(changes):
+    """`colswarm train`'s flags for CHANGES (KEY=VALUE each)."""
+    return [a for change in changes for a in ("--set", change)]
+
+
+def recipe_changes(record):
+    """The recipe changes a record or work directory holds (a plain list: the model's)."""
+    changes = record if record is not None else []
+    if isinstance(changes, list):
+        changes = {"model": changes, "expert": []}
+    return {"model": changes.get("model", []), "expert": changes.get("expert", [])}
+
+
+def changes_text(changes):
+    """How CHANGES read in the results and in messages."""
+    return "".join([f" with `--set {c}`" for c in changes["model"]]
+                   + [f" with `--expert-set {c}`" for c in changes["expert"]])
 
 
 def model_fold(settings, fold):
@@ -646,7 +667,8 @@ def made_by(records):
     """The line that says which commit made each benchmark's tables, and in how long."""
     groups = defaultdict(list)
     for bench, record in records.items():
-        sets = tuple(record.get("recipe_sets", []))
+        changes = recipe_changes(record.get("recipe_sets"))
+        sets = changes_text(changes)
         groups[record["commit"], record["seconds"], record["tiny"], record["refit"], sets].append(bench)
     parts = []
     for (commit, seconds, tiny, refit, sets), benches in groups.items():
@@ -654,7 +676,7 @@ def made_by(records):
         names = " and ".join(NAMES[b] for b in benches)
         parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
                      + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
-                     + ("".join(f" with `--set {change}`" for change in sets))
+                     + sets
                      + ("" if refit else " with `--no-refit`: each fold's model and expert"
                         " trained without their selection half, not retrained on the whole training part")
                      + f" ({hours} h {rest // 60} min of run time)")
@@ -711,6 +733,8 @@ def main():
                         help="score the models trained without their selection half (half the training)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="change the model's recipe in every fold, as `colswarm train --set` (repeatable)")
+    parser.add_argument("--expert-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change the benchmark expert's recipe in every fold (repeatable)")
     args = parser.parse_args()
     args.bin = args.bin.split()
     settings = Settings(args)
@@ -719,12 +743,12 @@ def main():
     # changes would score the wrong models. A directory made before they were recorded had none.
     changes = settings.out / "recipe-sets.json"
     if changes.exists():
-        made_with = json.loads(changes.read_text())
+        made_with = recipe_changes(json.loads(changes.read_text()))
     else:
-        made_with = [] if any(settings.out.iterdir()) else settings.recipe_sets
+        made_with = recipe_changes(None) if any(settings.out.iterdir()) else settings.recipe_sets
         changes.write_text(json.dumps(made_with))
     if made_with != settings.recipe_sets:
-        shown = " ".join(f"--set {c}" for c in made_with) or "no --set"
+        shown = changes_text(made_with).replace(" with `", " ").replace("`", "").strip() or "no --set"
         sys.exit(f"{settings.out} was made with {shown}; rerun with the same or choose another --out")
     timing = settings.out / "timing.json"
     before = json.loads(timing.read_text())["seconds"] if timing.exists() else 0.0

@@ -2,8 +2,8 @@
 //! epoch, the first fold of each benchmark): it trains, chooses its settings on the selection
 //! half, scores the held-out fold against every peer, writes the results block into an
 //! existing file without touching the rest, and a rerun reuses everything it made; a rerun of
-//! one benchmark keeps the others' tables; a change to the recipe (`--set`) reaches every
-//! fold's model and the results.
+//! one benchmark keeps the others' tables; a change to the recipe (`--set`, `--expert-set`)
+//! reaches every fold's model or expert and the results.
 
 mod common;
 
@@ -42,7 +42,12 @@ fn protocol_with(
 fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     let dir = tempfile::tempdir().unwrap();
     let (out, results) = (dir.path().join("work"), dir.path().join("RESULTS.md"));
-    let change = ["--set", "model.value_stats=true"];
+    let change = [
+        "--set",
+        "model.value_stats=true",
+        "--expert-set",
+        "model.ngram_cells=30",
+    ];
     let run = protocol_with(&out, &results, "gittables", &change);
     assert!(
         run.status.success(),
@@ -51,7 +56,9 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     );
     let text = std::fs::read_to_string(&results).unwrap();
     assert!(
-        text.contains("with `--set model.value_stats=true`"),
+        text.contains(
+            "with `--set model.value_stats=true` with `--expert-set model.ngram_cells=30`"
+        ),
         "{text}"
     );
     // The fold's model itself (not only its expert, whose shape has them) reads the statistics.
@@ -67,6 +74,14 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
             "{model}: {inspected}"
         );
     }
+    // The expert's change comes on top of its shape (100 cells for GitTables).
+    let inspected = Command::new(env!("CARGO_BIN_EXE_colswarm"))
+        .arg("inspect")
+        .arg(out.join("gittables/fold0/expert-all-avg"))
+        .output()
+        .unwrap();
+    let inspected = String::from_utf8_lossy(&inspected.stdout);
+    assert!(inspected.contains("the header and 30 cells"), "{inspected}");
     // Resuming the work directory without the change would score models it does not describe.
     let refused = protocol(&out, &results, "gittables");
     assert!(!refused.status.success());
