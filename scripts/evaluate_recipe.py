@@ -365,18 +365,13 @@ def set_flags(changes):
     return [a for change in changes for a in ("--set", change)]
 
 
-def recipe_changes(record):
-    """The recipe changes a record or work directory holds (a plain list: the model's)."""
-    changes = record if record is not None else []
-    if isinstance(changes, list):
-        changes = {"model": changes, "expert": []}
-    return {"model": changes.get("model", []), "expert": changes.get("expert", [])}
+# What a record or work directory made before recipe changes were recorded was made with.
+NO_CHANGES = {"model": [], "expert": []}
 
 
-def changes_text(changes):
-    """How CHANGES read in the results and in messages."""
-    return "".join([f" with `--set {c}`" for c in changes["model"]]
-                   + [f" with `--expert-set {c}`" for c in changes["expert"]])
+def change_flags(changes):
+    """The protocol's flags that give CHANGES, as the results and messages show them."""
+    return [f"--set {c}" for c in changes["model"]] + [f"--expert-set {c}" for c in changes["expert"]]
 
 
 def model_fold(settings, fold):
@@ -667,8 +662,7 @@ def made_by(records):
     """The line that says which commit made each benchmark's tables, and in how long."""
     groups = defaultdict(list)
     for bench, record in records.items():
-        changes = recipe_changes(record.get("recipe_sets"))
-        sets = changes_text(changes)
+        sets = "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
         groups[record["commit"], record["seconds"], record["tiny"], record["refit"], sets].append(bench)
     parts = []
     for (commit, seconds, tiny, refit, sets), benches in groups.items():
@@ -743,12 +737,12 @@ def main():
     # changes would score the wrong models. A directory made before they were recorded had none.
     changes = settings.out / "recipe-sets.json"
     if changes.exists():
-        made_with = recipe_changes(json.loads(changes.read_text()))
+        made_with = json.loads(changes.read_text())
     else:
-        made_with = recipe_changes(None) if any(settings.out.iterdir()) else settings.recipe_sets
+        made_with = NO_CHANGES if any(settings.out.iterdir()) else settings.recipe_sets
         changes.write_text(json.dumps(made_with))
     if made_with != settings.recipe_sets:
-        shown = changes_text(made_with).replace(" with `", " ").replace("`", "").strip() or "no --set"
+        shown = " ".join(change_flags(made_with)) or "no --set"
         sys.exit(f"{settings.out} was made with {shown}; rerun with the same or choose another --out")
     timing = settings.out / "timing.json"
     before = json.loads(timing.read_text())["seconds"] if timing.exists() else 0.0
