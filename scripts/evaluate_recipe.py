@@ -228,11 +228,14 @@ def run(settings, *args, out=None):
     return result.stdout
 
 
-def train(settings, out, recipe, specs, extra=()):
-    """Trains OUT with RECIPE on SPECS unless OUT-avg exists (the recipe's average)."""
+def train(settings, out, recipe, specs, extra=(), message=None):
+    """Trains OUT with RECIPE on SPECS unless OUT-avg exists (the recipe's average), saying
+    MESSAGE first."""
     done = Path(f"{out}-avg")
     if done.exists():
         return done
+    if message:
+        settings.say(message)
     args = ["--threads", "1", "train", "--recipe", recipe, "--quiet", "--out", out, *extra]
     for spec in specs:
         args += ["--train", spec]
@@ -351,12 +354,11 @@ def train_pair(settings, fold, suffix, own, what):
     """The fold's model (the recipe, beside the other benchmarks' data) and its expert, trained
     on OWN into model{SUFFIX} and expert{SUFFIX}; returns the model and the experts to add."""
     name = f"{fold.bench} fold {fold.k}"
-    settings.say(f"{name}: training the model{what}")
     model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own,
-                  set_flags(settings.recipe_sets["model"]))
-    settings.say(f"{name}: training its {fold.bench} expert{what}")
+                  set_flags(settings.recipe_sets["model"]), f"{name}: training the model{what}")
     expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own,
-                   fold.expert_shape + set_flags(settings.recipe_sets["expert"]))
+                   fold.expert_shape + set_flags(settings.recipe_sets["expert"]),
+                   f"{name}: training its {fold.bench} expert{what}")
     return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
 
 
