@@ -15,6 +15,8 @@ For each benchmark and each outer fold k:
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
+  the GitTables expert also learns GitTables' schema.org annotations as a second namespace,
+  every table of the held-out fold and of the selection half left out;
 - the peers (majority, header rule, header memory, char n-grams, and char n-grams with each
   column's value statistics) train on every table outside fold k; the n-gram peers with the
   label-name prior choose its weight on the selection half as the model does.
@@ -55,6 +57,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = "datasets"
 W = f"{DATA}/wikitables-turl-subset"
 G = f"{DATA}/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_"
+# GitTables' schema.org annotations: other columns, mostly of other tables, in four files of
+# their own (not the DBpedia folds).
+SCHEMA = f"{DATA}/gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_"
 T = f"{DATA}/t2d-webtables/t2d.tar.gz"
 SHIPPED = "models/colswarm-small"
 WIKI_ALL = f"wikitables=turl-csv:{W}/train_wikitables_subset_20.csv.gz,{W}/dev_wikitables_subset_2.csv.gz"
@@ -157,6 +162,11 @@ class Fold:
             self.tasks = ["cta"]
             self.expert_shape = ["--set", "model.n_layers=1", "--set", "model.neighbour_ngrams=true",
                                  "--set", "model.ngram_cells=100", "--set", "model.value_stats=true"]
+            # The schema.org annotations of every table outside fold k, split as `own` is (the
+            # split hashes table ids, so the selection half's tables stay out).
+            schema = gittables_schema_file(settings.out / bench / "data", k)
+            self.expert_more = {"": [f"gittables-schema=sato-cv:{schema}#folds=1,2,3,4+folds=0/half=1"],
+                                "-all": [f"gittables-schema=sato-cv:{schema}"]}
             self.extra_experts = []
         else:
             data = wikitables_fold_files(settings.out / bench / "data", k, self.j)
@@ -170,6 +180,8 @@ class Fold:
             self.expert_shape = ["--set", "model.d_model=32", "--set", "model.neighbour_ngrams=true",
                                  "--set", "model.hierarchy_closure=false"]
             self.extra_experts = []
+        if bench != "gittables":
+            self.expert_more = {"": [], "-all": []}
         # The label-name prior is chosen where the shipped model's namespace uses one and
         # headers exist (GitTables' columns come without headers).
         self.prior = bench == "t2d"
@@ -178,6 +190,32 @@ class Fold:
         """A data spec (NAME=FORMAT:PATH#SPLIT) of the selection half or the held-out fold."""
         fmt, path, split = self.select if part == "select" else self.test
         return f"{self.bench}={fmt}:{path}" + ("" if split == "all" else f"#{split}")
+
+
+def read_gzip_csv(path):
+    csv.field_size_limit(1 << 30)
+    with gzip.open(path, "rt", newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def gittables_schema_file(out, k):
+    """GitTables' schema.org-annotated columns (all four of their files) of every table that is
+    not in the DBpedia fold k, in one file."""
+    path = out / f"schema-without-cv{k}.csv.gz"
+    if path.exists():
+        return path
+    out.mkdir(parents=True, exist_ok=True)
+    held_out = {row[0] for row in read_gzip_csv(ROOT / f"{G}{k}.csv.gz")[1:]}
+    header, rows = None, []
+    for i in range(4):
+        part = read_gzip_csv(ROOT / f"{SCHEMA}{i}.csv.gz")
+        header = part[0]
+        rows += [row for row in part[1:] if row[0] not in held_out]
+    partial = path.with_name(path.name + ".partial")
+    with gzip.open(partial, "wt", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([header] + rows)
+    partial.rename(path)
+    return path
 
 
 def wikitables_fold_files(out, k, j):
@@ -190,14 +228,9 @@ def wikitables_fold_files(out, k, j):
     sys.path.insert(0, str(ROOT / "scripts/knowledge"))
     from common import fnv1a64  # the hash of the Rust `#folds=` specs
 
-    csv.field_size_limit(1 << 30)
     src = ROOT / W
-
-    def read(name):
-        with gzip.open(src / name, "rt", newline="", encoding="utf-8") as f:
-            return list(csv.reader(f))
-
-    train, dev = read("train_wikitables_subset_20.csv.gz"), read("dev_wikitables_subset_2.csv.gz")
+    train = read_gzip_csv(src / "train_wikitables_subset_20.csv.gz")
+    dev = read_gzip_csv(src / "dev_wikitables_subset_2.csv.gz")
     fold = lambda r: fnv1a64(r[0]) % 5
     half = lambda r: (fnv1a64(r[0]) // 5) % 2
     parts = {
@@ -356,8 +389,8 @@ def train_pair(settings, fold, suffix, own, what):
     name = f"{fold.bench} fold {fold.k}"
     model = train(settings, fold.dir / f"model{suffix}", "recipes/colswarm-small.toml", fold.context + own,
                   set_flags(settings.recipe_sets["model"]), f"{name}: training the model{what}")
-    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml", own,
-                   fold.expert_shape + set_flags(settings.recipe_sets["expert"]),
+    expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml",
+                   own + fold.expert_more[suffix], fold.expert_shape + set_flags(settings.recipe_sets["expert"]),
                    f"{name}: training its {fold.bench} expert{what}")
     return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
 

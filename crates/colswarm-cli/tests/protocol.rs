@@ -38,6 +38,19 @@ fn protocol_with(
         .expect("python3 runs the protocol script")
 }
 
+/// Fails unless the schema.org file (argv[1]) has tables and none of GitTables' DBpedia cv_0.
+const DISJOINT_FROM_CV0: &str = r#"
+import csv, gzip, sys
+csv.field_size_limit(1 << 30)
+def tables(path):
+    with gzip.open(path, "rt", newline="", encoding="utf-8") as f:
+        return {row[0] for row in list(csv.reader(f))[1:]}
+schema = tables(sys.argv[1])
+held_out = tables("datasets/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_0.csv.gz")
+assert len(schema) > 1000, len(schema)
+assert not schema & held_out, sorted(schema & held_out)[:5]
+"#;
+
 #[test]
 fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,6 +189,34 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             assert!(
                 theta == 1.0 || inspected.contains(&stored),
                 "{bench}: {stored} not in {inspected}"
+            );
+        }
+        // The GitTables expert also learns GitTables' schema.org annotations, as a namespace
+        // of its own, on every table outside the held-out fold.
+        let expert = std::process::Command::new(env!("CARGO_BIN_EXE_colswarm"))
+            .arg("inspect")
+            .arg(out.join(bench).join("fold0/expert-all-avg"))
+            .output()
+            .unwrap();
+        let expert = String::from_utf8_lossy(&expert.stdout);
+        assert_eq!(
+            expert.contains("CTA namespace gittables-schema"),
+            bench == "gittables",
+            "{bench}: {expert}"
+        );
+        if bench == "gittables" {
+            // None of those tables is in the held-out fold, cv_0.
+            let schema = out.join("gittables/data/schema-without-cv0.csv.gz");
+            let check = Command::new("python3")
+                .current_dir(root())
+                .args(["-c", DISJOINT_FROM_CV0])
+                .arg(&schema)
+                .output()
+                .unwrap();
+            assert!(
+                check.status.success(),
+                "{}",
+                String::from_utf8_lossy(&check.stderr)
             );
         }
         for (task, result) in summary["results"].as_object().unwrap() {
