@@ -38,6 +38,16 @@ fn protocol_with(
         .expect("python3 runs the protocol script")
 }
 
+/// What `colswarm inspect DIR` prints.
+fn inspect(dir: &Path) -> String {
+    let inspected = Command::new(env!("CARGO_BIN_EXE_colswarm"))
+        .arg("inspect")
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&inspected.stdout).into_owned()
+}
+
 /// Fails unless the schema.org file (argv[1]) has tables and none of GitTables' DBpedia cv_0.
 const DISJOINT_FROM_CV0: &str = r#"
 import csv, gzip, sys
@@ -76,24 +86,14 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     );
     // The fold's model itself (not only its expert, whose shape has them) reads the statistics.
     for model in ["model-avg", "model-all-avg"] {
-        let inspected = Command::new(env!("CARGO_BIN_EXE_colswarm"))
-            .arg("inspect")
-            .arg(out.join("gittables/fold0").join(model))
-            .output()
-            .unwrap();
-        let inspected = String::from_utf8_lossy(&inspected.stdout);
+        let inspected = inspect(&out.join("gittables/fold0").join(model));
         assert!(
             inspected.contains("the cells' value statistics"),
             "{model}: {inspected}"
         );
     }
     // The expert's change comes on top of its shape (100 cells for GitTables).
-    let inspected = Command::new(env!("CARGO_BIN_EXE_colswarm"))
-        .arg("inspect")
-        .arg(out.join("gittables/fold0/expert-all-avg"))
-        .output()
-        .unwrap();
-    let inspected = String::from_utf8_lossy(&inspected.stdout);
+    let inspected = inspect(&out.join("gittables/fold0/expert-all-avg"));
     assert!(inspected.contains("the header and 30 cells"), "{inspected}");
     // Resuming the work directory without the change would score models it does not describe.
     let refused = protocol(&out, &results, "gittables");
@@ -179,12 +179,7 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             let pair = format!("{bench}-expert@cta:{bench}");
             let theta = mix[&pair].as_f64().unwrap();
             assert!(theta.is_finite() && theta >= 0.0, "{bench}: {pair} {theta}");
-            let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_colswarm"))
-                .arg("inspect")
-                .arg(out.join(bench).join("fold0/final-all"))
-                .output()
-                .unwrap();
-            let inspected = String::from_utf8_lossy(&inspected.stdout);
+            let inspected = inspect(&out.join(bench).join("fold0/final-all"));
             let stored = format!("{theta:.2} in cta:{bench}");
             assert!(
                 theta == 1.0 || inspected.contains(&stored),
@@ -193,12 +188,7 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         }
         // The GitTables expert also learns GitTables' schema.org annotations, as a namespace
         // of its own, on every table outside the held-out fold.
-        let expert = std::process::Command::new(env!("CARGO_BIN_EXE_colswarm"))
-            .arg("inspect")
-            .arg(out.join(bench).join("fold0/expert-all-avg"))
-            .output()
-            .unwrap();
-        let expert = String::from_utf8_lossy(&expert.stdout);
+        let expert = inspect(&out.join(bench).join("fold0/expert-all-avg"));
         assert_eq!(
             expert.contains("CTA namespace gittables-schema"),
             bench == "gittables",
