@@ -57,8 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = "datasets"
 W = f"{DATA}/wikitables-turl-subset"
 G = f"{DATA}/gittables-semtab22/gt-semtab22-dbpedia-all/db_semi1_cv_"
-# GitTables' schema.org annotations: other columns, mostly of other tables, in four files of
-# their own (not the DBpedia folds).
+# GitTables' schema.org annotations, in four files whose folds are not the DBpedia folds: some
+# columns are DBpedia targets too, others are columns of tables the DBpedia folds do not have.
 SCHEMA = f"{DATA}/gittables-semtab22/gt-semtab22-schema-property-all/sp_semi1_cv_"
 T = f"{DATA}/t2d-webtables/t2d.tar.gz"
 SHIPPED = "models/colswarm-small"
@@ -138,6 +138,8 @@ class Fold:
         self.dir = settings.out / bench / f"fold{k}"
         self.dir.mkdir(parents=True, exist_ok=True)
         others = [i for i in range(n) if i not in (k, self.j)]
+        # What the expert trains on beside `own` (and beside `own_all` in the refit).
+        self.expert_more = {"": [], "-all": []}
         if bench == "t2d":
             rest = ",".join(map(str, others))
             self.own = [f"t2d=t2d:{T}#folds={rest}+folds={self.j}/half=1"]
@@ -180,8 +182,6 @@ class Fold:
             self.expert_shape = ["--set", "model.d_model=32", "--set", "model.neighbour_ngrams=true",
                                  "--set", "model.hierarchy_closure=false"]
             self.extra_experts = []
-        if bench != "gittables":
-            self.expert_more = {"": [], "-all": []}
         # The label-name prior is chosen where the shipped model's namespace uses one and
         # headers exist (GitTables' columns come without headers).
         self.prior = bench == "t2d"
