@@ -34,7 +34,8 @@ them.
 
 Resumable: every trained model, prediction file and fold summary is kept under --out and
 reused; a rerun redoes only what is missing. A work directory remembers the recipe changes it
-was made with and refuses others. Progress goes to stderr.
+was made with and refuses others. It also refuses a kept model that lacks a training set the protocol now
+gives it (a GitTables expert from before the schema.org namespace). Progress goes to stderr.
 """
 
 import argparse
@@ -266,6 +267,7 @@ def train(settings, out, recipe, specs, extra=(), message=None):
     MESSAGE first."""
     done = Path(f"{out}-avg")
     if done.exists():
+        check_kept(done, specs)
         return done
     if message:
         settings.say(message)
@@ -277,6 +279,24 @@ def train(settings, out, recipe, specs, extra=(), message=None):
     # The run's checkpoints were only for resuming it.
     shutil.rmtree(out)
     return done
+
+
+def check_kept(done, specs):
+    """Refuses a model kept from an older run of the protocol that lacks a training set the
+    protocol now gives it (the GitTables expert's schema.org namespace): scoring it would
+    misstate the recipe."""
+    learned = {n["name"] for n in json.loads((done / "labels.json").read_text())["cta"]}
+    missing = sorted({spec.split("=", 1)[0] for spec in specs} - learned)
+    if missing:
+        raise RuntimeError(f"{done} was trained without {', '.join(missing)}, which the protocol "
+                           "now trains it on: move it away (and the fold's summary.json) to retrain it")
+
+
+def training_sets(fold):
+    """{model directory: the specs it trains on} of a fold's four trained models."""
+    return {fold.dir / f"{kind}{suffix}-avg": specs
+            for suffix, own in (("", fold.own), ("-all", fold.own_all))
+            for kind, specs in (("model", fold.context + own), ("expert", own + fold.expert_more[suffix]))}
 
 
 def counts(report):
@@ -548,6 +568,9 @@ def do_fold(settings, bench, k, n):
     fold = Fold(bench, k, n, settings)
     summary_file = fold.dir / "summary.json"
     if summary_file.exists():
+        for done, specs in training_sets(fold).items():
+            if done.exists():
+                check_kept(done, specs)
         summary = json.loads(summary_file.read_text())
         # A fold scored without the refit is redone (its trained models are kept) when one is
         # asked for, as is one scored before the protocol learned the experts' mix or with

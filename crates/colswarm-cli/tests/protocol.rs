@@ -277,4 +277,21 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         without_time(&std::fs::read_to_string(&results).unwrap()),
         without_time(&text)
     );
+    // An expert kept from an older protocol, trained without the schema.org namespace the
+    // protocol now gives it, is refused rather than scored as the recipe.
+    let labels_file = out.join("gittables/fold0/expert-avg/labels.json");
+    let labels = std::fs::read_to_string(&labels_file).unwrap();
+    assert!(labels.contains("\"gittables-schema\""));
+    std::fs::write(
+        &labels_file,
+        labels.replace("\"gittables-schema\"", "\"older\""),
+    )
+    .unwrap();
+    let refused = protocol(&out, &results, "gittables");
+    assert!(!refused.status.success());
+    let log = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        log.contains("expert-avg was trained without gittables-schema"),
+        "{log}"
+    );
 }
