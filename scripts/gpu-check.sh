@@ -12,10 +12,11 @@
 #
 # `tests`: the colswarm-kernels parity tests (CubeCL against the reference, forward and
 # backward); `bench`: the criterion `cube` group (B=8, H=4, N=64, T=128/512/2048, and the language
-# model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU (the shipped model,
-# and a namespace fine-tuned there on the samples), and, unless GPU_CHECK_TRAINING=0, `train`
-# and `pretrain` throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256,
-# 4-layer model. The parts travel separately (8-13 MB each), beside the checkout's files.
+# model shape B=8, T=4096, H=64). `cli`: annotate on wgpu against the CPU (the shipped model on
+# the README table and on the first 100 T2D tables, every field compared; and a namespace
+# fine-tuned there on the samples), and, unless GPU_CHECK_TRAINING=0, `train` and `pretrain`
+# throughput on the CPU and on wgpu, with the shipped recipe and a d_model 256, 4-layer model.
+# The parts travel separately (8-13 MB each), beside the checkout's files.
 #   scripts/gpu-check.sh size [tests|bench|cli]   prints what a call would carry: the checkout's
 #       files (tracked, and untracked ones git does not ignore) plus the packed parts named (all
 #       packed parts when none is named), against the 64 MiB a lent machine takes. `pack` runs
@@ -163,6 +164,42 @@ cli_check() {
     "$colswarm" bench --model models/colswarm-small --device "$device" "$t2d/tables" \
       >>"$out/bench.txt" 2>&1 || echo "bench on $device FAILED" >>"$out/bench.txt"
   done
+  # Every field of the annotations of the first 100 T2D tables, on both devices: the labels,
+  # abstentions, relations and router decisions alike, the confidences and gates within 1e-5.
+  mkdir -p "$runs/first100"
+  find "$t2d/tables" -name '*.csv' | sort | head -n 100 | xargs cp -t "$runs/first100"
+  for device in cpu wgpu; do
+    "$colswarm" annotate --model models/colswarm-small --device "$device" "$runs/first100" \
+      >"$runs/first100-$device.json" 2>>"$out/annotate.txt" || echo "annotate of 100 tables on $device FAILED" >>"$out/annotate.txt"
+  done
+  python3 - "$runs/first100-cpu.json" "$runs/first100-wgpu.json" >"$out/parity.txt" 2>&1 <<'PY' || echo "parity FAILED" >>"$out/parity.txt"
+import json, sys
+def fields(value, path=""):
+    if isinstance(value, dict):
+        for key in sorted(value):
+            yield from fields(value[key], f"{path}/{key}")
+    elif isinstance(value, list):
+        yield ("len", path), len(value)
+        for i, item in enumerate(value):
+            yield from fields(item, f"{path}/{i}")
+    else:
+        yield ("value", path), value
+def load(path):
+    text = open(path).read().strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+cpu, gpu = (dict(fields(load(p))) for p in sys.argv[1:])
+assert cpu.keys() == gpu.keys(), sorted(cpu.keys() ^ gpu.keys())[:5]
+floats = [k for k, v in cpu.items() if isinstance(v, float)]
+others = [k for k in cpu if k not in floats]
+unequal = [k[1] for k in others if cpu[k] != gpu[k]]
+worst = max((abs(cpu[k] - gpu[k]), k[1]) for k in floats) if floats else (0.0, "")
+print(f"{len(others)} other fields, {len(unequal)} unequal {unequal[:5]}; "
+      f"{len(floats)} numbers, largest difference {worst[0]:.2e} at {worst[1]}")
+assert not unequal and worst[0] <= 1e-5
+PY
   # A namespace fine-tuned here on the CPU, annotated on both: the added head runs where the
   # model runs.
   "$colswarm" fine-tune --tables datasets/t2d-webtables/samples --labels datasets/own-types/labels.csv \

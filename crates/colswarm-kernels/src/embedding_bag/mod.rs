@@ -90,9 +90,24 @@ fn reference(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
             values.push(value);
         }
     }
-    let ids = Tensor::<1, Int>::from_data(ids.as_slice(), &device);
-    let values = Tensor::<2>::from_data(TensorData::new(values, [total, 1]), &device);
-    let weighted = weight.select(0, ids) * values;
-    let rows = Tensor::<1, Int>::from_data(rows.as_slice(), &device);
-    sums.select_assign(0, rows, weighted, IndexingUpdateOp::Add)
+    // burn 0.22.1's `select_assign` on wgpu leaves out every index past the 65,535th (one
+    // workgroup per index along one dispatch dimension), and a batch of wide tables' bags holds
+    // hundreds of thousands of pairs: they are added in chunks that stay under that.
+    let mut sums = sums;
+    for start in (0..total).step_by(MAX_INDICES) {
+        let end = (start + MAX_INDICES).min(total);
+        let ids = Tensor::<1, Int>::from_data(&ids[start..end], &device);
+        let values = Tensor::<2>::from_data(
+            TensorData::new(values[start..end].to_vec(), [end - start, 1]),
+            &device,
+        );
+        let weighted = weight.clone().select(0, ids) * values;
+        let rows = Tensor::<1, Int>::from_data(&rows[start..end], &device);
+        sums = sums.select_assign(0, rows, weighted, IndexingUpdateOp::Add);
+    }
+    sums
 }
+
+/// The most indices one `select_assign` gets (the largest count wgpu dispatches along one
+/// dimension).
+const MAX_INDICES: usize = 65_535;

@@ -84,3 +84,33 @@ fn the_reference_too_panics_with_the_bucket_past_the_weight() {
     let weight: Tensor<2> = tensor(vec![0.0; 8], [4, 2], &Device::flex());
     embedding_bag_with(KernelImpl::Reference, weight, &[&[(1, 1.0)], &[(9, 1.0)]]);
 }
+
+/// On a GPU the entry point runs burn's ops; a batch of wide tables' bags (neighbour n-grams,
+/// 100 cells a column) holds hundreds of thousands of pairs, past the 65,535 indices one
+/// `select_assign` takes there.
+#[cfg(feature = "wgpu")]
+#[test]
+fn on_wgpu_a_batch_of_wide_tables_matches_the_fused_kernel() {
+    let gpu = crate::testing::cube_device();
+    let (buckets, d) = (16384usize, 64usize);
+    let weight = uniform(&mut rng(7), buckets * d, -1.0, 1.0);
+    for (n, per_bag) in [(1, 65_535), (1, 65_536), (100, 3_000)] {
+        let mut r = rng(n as u64 + per_bag as u64);
+        let bags: Vec<Vec<(u32, f32)>> = (0..n)
+            .map(|_| {
+                (0..per_bag)
+                    .map(|_| (r.random_range(0..buckets as u32), r.random_range(0.0..1e-3)))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[(u32, f32)]> = bags.iter().map(Vec::as_slice).collect();
+        let on_cpu = embedding_bag_with(
+            KernelImpl::FusedSerial,
+            tensor(weight.clone(), [buckets, d], &Device::flex()),
+            &refs,
+        );
+        let on_gpu = super::embedding_bag(tensor(weight.clone(), [buckets, d], &gpu), &refs);
+        let err = rel_err(on_gpu, on_cpu);
+        assert!(err < 1e-4, "{n} bags of {per_bag}: error {err}");
+    }
+}
