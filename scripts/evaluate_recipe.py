@@ -122,6 +122,7 @@ class Settings:
         # Retrain each fold's model and expert on its whole training part, selection half
         # included, once the settings are chosen, as the shipped model is trained on all the data.
         self.refit = not args.no_refit
+        self.jobs = max(args.jobs, 1)
         self.started = time.time()
         self.lock = threading.Lock()
 
@@ -274,7 +275,13 @@ def train(settings, out, recipe, specs, extra=(), message=None):
     args = ["--threads", "1", "train", "--recipe", recipe, "--quiet", "--out", out, *extra]
     for spec in specs:
         args += ["--train", spec]
+    started = time.time()
     run(settings, *args, *settings.train_args, out=f"{out}.json")
+    # The training's own wall time, kept with its record: a fold that reuses the model still
+    # counts it in the benchmark's run time.
+    record = json.loads(Path(f"{out}.json").read_text())
+    record["seconds"] = round(time.time() - started, 1)
+    Path(f"{out}.json").write_text(json.dumps(record, indent=2))
     Path(out, "averaged").rename(done)
     # The run's checkpoints were only for resuming it.
     shutil.rmtree(out)
@@ -297,6 +304,20 @@ def training_sets(fold):
     return {fold.dir / f"{kind}{suffix}-avg": specs
             for suffix, own in (("", fold.own), ("-all", fold.own_all))
             for kind, specs in (("model", fold.context + own), ("expert", own + fold.expert_more[suffix]))}
+
+
+def training_seconds(done):
+    """The wall time of the training that made DONE (a model's `-avg` directory), or None
+    where its record predates the protocol's timing."""
+    record = done.parent / (done.name.removesuffix("-avg") + ".json")
+    return json.loads(record.read_text()).get("seconds") if record.exists() else None
+
+
+def fold_work(fold, other_seconds):
+    """A fold's whole run time on one thread: its four models' training, wherever it was done,
+    and OTHER_SECONDS of choosing, scoring and peers; None when a training time is unknown."""
+    trained = [training_seconds(done) for done in training_sets(fold)]
+    return None if None in trained else round(sum(trained) + other_seconds, 1)
 
 
 def counts(report):
@@ -583,15 +604,21 @@ def do_fold(settings, bench, k, n):
                        for task in fold.tasks}
             if any(missing.values()):
                 settings.say(f"{bench} fold {k}: the peers added since it ran")
+                started = time.time()
                 summary["peers"] = {task: peer_fold(settings, fold, task, summary["peers"][task])
                                     for task in fold.tasks}
+                if summary.get("work_seconds") is not None:
+                    summary["work_seconds"] += round(time.time() - started, 1)
                 write_summary(summary_file, summary)
             return summary
+    kept = {done for done in training_sets(fold) if done.exists()}
     started = time.time()
     summary = model_fold(settings, fold)
     settings.say(f"{bench} fold {k}: the peers")
     summary["peers"] = {task: peer_fold(settings, fold, task) for task in fold.tasks}
     summary["seconds"] = time.time() - started
+    trained_now = sum(training_seconds(done) or 0 for done in training_sets(fold) if done not in kept)
+    summary["work_seconds"] = fold_work(fold, summary["seconds"] - trained_now)
     write_summary(summary_file, summary)
     r = summary["results"]
     settings.say(f"{bench} fold {k} done: " + ", ".join(f"{t} {r[t]['micro_f1']:.3f}" for t in r))
@@ -721,20 +748,28 @@ def made_by(records):
     groups = defaultdict(list)
     for bench, record in records.items():
         sets = "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
-        groups[record["commit"], record["seconds"], record["tiny"], record["refit"], sets].append(bench)
+        # A benchmark's own run time where every fold kept it, else its work directory's.
+        own = record.get("work_seconds")
+        seconds = (own, record.get("jobs", 2)) if own is not None else (record["seconds"], None)
+        groups[record["commit"], seconds, record["tiny"], record["refit"], sets].append(bench)
     parts = []
-    for (commit, seconds, tiny, refit, sets), benches in groups.items():
+    for (commit, (seconds, jobs), tiny, refit, sets), benches in groups.items():
         hours, rest = divmod(int(seconds), 3600)
         names = " and ".join(NAMES[b] for b in benches)
+        took = (f"{hours} h {rest // 60} min of run time on one thread: its folds' training, choices,"
+                f" scores and peers added up, {jobs} folds at a time" if jobs is not None
+                else f"{hours} h {rest // 60} min of run time")
         parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
                      + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
                      + sets
                      + ("" if refit else " with `--no-refit`: each fold's model and expert"
                         " trained without their selection half, not retrained on the whole training part")
-                     + f" ({hours} h {rest // 60} min of run time)")
+                     + f" ({took})")
+    directory = any(jobs is None for _, (_, jobs), *_ in groups)
     return ("Made by `scripts/evaluate-recipe.sh`" + (" " if len(groups) == 1 else ": ")
-            + "; ".join(parts) + " on the machine it ran on (the run time of its work directory"
-            " when the record was made: every run in it added up, of every benchmark).")
+            + "; ".join(parts) + " on the machine it ran on"
+            + (" (where no fold run time is given, the run time of its work directory when the"
+               " record was made: every run in it added up, of every benchmark)." if directory else "."))
 
 
 def write_results(settings, done, path, seconds):
@@ -749,7 +784,9 @@ def write_results(settings, done, path, seconds):
             section, summary = benchmark_section(settings, bench, task, done[bench])
             lines += section
             summaries.append(summary)
+        works = [summary.get("work_seconds") for summary in done[bench].values()]
         record = {"commit": commit, "seconds": seconds, "tiny": settings.tiny,
+                  "work_seconds": None if None in works else round(sum(works), 1), "jobs": settings.jobs,
                   "recipe_sets": settings.recipe_sets,
                   "refit": settings.refit, "lines": lines, "summaries": summaries}
         (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
@@ -811,7 +848,7 @@ def main():
     jobs = [(b, k) for b in benches for k in range(args.folds or FOLDS[b])]
     done = {b: {} for b in benches}
     try:
-        with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        with ThreadPoolExecutor(max_workers=settings.jobs) as pool:
             futures = {pool.submit(do_fold, settings, b, k, FOLDS[b]): (b, k) for b, k in jobs}
             for future, (b, k) in futures.items():
                 done[b][k] = future.result()

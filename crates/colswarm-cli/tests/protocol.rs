@@ -140,6 +140,12 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         );
     }
     assert!(text.contains("tiny mode"), "{text}");
+    // Each benchmark's run time is its folds' own (training included), not the directory's.
+    assert!(
+        text.contains("of run time on one thread: its folds' training"),
+        "{text}"
+    );
+    assert!(!text.contains("where no fold run time is given"), "{text}");
     assert!(
         !text.contains("--no-refit"),
         "the default retrains on the whole part: {text}"
@@ -162,6 +168,20 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         )
         .unwrap();
         assert_eq!(summary["refit"], true, "{bench}");
+        // The fold's run time counts its four models' training, each timed in its record.
+        let trained: f64 = ["model", "model-all", "expert", "expert-all"]
+            .iter()
+            .map(|m| {
+                let record = out.join(bench).join(format!("fold0/{m}.json"));
+                let record: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+                let seconds = record["seconds"].as_f64().unwrap();
+                assert!(seconds > 0.0, "{bench} {m}: {seconds}");
+                seconds
+            })
+            .sum();
+        let work = summary["work_seconds"].as_f64().unwrap();
+        assert!(work > trained, "{bench}: {work} <= {trained}");
         assert!(
             out.join(bench).join("fold0/model-all-avg").is_dir(),
             "{bench}: no refit"
