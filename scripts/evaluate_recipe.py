@@ -750,7 +750,7 @@ def made_by(records):
         sets = "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
         # A benchmark's own run time where every fold kept it, else its work directory's.
         own = record.get("work_seconds")
-        seconds = (own, record.get("jobs", 2)) if own is not None else (record["seconds"], None)
+        seconds = (own, record["jobs"]) if own is not None else (record["seconds"], None)
         groups[record["commit"], seconds, record["tiny"], record["refit"], sets].append(bench)
     parts = []
     for (commit, (seconds, jobs), tiny, refit, sets), benches in groups.items():

@@ -96,21 +96,18 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     let inspected = inspect(&out.join("gittables/fold0/expert-all-avg"));
     assert!(inspected.contains("the header and 30 cells"), "{inspected}");
     // Resuming the work directory without the change would score models it does not describe.
-    let refused = protocol(&out, &results, "gittables");
-    assert!(!refused.status.success());
-    let log = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        log.contains("was made with --set model.value_stats=true"),
-        "{log}"
+    assert_refused(
+        protocol(&out, &results, "gittables"),
+        "was made with --set model.value_stats=true",
     );
     // A work directory made before the changes were recorded was made without any.
     let older = dir.path().join("older");
     std::fs::create_dir_all(&older).unwrap();
     std::fs::write(older.join("timing.json"), r#"{"seconds": 1.0}"#).unwrap();
-    let refused = protocol_with(&older, &results, "gittables", &change);
-    assert!(!refused.status.success());
-    let log = String::from_utf8_lossy(&refused.stderr);
-    assert!(log.contains("was made with no --set"), "{log}");
+    assert_refused(
+        protocol_with(&older, &results, "gittables", &change),
+        "was made with no --set",
+    );
 }
 
 #[test]
@@ -307,11 +304,15 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         labels.replace("\"gittables-schema\"", "\"older\""),
     )
     .unwrap();
-    let refused = protocol(&out, &results, "gittables");
-    assert!(!refused.status.success());
-    let log = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        log.contains("expert-avg was trained without gittables-schema"),
-        "{log}"
+    assert_refused(
+        protocol(&out, &results, "gittables"),
+        "expert-avg was trained without gittables-schema",
     );
+}
+
+/// Asserts that a protocol run failed and that its log says EXPECTED.
+fn assert_refused(run: std::process::Output, expected: &str) {
+    assert!(!run.status.success(), "not refused");
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(log.contains(expected), "{log}");
 }
