@@ -335,8 +335,10 @@ def f1(total):
 def evaluate(settings, fold, model, task, part, predictions=None):
     fmt, paths, split = fold.select if part == "select" else fold.test
     inputs = [a for path in paths.split(",") for a in ("--input", path)]
+    # The benchmark's own namespace, named: a model that also learned another set of the
+    # same format (GitTables' schema.org annotations) would otherwise be refused as ambiguous.
     args = ["--threads", "1", "eval", "--model", model, "--format", fmt, *inputs,
-            "--split", split, "--task", task, "--json"]
+            "--split", split, "--task", task, "--namespace", fold.bench, "--json"]
     if predictions:
         args += ["--predictions", predictions]
     return json.loads(run(settings, *args))
