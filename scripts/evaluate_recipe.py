@@ -17,9 +17,10 @@ For each benchmark and each outer fold k:
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
   the GitTables expert also learns GitTables' schema.org annotations as a second namespace,
   every table of the held-out fold and of the selection half left out;
-- the peers (majority, header rule, header memory, char n-grams, and char n-grams with each
-  column's value statistics) train on every table outside fold k; the n-gram peers with the
-  label-name prior choose its weight on the selection half as the model does.
+- the peers (majority, header rule, header memory, char n-grams, char n-grams with each
+  column's value statistics, and those with the column's place in its table as well) train on
+  every table outside fold k; the n-gram peers with the label-name prior choose its weight on
+  the selection half as the model does.
 
 The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
 predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
@@ -67,13 +68,16 @@ WIKI_ALL = f"wikitables=turl-csv:{W}/train_wikitables_subset_20.csv.gz,{W}/dev_w
 GIT_ALL = "gittables=sato-cv:" + ",".join(f"{G}{i}.csv.gz" for i in range(4))
 T2D_ALL = f"t2d=t2d:{T}"
 # Each peer's `colswarm baseline` flags. `char-ngram-stats` is the n-gram peer with each
-# column's value statistics in its features (`--value-stats`), as the GitTables expert reads them.
+# column's value statistics in its features (`--value-stats`), as the GitTables expert reads
+# them; `char-ngram-stats-position` also knows each column's place in its table
+# (`--position`), as the model does from each column's query.
 PEERS = {
     "majority": ["--kind", "majority"],
     "header-rule": ["--kind", "header-rule"],
     "header-memory": ["--kind", "header-memory"],
     "char-ngram": ["--kind", "char-ngram"],
     "char-ngram-stats": ["--kind", "char-ngram", "--value-stats"],
+    "char-ngram-stats-position": ["--kind", "char-ngram", "--value-stats", "--position"],
 }
 # Where the benchmark chooses a label-name prior (T2D), the n-gram peers with it.
 PRIOR_PEERS = {

@@ -69,6 +69,10 @@ pub(crate) struct BaselineArgs {
     /// numbers count up by one, are years; how long and how distinct its cells are).
     #[arg(long)]
     value_stats: bool,
+    /// With char-ngram: each column's features also hold its place in the table (its index
+    /// from either end, the table's width), which the model reads from each column's query.
+    #[arg(long)]
+    position: bool,
     /// Training set NAME=FORMAT:PATH[#SPLIT].
     #[arg(long)]
     train: String,
@@ -258,6 +262,7 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         seed: args.seed,
         label_name_weight: args.label_name_prior,
         value_stats: args.value_stats,
+        position: args.position,
         ..BaselineConfig::default()
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);

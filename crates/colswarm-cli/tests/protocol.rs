@@ -153,6 +153,7 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         "header-memory",
         "char-ngram",
         "char-ngram-stats",
+        "char-ngram-stats-position",
         "char-ngram-prior-stats",
     ] {
         assert!(text.contains(&format!("| {peer}")), "{peer} missing");

@@ -117,6 +117,9 @@ pub struct BaselineConfig {
     /// The n-gram baseline's features also hold each column's value statistics
     /// ([`colswarm_tables::NgramConfig::value_stats`]).
     pub value_stats: bool,
+    /// The n-gram baseline's features also hold each column's place in its table
+    /// ([`colswarm_tables::NgramConfig::position`]), which a model reads from its query.
+    pub position: bool,
 }
 
 impl Default for BaselineConfig {
@@ -131,6 +134,7 @@ impl Default for BaselineConfig {
             learning_rate: 2.0,
             label_name_weight: None,
             value_stats: false,
+            position: false,
         }
     }
 }
@@ -478,6 +482,7 @@ fn featurizer(config: &BaselineConfig) -> NgramConfig {
         max_cells: config.max_cells,
         neighbours: false,
         value_stats: config.value_stats,
+        position: config.position,
     }
 }
 

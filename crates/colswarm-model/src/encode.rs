@@ -122,6 +122,8 @@ pub fn ngram_config(config: &ColumnNgramsConfig) -> NgramConfig {
         max_cells: config.max_cells,
         neighbours: config.neighbours,
         value_stats: config.value_stats,
+        // The model reads a column's place from its query.
+        position: false,
     }
 }
 

@@ -8,7 +8,9 @@
 //!
 //! With [`NgramConfig::neighbours`] a column's features also hold its table's other columns:
 //! their headers and first cells, in blocks of their own. A `Name` column beside `Film` and
-//! `Role` is an actor; beside `Party` and `Votes`, a politician.
+//! `Role` is an actor; beside `Party` and `Votes`, a politician. With
+//! [`NgramConfig::position`] they hold the column's place in its table: a model reads it from
+//! the column's query, and the n-gram peers need it to be compared with one fairly.
 //!
 //! ```
 //! use colswarm_tables::{Cell, Column, NgramConfig};
@@ -31,6 +33,8 @@ const SUBJECT_HEADER_SALT: u8 = 2;
 const NEIGHBOUR_HEADER_SALT: u8 = 4;
 const NEIGHBOUR_CELL_SALT: u8 = 5;
 const VALUE_STATS_SALT: u8 = 6;
+// 7 was the salt of a block of cell shapes (docs/EXPERIMENTS.md), tried and removed.
+const POSITION_SALT: u8 = 8;
 /// Weight of the header block relative to the cell block (each is L2-normalised first, so the
 /// header keeps its share however many cells there are).
 const HEADER_WEIGHT: f32 = 1.0;
@@ -45,6 +49,13 @@ const NEIGHBOUR_CELL_WEIGHT: f32 = 0.3;
 /// Weight of the value-statistics block: a dozen tokens against a bag of hundreds of n-grams,
 /// each block normalised first.
 const VALUE_STATS_WEIGHT: f32 = 0.5;
+/// Weight of the position block (three tokens): of 0, 0.25, 0.35, 0.5 and 0.7, the n-gram
+/// peer's cross-validation inside GitTables' training folds chose 0.35 for three of its four
+/// held-out folds and 0.25 for the fourth.
+const POSITION_WEIGHT: f32 = 0.35;
+/// Column indices and table widths above these share one token.
+const MAX_POSITION: usize = 10;
+const MAX_WIDTH: usize = 12;
 /// Non-null cells of each other column that give neighbour features.
 const NEIGHBOUR_CELLS: usize = 8;
 /// Other columns a column's neighbour blocks read at most: in a table wider than this, the
@@ -78,6 +89,10 @@ pub struct NgramConfig {
     /// ([`crate::value_statistics`]: whether its numbers count up by one, are years, how long
     /// and how distinct its cells are; default false).
     pub value_stats: bool,
+    /// Whether a table's columns ([`NgramConfig::for_table`]) also get a block of their place
+    /// in the table: their index from the left and from the right, and the table's width
+    /// (default false). A first column is often the table's subject or an id.
+    pub position: bool,
 }
 
 impl Default for NgramConfig {
@@ -89,6 +104,7 @@ impl Default for NgramConfig {
             max_cells: 20,
             neighbours: false,
             value_stats: false,
+            position: false,
         }
     }
 }
@@ -253,12 +269,39 @@ impl TableNgrams<'_> {
                 NEIGHBOUR_CELL_WEIGHT,
             ));
         }
+        if self.config.position {
+            blocks.push((self.position(column), POSITION_WEIGHT));
+        }
         let table = self.table;
         let subject_header = subject
             .and_then(|s| table.columns.get(s))
             .and_then(|c| c.header.as_deref());
         self.config
             .weighted_features(blocks, table.columns.get(column), subject_header)
+    }
+
+    /// The position block of column `column`: its index from either end and the table's
+    /// width, each capped, as hashed tokens.
+    fn position(&self, column: usize) -> SparseFeatures {
+        let width = self.table.columns.len();
+        let from_end = width.saturating_sub(column + 1);
+        let buckets = u64::from(self.config.buckets.max(1));
+        let tokens = [
+            format!("pos:{}", column.min(MAX_POSITION)),
+            format!("end:{}", from_end.min(MAX_POSITION)),
+            format!("width:{}", width.min(MAX_WIDTH)),
+        ];
+        let hashed = tokens
+            .iter()
+            .map(|token| {
+                let hash = token
+                    .bytes()
+                    .fold(fnv1a_step(FNV_OFFSET, POSITION_SALT), fnv1a_step);
+                // Below `buckets`, a u32: the cast cannot truncate.
+                (mix(hash) % buckets) as u32
+            })
+            .collect();
+        counts(hashed)
     }
 
     /// The other columns' counts: the sum over `column`'s window less its own. The window is
@@ -517,6 +560,48 @@ mod tests {
         assert!((l2(&a) - 1.0).abs() < 1e-5);
         assert!(a.len() > plain.column_features(Some(&ids), None).len());
         assert!(stats.column_features(None, None).is_empty());
+    }
+
+    #[test]
+    fn the_position_block_tells_a_column_where_it_stands() {
+        let same = |n: usize| -> Vec<Column> { (0..n).map(|_| column(None, &["x1"])).collect() };
+        let plain = NgramConfig::default();
+        let placed = NgramConfig {
+            position: true,
+            ..plain
+        };
+        let three = Table::new("t", same(3));
+        let features =
+            |config: &NgramConfig, table: &Table, c: usize| config.for_table(table).column(c, None);
+        // Identical columns: only the block tells them apart, by index and by width.
+        assert_eq!(features(&plain, &three, 0), features(&plain, &three, 2));
+        let (first, last) = (features(&placed, &three, 0), features(&placed, &three, 2));
+        assert_ne!(first, last);
+        assert!((l2(&first) - 1.0).abs() < 1e-5);
+        // The block is three tokens of their own salt beside the cell block.
+        let own = plain.column_features(Some(&three.columns[0]), None);
+        let block = placed.for_table(&three).position(0);
+        assert_eq!(block.iter().map(|&(_, v)| v).sum::<f32>(), 3.0);
+        let buckets = |f: &SparseFeatures| f.iter().map(|&(b, _)| b).collect::<Vec<_>>();
+        for bucket in buckets(&own).into_iter().chain(buckets(&block)) {
+            assert!(buckets(&first).contains(&bucket), "bucket {bucket}");
+        }
+        // Past the caps, places and widths share their tokens.
+        let wide = 2 * MAX_POSITION + MAX_WIDTH;
+        let (a, b) = (Table::new("t", same(wide)), Table::new("t", same(wide + 1)));
+        assert_eq!(
+            features(&placed, &a, MAX_POSITION + 1),
+            features(&placed, &b, MAX_POSITION + 1),
+            "past every cap: from the start, from the end and in width"
+        );
+        let four = Table::new("t", same(4));
+        assert_ne!(
+            features(&placed, &three, 0),
+            features(&placed, &four, 0),
+            "the same index, one more column: from the end and the width differ"
+        );
+        // A column seen without its table has no place.
+        assert_eq!(placed.column_features(Some(&three.columns[0]), None), own);
     }
 
     #[test]
