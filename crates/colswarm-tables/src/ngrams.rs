@@ -140,19 +140,11 @@ impl NgramConfig {
                 blocks.push((counts(grams), HEADER_WEIGHT));
             }
             if self.value_stats {
-                let buckets = u64::from(self.buckets.max(1));
                 let tokens = value_statistics(column, self.max_cells);
-                let hashed = tokens
-                    .iter()
-                    .map(|token| {
-                        let hash = token
-                            .bytes()
-                            .fold(fnv1a_step(FNV_OFFSET, VALUE_STATS_SALT), fnv1a_step);
-                        // Below `buckets`, a u32: the cast cannot truncate.
-                        (mix(hash) % buckets) as u32
-                    })
-                    .collect();
-                blocks.push((counts(hashed), VALUE_STATS_WEIGHT));
+                blocks.push((
+                    self.token_counts(VALUE_STATS_SALT, &tokens),
+                    VALUE_STATS_WEIGHT,
+                ));
             }
         }
         if let Some(header) = subject_header {
@@ -211,6 +203,20 @@ impl NgramConfig {
             headers,
             cells,
         }
+    }
+
+    /// Whole tokens (not their n-grams) hashed with `salt` into buckets, and counted.
+    fn token_counts(&self, salt: u8, tokens: &[String]) -> SparseFeatures {
+        let buckets = u64::from(self.buckets.max(1));
+        let hashed = tokens
+            .iter()
+            .map(|token| {
+                let hash = token.bytes().fold(fnv1a_step(FNV_OFFSET, salt), fnv1a_step);
+                // Below `buckets`, a u32: the cast cannot truncate.
+                (mix(hash) % buckets) as u32
+            })
+            .collect();
+        counts(hashed)
     }
 
     /// Appends the buckets of the n-grams of the lower-cased `text`, framed by boundary markers.
@@ -285,23 +291,12 @@ impl TableNgrams<'_> {
     fn position(&self, column: usize) -> SparseFeatures {
         let width = self.table.columns.len();
         let from_end = width.saturating_sub(column + 1);
-        let buckets = u64::from(self.config.buckets.max(1));
         let tokens = [
             format!("pos:{}", column.min(MAX_POSITION)),
             format!("end:{}", from_end.min(MAX_POSITION)),
             format!("width:{}", width.min(MAX_WIDTH)),
         ];
-        let hashed = tokens
-            .iter()
-            .map(|token| {
-                let hash = token
-                    .bytes()
-                    .fold(fnv1a_step(FNV_OFFSET, POSITION_SALT), fnv1a_step);
-                // Below `buckets`, a u32: the cast cannot truncate.
-                (mix(hash) % buckets) as u32
-            })
-            .collect();
-        counts(hashed)
+        self.config.token_counts(POSITION_SALT, &tokens)
     }
 
     /// The other columns' counts: the sum over `column`'s window less its own. The window is
