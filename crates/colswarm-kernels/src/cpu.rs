@@ -7,6 +7,8 @@
 //! elsewhere. The workspace builds for the baseline x86-64 target (SSE2), so without this the
 //! hot loops would run at a fraction of the machine's vector width.
 
+use std::mem::{ManuallyDrop, MaybeUninit};
+
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
@@ -95,7 +97,9 @@ where
 /// A buffer every element of which the kernel is about to overwrite.
 ///
 /// Debug builds (tests) fill it with NaN, so an element a kernel forgets to write shows up as
-/// a NaN in the output and fails the parity tests; release builds fill it with zeros.
+/// a NaN in the output and fails the parity tests; release builds fill it with zeros. Kernels
+/// that write every element through [`Simd::write`](crate::simd::Simd::write) or
+/// [`MaybeUninit::write`] take an [`unfilled_buffer`] instead.
 pub(crate) fn output_buffer(len: usize) -> Vec<f32> {
     vec![
         if cfg!(debug_assertions) {
@@ -105,6 +109,35 @@ pub(crate) fn output_buffer(len: usize) -> Vec<f32> {
         };
         len
     ]
+}
+
+/// A buffer of `len` elements for a kernel that writes every one of them, left unfilled in
+/// release builds: filling the linear map's, the layer norm's and the activations' outputs
+/// with zeros first was about 6% of annotation's instructions. Debug builds (tests) fill it
+/// with NaN, as [`output_buffer`] does, so a forgotten element still fails the parity tests.
+pub(crate) fn unfilled_buffer(len: usize) -> Vec<MaybeUninit<f32>> {
+    if cfg!(debug_assertions) {
+        vec![MaybeUninit::new(f32::NAN); len]
+    } else {
+        let mut buffer = Vec::with_capacity(len);
+        // SAFETY: `MaybeUninit<f32>` needs no initialisation, and the capacity is `len`.
+        unsafe { buffer.set_len(len) };
+        buffer
+    }
+}
+
+/// The buffer of [`unfilled_buffer`] once a kernel has written it.
+///
+/// # Safety
+///
+/// Every element of `buffer` must have been written.
+pub(crate) unsafe fn written(buffer: Vec<MaybeUninit<f32>>) -> Vec<f32> {
+    let mut buffer = ManuallyDrop::new(buffer);
+    let (ptr, len, capacity) = (buffer.as_mut_ptr(), buffer.len(), buffer.capacity());
+    // SAFETY: `MaybeUninit<f32>` has `f32`'s size and alignment, the allocation is the
+    // vector's own (not dropped: `ManuallyDrop`), and the caller vouches that every element
+    // was written.
+    unsafe { Vec::from_raw_parts(ptr.cast::<f32>(), len, capacity) }
 }
 
 /// `out = exp(x)`, element-wise, with [`exp_f32`] (a loop the compiler vectorises).

@@ -16,6 +16,8 @@
 //! and the kernels that use them are inlined into `#[target_feature]` wrappers, so the
 //! intrinsics compile to single instructions.
 
+use std::mem::MaybeUninit;
+
 /// Lane-parallel `f32` arithmetic; every method takes the token `self`.
 pub(crate) trait Simd: Copy {
     /// `f32` lanes per vector.
@@ -29,6 +31,9 @@ pub(crate) trait Simd: Copy {
     fn load(self, x: &[f32]) -> Self::V;
     /// Writes the first `LANES` elements of `x`.
     fn store(self, x: &mut [f32], v: Self::V);
+    /// Writes the first `LANES` elements of `x`, which may be uninitialised (an output
+    /// buffer from [`unfilled_buffer`](crate::cpu::unfilled_buffer)).
+    fn write(self, x: &mut [MaybeUninit<f32>], v: Self::V);
     /// `a · b`.
     fn mul(self, a: Self::V, b: Self::V) -> Self::V;
     /// `a · b + c`, fused where the instruction set has FMA.
@@ -65,6 +70,10 @@ impl Simd for Scalar {
         x[0] = v;
     }
     #[inline(always)]
+    fn write(self, x: &mut [MaybeUninit<f32>], v: f32) {
+        x[0].write(v);
+    }
+    #[inline(always)]
     fn mul(self, a: f32, b: f32) -> f32 {
         a * b
     }
@@ -84,6 +93,8 @@ pub(crate) use x86::{Avx2, Avx512};
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use core::arch::x86_64::*;
+
+    use std::mem::MaybeUninit;
 
     use super::Simd;
 
@@ -119,6 +130,13 @@ mod x86 {
             let x = &mut x[..16];
             // SAFETY: `x` holds 16 writable f32 (bounds-checked above); the token proves AVX-512F.
             unsafe { _mm512_storeu_ps(x.as_mut_ptr(), v) }
+        }
+        #[inline(always)]
+        fn write(self, x: &mut [MaybeUninit<f32>], v: __m512) {
+            let x = &mut x[..16];
+            // SAFETY: `x` holds 16 writable f32 slots (bounds-checked above; writing needs
+            // no initialised value); the token proves AVX-512F.
+            unsafe { _mm512_storeu_ps(x.as_mut_ptr().cast::<f32>(), v) }
         }
         #[inline(always)]
         fn mul(self, a: __m512, b: __m512) -> __m512 {
@@ -171,6 +189,13 @@ mod x86 {
             unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
         }
         #[inline(always)]
+        fn write(self, x: &mut [MaybeUninit<f32>], v: __m256) {
+            let x = &mut x[..8];
+            // SAFETY: `x` holds 8 writable f32 slots (bounds-checked above; writing needs
+            // no initialised value); the token proves AVX2.
+            unsafe { _mm256_storeu_ps(x.as_mut_ptr().cast::<f32>(), v) }
+        }
+        #[inline(always)]
         fn mul(self, a: __m256, b: __m256) -> __m256 {
             // SAFETY: the token proves AVX2.
             unsafe { _mm256_mul_ps(a, b) }
@@ -204,6 +229,14 @@ mod tests {
         s.store(&mut out, s.mul(v, s.splat(0.5)));
         let expected: Vec<f32> = x.iter().map(|x| (2.0 * x + 1.0) * 0.5).collect();
         assert_eq!(out, expected);
+        let mut unfilled = vec![MaybeUninit::new(f32::NAN); S::LANES];
+        s.write(&mut unfilled, s.load(&x));
+        // SAFETY: initialised above (NaN), then overwritten.
+        let written: Vec<f32> = unfilled
+            .iter()
+            .map(|v| unsafe { v.assume_init() })
+            .collect();
+        assert_eq!(written, x);
         let n = S::LANES as f32;
         assert_eq!(s.hsum(s.load(&x)), n * (n - 1.0) / 2.0);
         assert_eq!(s.hsum(s.zero()), 0.0);

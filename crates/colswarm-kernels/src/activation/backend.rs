@@ -7,7 +7,9 @@ use burn::backend::{Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, TensorData};
 
 use super::cpu;
-use crate::cpu::{Isa, output_buffer};
+use std::mem::MaybeUninit;
+
+use crate::cpu::{Isa, unfilled_buffer, written};
 
 /// Sigmoid and tanh as backend operations (the extension behind
 /// [`sigmoid`](super::sigmoid) and [`tanh`](super::tanh)).
@@ -36,12 +38,15 @@ pub trait ActivationBackend: Backend {
 }
 
 /// `kernel(out, x)` over a contiguous copy of `x`, into a new tensor of `x`'s shape.
-fn unary(x: FlexTensor, kernel: fn(Isa, &mut [f32], &[f32])) -> FlexTensor {
+fn unary(x: FlexTensor, kernel: fn(Isa, &mut [MaybeUninit<f32>], &[f32])) -> FlexTensor {
     assert_eq!(x.dtype(), DType::F32, "fused activations need f32 tensors");
     let x = x.to_contiguous();
     let input = x.as_slice::<f32>().expect("made contiguous f32 above");
-    let mut out = output_buffer(input.len());
+    let mut out = unfilled_buffer(input.len());
     kernel(Isa::detect(), &mut out, input);
+    // SAFETY: both kernels write every element of an output as long as their input (checked
+    // in the kernels).
+    let out = unsafe { written(out) };
     FlexTensor::from_data(TensorData::new(out, x.shape()))
 }
 

@@ -4,6 +4,8 @@
 //! bench machine); these loops use [`exp_f32`], branch-free arithmetic that the compiler
 //! vectorises inside the instruction-set wrappers of [`isa_dispatch!`].
 
+use std::mem::MaybeUninit;
+
 use crate::cpu::{exp_f32, isa_dispatch};
 use crate::simd::Simd;
 
@@ -27,26 +29,36 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn sigmoid_generic<S: Simd>(_: S, out: &mut [f32], x: &[f32]) {
+fn sigmoid_generic<S: Simd>(_: S, out: &mut [MaybeUninit<f32>], x: &[f32]) {
+    assert_eq!(
+        out.len(),
+        x.len(),
+        "sigmoid: the output and the input differ in length"
+    );
     for (o, &x) in out.iter_mut().zip(x) {
-        *o = sigmoid_f32(x);
+        o.write(sigmoid_f32(x));
     }
 }
 
 #[inline(always)]
-fn tanh_generic<S: Simd>(_: S, out: &mut [f32], x: &[f32]) {
+fn tanh_generic<S: Simd>(_: S, out: &mut [MaybeUninit<f32>], x: &[f32]) {
+    assert_eq!(
+        out.len(),
+        x.len(),
+        "tanh: the output and the input differ in length"
+    );
     for (o, &x) in out.iter_mut().zip(x) {
-        *o = tanh_f32(x);
+        o.write(tanh_f32(x));
     }
 }
 
 isa_dispatch!(
     /// `out = σ(x)`, element-wise.
-    pub(crate) fn sigmoid_into = sigmoid_generic(out: &mut [f32], x: &[f32]) -> ()
+    pub(crate) fn sigmoid_into = sigmoid_generic(out: &mut [MaybeUninit<f32>], x: &[f32]) -> ()
 );
 isa_dispatch!(
     /// `out = tanh(x)`, element-wise.
-    pub(crate) fn tanh_into = tanh_generic(out: &mut [f32], x: &[f32]) -> ()
+    pub(crate) fn tanh_into = tanh_generic(out: &mut [MaybeUninit<f32>], x: &[f32]) -> ()
 );
 #[cfg(test)]
 mod tests {

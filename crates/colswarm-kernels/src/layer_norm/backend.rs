@@ -8,7 +8,7 @@ use burn::backend::{Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, TensorData};
 
 use super::cpu;
-use crate::cpu::{Isa, output_buffer};
+use crate::cpu::{Isa, unfilled_buffer, written};
 
 /// Layer normalisation over the last dimension as a backend operation (the extension behind
 /// [`layer_norm`](super::layer_norm)).
@@ -57,7 +57,7 @@ impl LayerNormBackend for Flex {
             f32_contiguous(gamma),
             f32_contiguous(beta),
         );
-        let mut out = output_buffer(f32s(&x).len());
+        let mut out = unfilled_buffer(f32s(&x).len());
         cpu::forward(
             Isa::detect(),
             &mut out,
@@ -66,6 +66,9 @@ impl LayerNormBackend for Flex {
             f32s(&beta),
             epsilon,
         );
+        // SAFETY: the kernel writes every element of every row (it checks that the rows
+        // cover the input and that the output is as long).
+        let out = unsafe { written(out) };
         FlexTensor::from_data(TensorData::new(out, x.shape()))
     }
 }

@@ -6,6 +6,8 @@
 //! vectorises inside the [`isa_dispatch!`] wrappers. Two passes per row (mean, then the
 //! variance of the centred values), as the reference computes it.
 
+use std::mem::MaybeUninit;
+
 use crate::cpu::isa_dispatch;
 use crate::simd::Simd;
 
@@ -34,22 +36,29 @@ fn moments<S: Simd>(s: S, row: &[f32], epsilon: f32) -> (f32, f32) {
 #[inline(always)]
 fn forward_generic<S: Simd>(
     s: S,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
     x: &[f32],
     gamma: &[f32],
     beta: &[f32],
     epsilon: f32,
 ) {
     let d = gamma.len();
+    assert!(
+        d > 0 && x.len().is_multiple_of(d) && out.len() == x.len() && beta.len() == d,
+        "layer norm: {} inputs, {} outputs, rows of {d}, {} offsets",
+        x.len(),
+        out.len(),
+        beta.len()
+    );
     for (row, out) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
         let (mean, rstd) = moments(s, row, epsilon);
         for (((o, &x), &g), &b) in out.iter_mut().zip(row).zip(gamma).zip(beta) {
-            *o = (x - mean) * rstd * g + b;
+            o.write((x - mean) * rstd * g + b);
         }
     }
 }
 
 isa_dispatch!(
     /// `out = (x − μ) / √(σ² + ε) ⊙ γ + β`, per row of `γ.len()` elements.
-    pub(crate) fn forward = forward_generic(out: &mut [f32], x: &[f32], gamma: &[f32], beta: &[f32], epsilon: f32) -> ()
+    pub(crate) fn forward = forward_generic(out: &mut [MaybeUninit<f32>], x: &[f32], gamma: &[f32], beta: &[f32], epsilon: f32) -> ()
 );

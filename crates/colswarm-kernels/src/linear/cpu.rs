@@ -8,6 +8,8 @@
 //! keeps `ROWS × 2` vectors of `c` in registers and, per step of the inner dimension,
 //! broadcasts one element of each of its `a` rows against two vectors of `b`'s row.
 
+use std::mem::MaybeUninit;
+
 use crate::cpu::isa_dispatch;
 use crate::simd::Simd;
 
@@ -23,7 +25,7 @@ pub(crate) struct Dims {
 #[inline(always)]
 fn tile<S: Simd, const R: usize, const V: usize>(
     s: S,
-    c: &mut [f32],
+    c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
     d: Dims,
@@ -44,7 +46,7 @@ fn tile<S: Simd, const R: usize, const V: usize>(
     for (r, acc) in acc.iter().enumerate() {
         let out = &mut c[(i0 + r) * d.n + j0..];
         for (v, &acc) in acc.iter().enumerate() {
-            s.store(&mut out[v * S::LANES..], acc);
+            s.write(&mut out[v * S::LANES..], acc);
         }
     }
 }
@@ -53,7 +55,7 @@ fn tile<S: Simd, const R: usize, const V: usize>(
 #[inline(always)]
 fn column_block<S: Simd, const R: usize, const V: usize>(
     s: S,
-    c: &mut [f32],
+    c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
     d: Dims,
@@ -71,7 +73,13 @@ fn column_block<S: Simd, const R: usize, const V: usize>(
 }
 
 #[inline(always)]
-fn matmul_rows<S: Simd, const R: usize>(s: S, c: &mut [f32], a: &[f32], b: &[f32], d: Dims) {
+fn matmul_rows<S: Simd, const R: usize>(
+    s: S,
+    c: &mut [MaybeUninit<f32>],
+    a: &[f32],
+    b: &[f32],
+    d: Dims,
+) {
     let mut j0 = 0;
     while j0 + 2 * S::LANES <= d.n {
         column_block::<S, R, 2>(s, c, a, b, d, j0);
@@ -84,13 +92,13 @@ fn matmul_rows<S: Simd, const R: usize>(s: S, c: &mut [f32], a: &[f32], b: &[f32
     // Columns left over from the vectors (none when n is a multiple of the width).
     for i in 0..d.m {
         for j in j0..d.n {
-            c[i * d.n + j] = (0..d.k).map(|p| a[i * d.k + p] * b[p * d.n + j]).sum();
+            c[i * d.n + j].write((0..d.k).map(|p| a[i * d.k + p] * b[p * d.n + j]).sum());
         }
     }
 }
 
 #[inline(always)]
-fn matmul_generic<S: Simd>(s: S, c: &mut [f32], a: &[f32], b: &[f32], d: Dims) {
+fn matmul_generic<S: Simd>(s: S, c: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], d: Dims) {
     assert!(
         a.len() == d.m * d.k && b.len() == d.k * d.n && c.len() == d.m * d.n,
         "matmul: operands do not match {d:?}"
@@ -105,13 +113,13 @@ fn matmul_generic<S: Simd>(s: S, c: &mut [f32], a: &[f32], b: &[f32], d: Dims) {
 
 isa_dispatch!(
     /// `c = a · b` (row-major, sizes `d`); every element of `c` is written.
-    pub(crate) fn matmul = matmul_generic(c: &mut [f32], a: &[f32], b: &[f32], d: Dims) -> ()
+    pub(crate) fn matmul = matmul_generic(c: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], d: Dims) -> ()
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::Isa;
+    use crate::cpu::{Isa, written};
     use crate::simd::Scalar;
 
     fn naive(a: &[f32], b: &[f32], d: Dims) -> Vec<f32> {
@@ -141,10 +149,13 @@ mod tests {
             let a: Vec<f32> = (0..m * k).map(value).collect();
             let b: Vec<f32> = (0..k * n).map(|i| value(i + 13)).collect();
             let expected = naive(&a, &b, d);
-            let mut fast = vec![f32::NAN; m * n];
+            // NaN-filled: an element the kernel does not write fails the comparison.
+            let mut fast = vec![MaybeUninit::new(f32::NAN); m * n];
             matmul(Isa::detect(), &mut fast, &a, &b, d);
-            let mut scalar = vec![f32::NAN; m * n];
+            let mut scalar = vec![MaybeUninit::new(f32::NAN); m * n];
             matmul_generic(Scalar, &mut scalar, &a, &b, d);
+            // SAFETY: both were initialised (NaN) above.
+            let (fast, scalar) = unsafe { (written(fast), written(scalar)) };
             for (what, c) in [("detected", &fast), ("scalar", &scalar)] {
                 for (x, e) in c.iter().zip(&expected) {
                     assert!(
