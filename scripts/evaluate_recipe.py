@@ -25,7 +25,9 @@ For each benchmark and each outer fold k:
 The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
 predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
 bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between its
-`evaluate-recipe` markers, with the command, the commit and the run time.
+`evaluate-recipe` markers, with the command, the commit and the run time; the recipe's pooled
+held-out predictions go into docs/results/ (gzipped, labels only), so that a peer added later
+is paired against them without training the folds again.
 
 `--set KEY=VALUE` (repeatable) changes the model's recipe in every fold, as `colswarm train
 --set` does, and `--expert-set KEY=VALUE` the benchmark's expert's (on top of its shape): a
@@ -127,6 +129,8 @@ class Settings:
         # included, once the settings are chosen, as the shipped model is trained on all the data.
         self.refit = not args.no_refit
         self.jobs = max(args.jobs, 1)
+        # Where the recipe's held-out predictions are kept: `results/` beside the results file.
+        self.kept = (ROOT / args.results).parent / "results"
         self.started = time.time()
         self.lock = threading.Lock()
 
@@ -661,10 +665,31 @@ def compare(settings, a, b):
     return json.loads(run(settings, "compare", a, b, "--json"))
 
 
+def keep_predictions(source, kept):
+    """The recipe's pooled held-out predictions, kept beside the results file (gzipped, without
+    the per-label probabilities, a fixed gzip header) so that any other system's predictions on
+    the same folds can be paired against them with `colswarm compare` without a rerun."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_suffix(".partial")
+    with open(source) as lines, open(partial, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+        for line in lines:
+            if line.strip():
+                target = json.loads(line)
+                target.pop("probabilities", None)
+                out.write((json.dumps(target, separators=(",", ":")) + "\n").encode())
+    partial.rename(kept)
+
+
+def kept_name(bench, task):
+    return f"{bench}-{task}-recipe.jsonl.gz"
+
+
 def benchmark_section(settings, bench, task, summaries):
     folds = sorted(summaries)
     systems = list(PEERS) + (list(PRIOR_PEERS) if bench == "t2d" else [])
     model_file = pooled(settings, bench, task, folds, "model")
+    keep_predictions(model_file, settings.kept / kept_name(bench, task))
     rows = []
     for peer in systems:
         rows.append((peer, compare(settings, model_file, pooled(settings, bench, task, folds, peer))))
@@ -693,6 +718,10 @@ def benchmark_section(settings, bench, task, summaries):
     lines += ["", f"Abstaining below the threshold chosen on each fold's selection half: coverage "
               f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
               f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
+    kept = f"{settings.kept.name}/{kept_name(bench, task)}"
+    lines += [f"The recipe's held-out predictions: [`{kept}`]({kept}) (answering every target); "
+              f"`colswarm compare {kept} OTHER.jsonl` pairs another system's predictions on the "
+              "same folds against them.", ""]
     summary = {"bench": bench, "task": task, "model": model_f1, "best_peer": best[0],
                "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
                "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}

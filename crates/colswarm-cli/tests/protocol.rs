@@ -61,6 +61,13 @@ assert len(schema) > 1000, len(schema)
 assert not schema & held_out, sorted(schema & held_out)[:5]
 "#;
 
+/// Fails unless argv[1] is gzipped JSON Lines with targets and no probabilities.
+const NO_PROBABILITIES: &str = r#"
+import gzip, json, sys
+targets = [json.loads(l) for l in gzip.open(sys.argv[1], "rt")]
+assert targets and all("gold" in t and "probabilities" not in t for t in targets), targets[:2]
+"#;
+
 #[test]
 fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     let dir = tempfile::tempdir().unwrap();
@@ -260,6 +267,55 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         } else {
             assert!(summary["cpa_priors"].is_null(), "{bench}");
         }
+    }
+
+    // The recipe's pooled held-out predictions are kept beside the results, labels only, and
+    // `compare` scores them as the table does.
+    for (bench, task) in [
+        ("t2d", "cta"),
+        ("t2d", "cpa"),
+        ("gittables", "cta"),
+        ("wikitables", "cta"),
+    ] {
+        let name = format!("{bench}-{task}-recipe.jsonl.gz");
+        let kept = dir.path().join("results").join(&name);
+        assert!(
+            text.contains(&format!("(results/{name})")),
+            "{name}: {text}"
+        );
+        let labels_only = Command::new("python3")
+            .args(["-c", NO_PROBABILITIES])
+            .arg(&kept)
+            .output()
+            .unwrap();
+        assert!(
+            labels_only.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&labels_only.stderr)
+        );
+        let pooled = out.join(bench).join(format!("{task}-model.jsonl"));
+        assert!(
+            std::fs::read_to_string(&pooled)
+                .unwrap()
+                .contains("\"probabilities\""),
+            "{bench} {task}: the pooled file has no probabilities to drop"
+        );
+        let compared = Command::new(env!("CARGO_BIN_EXE_colswarm"))
+            .arg("compare")
+            .arg(&kept)
+            .arg(&pooled)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(compared.status.success(), "{bench} {task}");
+        let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+        assert_eq!(c["micro_f1_a"], c["micro_f1_b"], "{bench} {task}: {c}");
+        assert_eq!(c["difference"].as_f64(), Some(0.0), "{bench} {task}: {c}");
+        let f1 = c["micro_f1_a"].as_f64().unwrap();
+        assert!(
+            text.contains(&format!("**{f1:.3}**")),
+            "{bench} {task}: {f1}"
+        );
     }
 
     // A rerun of one benchmark trains nothing and writes the same tables, the other

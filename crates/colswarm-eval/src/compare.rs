@@ -26,7 +26,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
@@ -114,12 +114,13 @@ pub fn write_predictions(path: &Path, targets: &[TargetPrediction]) -> Result<()
     Ok(())
 }
 
-/// Reads a file written by [`write_predictions`]; a malformed line is an error naming the file
-/// and the line.
+/// Reads a file written by [`write_predictions`], gzipped or not (a name ending in `.gz`, as
+/// the protocol keeps the recipe's held-out predictions in `docs/results/`); a malformed line
+/// is an error naming the file and the line.
 pub fn read_predictions(path: &Path) -> Result<Vec<TargetPrediction>, EvalError> {
-    let file = std::fs::File::open(path).map_err(|e| EvalError::io(path, e))?;
+    let reader = colswarm_tables::open_input(path)?;
     let mut targets = Vec::new();
-    for (n, line) in BufReader::new(file).lines().enumerate() {
+    for (n, line) in reader.lines().enumerate() {
         let line = line.map_err(|e| EvalError::io(path, e))?;
         if line.trim().is_empty() {
             continue;
@@ -477,6 +478,16 @@ mod tests {
         let e = read_predictions(&path).unwrap_err().to_string();
         assert!(e.contains("p.jsonl") && e.contains("line 81"), "{e}");
         assert!(read_predictions(&dir.path().join("missing.jsonl")).is_err());
+        // Gzipped, as the protocol keeps them; a truncated stream is an error naming the file.
+        let gzipped = dir.path().join("p.jsonl.gz");
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
+        let bytes = encoder.finish().unwrap();
+        std::fs::write(&gzipped, &bytes).unwrap();
+        assert_eq!(read_predictions(&gzipped).unwrap(), targets);
+        std::fs::write(&gzipped, &bytes[..bytes.len() / 2]).unwrap();
+        let e = read_predictions(&gzipped).unwrap_err().to_string();
+        assert!(e.contains("p.jsonl.gz"), "{e}");
         targets[1].probabilities.insert("z".into(), f32::NAN);
         let e = write_predictions(&path, &targets).unwrap_err().to_string();
         assert!(
