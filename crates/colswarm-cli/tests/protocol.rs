@@ -61,6 +61,22 @@ assert len(schema) > 1000, len(schema)
 assert not schema & held_out, sorted(schema & held_out)[:5]
 "#;
 
+/// Runs the Python SCRIPT on FILE (from the repository's root) and asserts that it passed.
+fn python_check(script: &str, file: &Path) {
+    let check = Command::new("python3")
+        .current_dir(root())
+        .args(["-c", script])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
 /// Fails unless argv[1] is gzipped JSON Lines with targets and no probabilities.
 const NO_PROBABILITIES: &str = r#"
 import gzip, json, sys
@@ -221,17 +237,9 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         );
         if bench == "gittables" {
             // None of those tables is in the held-out fold, cv_0.
-            let schema = out.join("gittables/data/schema-without-cv0.csv.gz");
-            let check = Command::new("python3")
-                .current_dir(root())
-                .args(["-c", DISJOINT_FROM_CV0])
-                .arg(&schema)
-                .output()
-                .unwrap();
-            assert!(
-                check.status.success(),
-                "{}",
-                String::from_utf8_lossy(&check.stderr)
+            python_check(
+                DISJOINT_FROM_CV0,
+                &out.join("gittables/data/schema-without-cv0.csv.gz"),
             );
         }
         for (task, result) in summary["results"].as_object().unwrap() {
@@ -283,16 +291,7 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             text.contains(&format!("(results/{name})")),
             "{name}: {text}"
         );
-        let labels_only = Command::new("python3")
-            .args(["-c", NO_PROBABILITIES])
-            .arg(&kept)
-            .output()
-            .unwrap();
-        assert!(
-            labels_only.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&labels_only.stderr)
-        );
+        python_check(NO_PROBABILITIES, &kept);
         let pooled = out.join(bench).join(format!("{task}-model.jsonl"));
         assert!(
             std::fs::read_to_string(&pooled)
