@@ -718,9 +718,12 @@ def benchmark_section(settings, bench, task, summaries):
     lines += ["", f"Abstaining below the threshold chosen on each fold's selection half: coverage "
               f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
               f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
-    kept = f"{settings.kept.name}/{kept_name(bench, task)}"
-    lines += [f"The recipe's held-out predictions: [`{kept}`]({kept}) (answering every target); "
-              f"`colswarm compare {kept} OTHER.jsonl` pairs another system's predictions on the "
+    # The link is relative to the results file; the command's path to where colswarm runs.
+    kept = settings.kept / kept_name(bench, task)
+    link = f"{settings.kept.name}/{kept.name}"
+    shown = kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept
+    lines += [f"The recipe's held-out predictions: [`{shown}`]({link}) (answering every target); "
+              f"`colswarm compare {shown} OTHER.jsonl` pairs another system's predictions on the "
               "same folds against them.", ""]
     summary = {"bench": bench, "task": task, "model": model_f1, "best_peer": best[0],
                "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],

@@ -31,8 +31,8 @@ MULTI_LABEL = {"wikitables"}
 
 def read(path):
     with open(path) as lines:
-        return {(t["table"], t.get("subject"), t["column"]): t for t in map(json.loads, lines)
-                if t}
+        targets = [json.loads(line) for line in lines if line.strip()]
+    return {(t["table"], t.get("subject"), t["column"]): t for t in targets}
 
 
 def decode(probabilities, multi_label):

@@ -1,14 +1,14 @@
 //! Sigmoid and tanh as a burn backend extension: the trait and the fused Flex implementation
 //! (inference only: under autodiff the entry points run burn's own ops).
 
+use std::mem::MaybeUninit;
+
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, TensorData};
 
 use super::cpu;
-use std::mem::MaybeUninit;
-
 use crate::cpu::{Isa, unfilled_buffer, written};
 
 /// Sigmoid and tanh as backend operations (the extension behind
