@@ -8,14 +8,14 @@ use colswarm_model::{Namespace, Task};
 use colswarm_swarm::LabelKind;
 use colswarm_tables::{Cell, Column, Table};
 
-/// Micro-F1 on the held-out tables of the n-gram peer `with` configures, trained on `train`,
-/// over a namespace of the labels of each table's two columns.
-fn score(
+/// Micro-F1 on the held-out tables of the n-gram peer trained on `train`, over a namespace of
+/// the labels of each table's two columns: with the block `switch` turns on, then without it.
+fn with_and_without(
     labels: [&str; 2],
     train: &[Table],
     held_out: &[Table],
-    with: impl Fn(&mut BaselineConfig),
-) -> f64 {
+    switch: impl Fn(&mut BaselineConfig, bool),
+) -> (f64, f64) {
     let labels = labels.iter().map(|l| l.to_string()).collect();
     let ns = Namespace::new(
         "toy",
@@ -24,14 +24,17 @@ fn score(
         0,
         labels,
     );
-    let mut config = BaselineConfig {
-        kind: BaselineKind::CharNgram,
-        buckets: 1 << 12,
-        ..BaselineConfig::default()
+    let score = |on: bool| {
+        let mut config = BaselineConfig {
+            kind: BaselineKind::CharNgram,
+            buckets: 1 << 12,
+            ..BaselineConfig::default()
+        };
+        switch(&mut config, on);
+        let baseline = train_baseline(&config, Task::Cta, &ns, train);
+        evaluate_baseline(&baseline, Task::Cta, &ns, held_out).micro_f1
     };
-    with(&mut config);
-    let baseline = train_baseline(&config, Task::Cta, &ns, train);
-    evaluate_baseline(&baseline, Task::Cta, &ns, held_out).micro_f1
+    (score(true), score(false))
 }
 
 fn column(cells: impl Iterator<Item = String>, label: &str) -> Column {
@@ -56,14 +59,11 @@ fn numbers(first: u32, n: u32) -> Vec<Table> {
 #[test]
 fn value_statistics_tell_identifiers_from_shuffled_numbers() {
     let (train, held_out) = (numbers(100, 40), numbers(500, 40));
-    let f1 = |value_stats| {
-        score(["id", "score"], &train, &held_out, |c| {
-            c.value_stats = value_stats
-        })
-    };
-    assert_eq!(f1(true), 1.0);
+    let (with, plain) = with_and_without(["id", "score"], &train, &held_out, |c, on| {
+        c.value_stats = on
+    });
+    assert_eq!(with, 1.0);
     // The same n-grams in each table's two columns: the plain peer gives both one answer.
-    let plain = f1(false);
     assert!(plain <= 0.5 + 1e-9, "plain {plain}");
 }
 
@@ -92,12 +92,9 @@ fn the_column_s_place_tells_two_columns_of_the_same_text_apart() {
     // A table's first column is its `name`, its second a `nickname`, of the same kind of
     // text: only the place tells them apart (the model reads it from its queries).
     let (train, held_out) = (words(100, 40), words(500, 40));
-    let f1 = |position| {
-        score(["name", "nickname"], &train, &held_out, |c| {
-            c.position = position
-        })
-    };
-    assert_eq!(f1(true), 1.0);
-    let plain = f1(false);
+    let (with, plain) = with_and_without(["name", "nickname"], &train, &held_out, |c, on| {
+        c.position = on
+    });
+    assert_eq!(with, 1.0);
     assert!(plain < 0.75, "plain {plain}");
 }
