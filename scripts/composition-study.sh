@@ -82,14 +82,14 @@ RUN_FOLDS=${FOLDS_RUN:-$FOLDS}
 mkdir -p "$OUT"
 
 # fold K FIELD: fold K's expert training data (`own`) or shape flags (`shape`), as the protocol
-# gives them (scripts/evaluate_recipe.py's Fold).
+# gives them (scripts/recipe_folds.py).
 fold() {
   python3 - "$BENCH" "$1" "$2" "$(dirname "$CV")" <<'PY'
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 sys.path.insert(0, "scripts")
-from evaluate_recipe import FOLDS, Fold
+from recipe_folds import FOLDS, Fold
 bench, k, field, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
 fold = Fold(bench, k, FOLDS[bench], SimpleNamespace(out=out))
 print(fold.own[0] if field == "own" else " ".join(fold.expert_shape))
