@@ -662,7 +662,8 @@ def made_by(records):
         hours, rest = divmod(int(seconds), 3600)
         names = " and ".join(NAMES[b] for b in benches)
         took = (f"{hours} h {rest // 60} min of run time on one thread: its folds' training, choices,"
-                f" scores and peers added up, {jobs} folds at a time" if jobs is not None
+                f" scores and peers added up, {'one fold' if jobs == 1 else f'{jobs} folds'} at a time"
+                if jobs is not None
                 else f"{hours} h {rest // 60} min of run time")
         parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
                      + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
