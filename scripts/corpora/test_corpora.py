@@ -40,6 +40,12 @@ def write(path: Path, data):
     path.write_bytes(data)
 
 
+def csv_rows(path: Path, reader=csv.DictReader) -> list:
+    """A CSV file's rows, the file closed."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(reader(f))
+
+
 def gz(text: str) -> bytes:
     """A file as the gold sets ship it: gzip, mtime 0."""
     return gzip.compress(text.encode("utf-8"), mtime=0)
@@ -197,10 +203,10 @@ class Builders(unittest.TestCase):
         labels = [json.loads(x) for x in (a / "labels-dbpedia.jsonl").read_text().splitlines()]
         self.assertEqual([(x["column"], x["label"], x["rule"]) for x in labels],
                          [(0, "city", "exact"), (1, "zipCode", "exact")])
-        table = list(csv.reader(open(a / "tables/p.example.org/aaaa-0001.csv", encoding="utf-8")))
+        table = csv_rows(a / "tables/p.example.org/aaaa-0001.csv", csv.reader)
         self.assertEqual(len(table), 65)  # header + 64 sampled rows
         self.assertEqual(len(table[1][3]), 64)  # cells capped at 64 bytes
-        fold = list(csv.DictReader(open(a / "silver-schema.csv", encoding="utf-8")))
+        fold = csv_rows(a / "silver-schema.csv")
         self.assertEqual([(r["col_idx"], r["class"], r["class_id"]) for r in fold],
                          [("0", "schema:name", "5"), ("1", "schema:postalCode", "2")])
 
@@ -287,7 +293,7 @@ class Builders(unittest.TestCase):
         done = convert(corpus, out, [1], [dev], exclude_pages=none)
         self.assertEqual((done["kept"], done["left_out"], done["left_out_listed"]), (1, 1, 0))
         self.assertEqual(done["files"], {"1": [1, 1], "all": [1, 1]})
-        rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
+        rows = csv_rows(out / "silver-all.csv")
         self.assertEqual([r["table_name"] for r in rows], ["2019-77-1"])
         self.assertEqual(ast.literal_eval(rows[0]["labels"]), [["film.film"], []])
         self.assertEqual(ast.literal_eval(rows[0]["headers"]), ["", ""])  # headers left out
@@ -295,7 +301,7 @@ class Builders(unittest.TestCase):
                          [[[[0, 0], [0, "Alien"]]], [[[0, 1], [0, "1979"]]]])
         # without the exclusion, the CSV table's link target becomes text
         convert(corpus, out, [], [], keep_headers=True, exclude_pages=none)
-        rows = list(csv.DictReader(open(out / "silver-all.csv", encoding="utf-8")))
+        rows = csv_rows(out / "silver-all.csv")
         by_name = {r["table_name"]: r for r in rows}
         self.assertEqual(ast.literal_eval(by_name["2019-88-3"]["table"])[0],
                          [[[0, 0], [0, "Ridley Scott"]]])
