@@ -661,9 +661,9 @@ def made_by(records):
     for (commit, (seconds, jobs), tiny, refit, sets), benches in groups.items():
         hours, rest = divmod(int(seconds), 3600)
         names = " and ".join(NAMES[b] for b in benches)
+        at_once = "one fold" if jobs == 1 else f"{jobs} folds"
         took = (f"{hours} h {rest // 60} min of run time on one thread: its folds' training, choices,"
-                f" scores and peers added up, {'one fold' if jobs == 1 else f'{jobs} folds'} at a time"
-                if jobs is not None
+                f" scores and peers added up, {at_once} at a time" if jobs is not None
                 else f"{hours} h {rest // 60} min of run time")
         parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
                      + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")

@@ -283,8 +283,8 @@ class Annotator:
         """Every column's embedding, the vector the model's heads read (``colswarm embed``):
         one row per column, with ``table``, ``column``, ``header`` and ``embedding`` (a float32
         NumPy array). The primary reads alone; a column's vector does not depend on the tables
-        beside it beyond float rounding. ``numpy.stack(frame["embedding"])`` gives one matrix, for similarity search,
-        clustering or a model of your own.
+        beside it beyond float rounding. ``numpy.stack(frame["embedding"])`` gives one matrix,
+        for similarity search, clustering or a model of your own.
         """
         rows = [
             {
