@@ -73,6 +73,10 @@ pub(crate) struct BaselineArgs {
     /// from either end, the table's width), which the model reads from each column's query.
     #[arg(long)]
     position: bool,
+    /// With char-ngram: hash buckets of the feature space; the weights hold `buckets × labels`
+    /// floats.
+    #[arg(long, default_value_t = 1 << 16, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    buckets: u64,
     /// Training set NAME=FORMAT:PATH[#SPLIT].
     #[arg(long)]
     train: String,
@@ -263,6 +267,7 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
         label_name_weight: args.label_name_prior,
         value_stats: args.value_stats,
         position: args.position,
+        buckets: usize::try_from(args.buckets)?,
         ..BaselineConfig::default()
     };
     let baseline = train_baseline(&config, task, namespace, &train_data.tables);

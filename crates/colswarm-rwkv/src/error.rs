@@ -66,8 +66,8 @@ pub enum RwkvError {
         /// The shape stored in the file.
         found: Vec<usize>,
     },
-    /// A tensor is stored with a dtype other than f32.
-    #[error("{path}: tensor `{name}` has dtype {found} but colswarm stores f32")]
+    /// A tensor is stored with a dtype other than f32 or f16.
+    #[error("{path}: tensor `{name}` has dtype {found} but colswarm stores f32 or f16")]
     DType {
         /// The file involved.
         path: PathBuf,

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use burn::tensor::Device;
-use colswarm_rwkv::checkpoint::{CheckpointFile, named_tensors, save_module};
+use colswarm_rwkv::checkpoint::{
+    CheckpointFile, Precision, named_tensors, save_module, save_module_as,
+};
 use colswarm_rwkv::{RwkvConfig, RwkvError, load_checkpoint, save_checkpoint};
 use colswarm_testing::perturb;
 
@@ -184,4 +186,41 @@ fn missing_file_names_the_path() {
         err.to_string().contains("does-not-exist.safetensors"),
         "{err}"
     );
+}
+
+#[test]
+fn f16_checkpoints_load_as_the_nearest_half_floats() {
+    let device = Device::flex();
+    let model = perturb(config().init(5, &device), 6, 0.5);
+    let path = scratch("half.safetensors");
+    save_module_as(&model, HashMap::new(), &path, Precision::F16).unwrap();
+    let full = scratch("full.safetensors");
+    save_module(&model, HashMap::new(), &full).unwrap();
+    let (half_bytes, full_bytes) = (
+        std::fs::metadata(&path).unwrap().len(),
+        std::fs::metadata(&full).unwrap().len(),
+    );
+    assert!(
+        10 * half_bytes < 6 * full_bytes,
+        "{half_bytes} against {full_bytes}"
+    );
+    let loaded = CheckpointFile::open(&path)
+        .unwrap()
+        .load_into(config().init(0, &device), &device)
+        .unwrap();
+    let mut moved = 0;
+    for (a, b) in named_tensors(&model).iter().zip(&named_tensors(&loaded)) {
+        assert_eq!(a.name, b.name);
+        for (x, y) in a.values.iter().zip(&b.values) {
+            // Round to nearest: within half a unit in the last place of f16 (11 bits).
+            let ulp = x.abs().max(6.1e-5) * 2f32.powi(-10);
+            assert!(
+                (x - y).abs() <= 0.5 * ulp + f32::EPSILON,
+                "{}: {x} -> {y}",
+                a.name
+            );
+            moved += usize::from(x != y);
+        }
+    }
+    assert!(moved > 0, "f16 rounds some of these values");
 }

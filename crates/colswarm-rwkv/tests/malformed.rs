@@ -418,8 +418,9 @@ fn corpus_files() -> Vec<(String, Vec<u8>)> {
             "wrong_dtype.safetensors",
             with_tensors(|t| {
                 let emb = tensor(t, "emb.weight");
-                emb.dtype = "F16";
-                emb.bytes.truncate(emb.bytes.len() / 2);
+                // f32 and f16 load; f64 does not.
+                emb.dtype = "F64";
+                emb.bytes.extend_from_within(..);
             }),
         ),
         (
