@@ -20,6 +20,7 @@ mod evaluate;
 mod fine_tune;
 mod pretrain;
 mod probe;
+mod reader;
 mod shard;
 mod specialists;
 mod stdout;
@@ -79,6 +80,10 @@ enum Command {
     /// primary's for the labels both know.
     #[command(alias = "add-expert")]
     AddSpecialist(specialists::AddSpecialistArgs),
+    /// Adds an n-gram reader to one namespace of a model: a linear classifier over each
+    /// column's character n-grams, trained on labelled tables, whose probabilities are mixed
+    /// into the namespace's by a share chosen on dev tables.
+    AddReader(reader::AddReaderArgs),
     /// Removes specialists of either kind from a model: a state specialist's gate, alignment
     /// and fusion parameters go with it, so the model answers as it did with it closed.
     RemoveSpecialist(specialists::RemoveSpecialistArgs),
@@ -107,6 +112,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::cmd_calibrate(args),
         Command::AddSpecialist(args) => specialists::cmd_add_specialist(args),
         Command::RemoveSpecialist(args) => specialists::cmd_remove_specialist(args),
+        Command::AddReader(args) => reader::cmd_add_reader(args),
         Command::FineTune(args) => fine_tune::cmd_fine_tune(args),
         Command::Inspect(args) => annotate::cmd_inspect(args),
         Command::Bench(args) => annotate::cmd_bench(args),

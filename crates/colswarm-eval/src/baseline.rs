@@ -196,6 +196,18 @@ impl Baseline {
         &self.labels
     }
 
+    /// The n-gram baseline's featurizer, weights (`buckets × labels`, row-major) and biases,
+    /// without its label-name prior; `None` for the others.
+    pub fn linear_parts(&self) -> Option<(&NgramConfig, &[f32], &[f32])> {
+        match &self.model {
+            Model::Linear(featurizer, linear, _) => {
+                let (weights, bias) = linear.parts();
+                Some((featurizer, weights, bias))
+            }
+            _ => None,
+        }
+    }
+
     /// Predicted types of `column` (meant for a CTA baseline). A column index past the table's
     /// end gives the prediction for an empty column.
     pub fn predict_cta(&self, table: &Table, column: usize) -> Vec<String> {
@@ -528,6 +540,7 @@ mod tests {
             header_memory: None,
             type_view_weight: None,
             head: None,
+            reader: None,
         }
     }
 

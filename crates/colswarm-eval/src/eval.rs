@@ -14,7 +14,7 @@ use crate::metrics::F1Report;
 use crate::routing::RoutingReport;
 use colswarm_model::Progress;
 use colswarm_model::{Columns, Example};
-use colswarm_model::{Decoder, Model, SpecialistUse, Target, decode};
+use colswarm_model::{Decoder, Model, Place, SpecialistUse, Target, decode};
 use colswarm_model::{Namespace, Outputs, Task, Wanted};
 use colswarm_tables::DatasetFormat;
 
@@ -181,7 +181,7 @@ impl Predictor<'_> {
         &self,
         logits: Option<&[f32]>,
         read: &TableRead<'_>,
-        column: usize,
+        (column, subject): (usize, Option<usize>),
         type_logits: Option<&[f32]>,
     ) -> TargetPrediction {
         let namespace = self.decoder.namespace();
@@ -194,6 +194,11 @@ impl Predictor<'_> {
             header,
             is_subject: column == read.subject,
             type_logits,
+            place: Some(Place {
+                table: read.table,
+                column,
+                subject,
+            }),
         };
         let probs = logits.map_or_else(Vec::new, |l| self.decoder.probs(l, target));
         let predicted = if probs.is_empty() {
@@ -231,7 +236,7 @@ impl Predictor<'_> {
                 subject: None,
                 column: c,
                 gold: gold.clone(),
-                ..self.predict(Some(logits), read, c, None)
+                ..self.predict(Some(logits), read, (c, None), None)
             });
         }
         scored
@@ -265,7 +270,12 @@ impl Predictor<'_> {
                     gold: target.labels.clone(),
                     // A target whose subject differs from the table's first one gets no
                     // prediction: a miss, never dropped.
-                    ..self.predict(logits, read, target.object_column, type_logits)
+                    ..self.predict(
+                        logits,
+                        read,
+                        (target.object_column, Some(target.subject_column)),
+                        type_logits,
+                    )
                 }
             })
             .collect()
@@ -296,7 +306,8 @@ pub fn evaluate(
             ))
         })?;
     let predictor = Predictor {
-        decoder: Decoder::new(&model.space, options.task, index),
+        decoder: Decoder::new(&model.space, options.task, index)
+            .with_reader(model.reader(options.task, index)),
         // Abstention is scored from each target's probabilities, kept for it.
         keep_probabilities: options.probabilities || namespace.abstain_below.is_some(),
     };

@@ -31,6 +31,7 @@ mod eval;
 mod header_peers;
 mod metrics;
 mod ngram_classifier;
+mod reader_share;
 mod routing;
 
 pub use abstention::{
@@ -50,4 +51,5 @@ pub use error::EvalError;
 pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
 pub use metrics::{F1Report, LabelScore, Scored, f1_report};
 pub use ngram_classifier::{NgramClassifier, NgramTraining, sigmoid, softmax};
+pub use reader_share::{ReaderTraining, SHARE_GRID, choose_share, share_curve, train_reader};
 pub use routing::{Rate, RoutingReport, SpecialistRouting, TableKind, WIDE_COLUMNS};

@@ -71,6 +71,7 @@ fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[Strin
         header_memory: None,
         type_view_weight: None,
         head: None,
+        reader: None,
     }
 }
 

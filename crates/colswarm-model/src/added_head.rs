@@ -104,6 +104,15 @@ impl NgramScorer {
         self.share
     }
 
+    /// A scorer from its weights (`buckets × labels`, row-major), biases and share.
+    pub(crate) fn new(weights: Vec<f32>, bias: Vec<f32>, share: f32) -> Self {
+        NgramScorer {
+            weights,
+            bias,
+            share: share.clamp(0.0, 1.0),
+        }
+    }
+
     /// Loads the reader an [`NgramFile`] names inside `dir`, checking its checksum.
     pub fn load(
         dir: &Path,
@@ -112,7 +121,28 @@ impl NgramScorer {
         n_labels: usize,
         device: &Device,
     ) -> Result<Self, ModelError> {
-        let path = checked(dir, &file.path, &file.sha256)?;
+        Self::load_file(
+            dir,
+            &file.path,
+            &file.sha256,
+            file.share,
+            buckets,
+            n_labels,
+            device,
+        )
+    }
+
+    /// Loads `relative` inside `dir` (checksum `sha256`) as `buckets × n_labels` weights.
+    pub(crate) fn load_file(
+        dir: &Path,
+        relative: &str,
+        sha256: &str,
+        share: f32,
+        buckets: usize,
+        n_labels: usize,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let path = checked(dir, relative, sha256)?;
         let init = NgramWeights::new(&vec![0.0; buckets * n_labels], &vec![0.0; n_labels], device);
         let loaded = CheckpointFile::open(&path)?.load_into(init, device)?;
         let host = |t: Tensor<1>| {
@@ -121,11 +151,11 @@ impl NgramScorer {
                 .try_to_vec::<f32>()
                 .unwrap_or_default()
         };
-        Ok(NgramScorer {
-            weights: host(loaded.weights.val().reshape([buckets * n_labels])),
-            bias: host(loaded.bias.val()),
-            share: file.share.clamp(0.0, 1.0),
-        })
+        Ok(NgramScorer::new(
+            host(loaded.weights.val().reshape([buckets * n_labels])),
+            host(loaded.bias.val()),
+            share,
+        ))
     }
 }
 

@@ -7,6 +7,7 @@ use colswarm_tables::Table;
 
 use crate::label_names::LabelNames;
 use crate::labels::{Activation, LabelSpace, Namespace, Task};
+use crate::reader::NgramReader;
 
 /// The subject column: the table's own when it names one, else the first column whose
 /// non-empty cells are mostly text (not numbers), else column 0.
@@ -105,6 +106,20 @@ pub struct Target<'a> {
     /// The column's row of CTA logits (every CTA namespace's), read by a relation
     /// namespace's type view ([`Namespace::type_view_weight`]).
     pub type_logits: Option<&'a [f32]>,
+    /// Where the column is, for the namespace's n-gram reader ([`Decoder::with_reader`]);
+    /// `None`: the reader is not asked.
+    pub place: Option<Place<'a>>,
+}
+
+/// A target column in its table: what an n-gram reader featurizes.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The table.
+    pub table: &'a Table,
+    /// The column (a relation's object column).
+    pub column: usize,
+    /// A relation's subject column.
+    pub subject: Option<usize>,
 }
 
 /// How one namespace's logits become a target's probabilities, with everything besides the
@@ -116,6 +131,7 @@ pub struct Decoder<'a> {
     namespace: &'a Namespace,
     label_names: Option<LabelNames>,
     type_view: Option<TypeView<'a>>,
+    reader: Option<&'a NgramReader>,
 }
 
 /// A relation namespace's view of the object column's type: the CTA namespace of the same
@@ -164,7 +180,15 @@ impl<'a> Decoder<'a> {
                 .label_name_weight
                 .map(|_| LabelNames::new(&namespace.labels)),
             type_view,
+            reader: None,
         }
+    }
+
+    /// The decoder with the namespace's n-gram reader ([`Model::reader`](crate::Model::reader)),
+    /// whose probabilities it mixes into every target that has a [`Target::place`].
+    pub fn with_reader(mut self, reader: Option<&'a NgramReader>) -> Self {
+        self.reader = reader;
+        self
     }
 
     /// The namespace it decodes.
@@ -181,12 +205,25 @@ impl<'a> Decoder<'a> {
     /// The target's probabilities in the namespace, from the head's `logits` (every
     /// namespace's outputs): the head's logits plus the label-name prior; mixed in log space
     /// with the object column's type probabilities, `(1 − m)·log p + m·log p_type`; plus the
-    /// header memory; then the namespace's activation.
+    /// header memory; then the namespace's activation; then, with an n-gram reader and the
+    /// target's place, `(1 − share)·p + share·p_reader`.
     ///
     /// # Shapes
     /// - `logits`: `[outputs of the head]`; `target.type_logits`: `[outputs of the CTA head]`
     /// - returns `[labels of the namespace]`
     pub fn probs(&self, logits: &[f32], target: Target<'_>) -> Vec<f32> {
+        let own = self.own_probs(logits, target);
+        match (self.reader, target.place) {
+            (Some(reader), Some(place)) if reader.share() > 0.0 => {
+                let read = reader.probs(place.table, place.column, place.subject);
+                reader.mix(&own, &read)
+            }
+            _ => own,
+        }
+    }
+
+    /// [`Decoder::probs`] without the reader.
+    fn own_probs(&self, logits: &[f32], target: Target<'_>) -> Vec<f32> {
         let ns = self.namespace;
         let prior_header = target
             .header
@@ -201,6 +238,7 @@ impl<'a> Decoder<'a> {
         if let Some((view, type_logits)) = view {
             let column = Target {
                 type_logits: None,
+                place: None,
                 ..target
             };
             let types = view.types.probs(type_logits, column);
@@ -294,6 +332,7 @@ mod tests {
             header_memory: None,
             type_view_weight: None,
             head: None,
+            reader: None,
         }
     }
 
@@ -457,6 +496,7 @@ mod tests {
             header: Some("b"),
             is_subject: false,
             type_logits: Some(&[3.0, 0.0, 0.0]),
+            place: None,
         };
         assert_eq!(
             decoder.probs(&logits, target),
@@ -475,6 +515,7 @@ mod tests {
             header: None,
             is_subject: false,
             type_logits: Some(&types),
+            place: None,
         };
         let probs = decoder.probs(&logits, target);
         // By hand: the relations b, a, d read the types' b, a and nothing.
@@ -506,6 +547,50 @@ mod tests {
             decoder.probs(&logits, untyped),
             namespace_probs(&space.cpa[0], &logits, None)
         );
+    }
+
+    #[test]
+    fn a_reader_mixes_its_probabilities_into_targets_with_a_place_only() {
+        use crate::reader::{NgramReader, ReaderFeatures};
+        use colswarm_tables::{Cell, Column};
+        let space = typed_space();
+        let features = ReaderFeatures {
+            buckets: 16,
+            min_n: 2,
+            max_n: 3,
+            max_cells: 4,
+            value_stats: false,
+            position: false,
+        };
+        let weights: Vec<f32> = (0..48).map(|i| (i % 7) as f32 - 3.0).collect();
+        let reader = NgramReader::new(features, weights, vec![0.0, 1.0, -1.0], 0.3, false);
+        let decoder = Decoder::new(&space, Task::Cta, 0).with_reader(Some(&reader));
+        let table = Table::new(
+            "t",
+            vec![Column::new(
+                Some("b".into()),
+                vec![Cell::new("Ada"), Cell::new("Bo")],
+            )],
+        );
+        let logits = [1.0f32, 0.0, -0.5];
+        let own = namespace_probs(&space.cta[0], &logits, None);
+        assert_eq!(decoder.probs(&logits, Target::default()), own);
+        let placed = Target {
+            place: Some(Place {
+                table: &table,
+                column: 0,
+                subject: None,
+            }),
+            ..Target::default()
+        };
+        let read = reader.probs(&table, 0, None);
+        let probs = decoder.probs(&logits, placed);
+        for ((p, o), r) in probs.iter().zip(&own).zip(&read) {
+            assert!((p - (0.7 * o + 0.3 * r)).abs() < 1e-6, "{probs:?}");
+        }
+        assert!((probs.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        let without = Decoder::new(&space, Task::Cta, 0);
+        assert_eq!(without.probs(&logits, placed), own);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::added_head::HeadFile;
 use crate::error::ModelError;
 use crate::header_memory::HeaderMemory;
+use crate::reader::ReaderFile;
 pub use crate::task::Task;
 
 /// The CTA head's kind for labels of this format: multi-label where its ground truth allows
@@ -102,6 +103,10 @@ pub struct Namespace {
     /// namespace of the shared heads. `None`: the shared head's outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<HeadFile>,
+    /// The namespace's n-gram reader ([`crate::reader`]), whose probabilities are mixed into
+    /// its own by the reader's share. Set by `colswarm add-reader`; `None`: no reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<ReaderFile>,
 }
 
 impl Namespace {
@@ -128,6 +133,7 @@ impl Namespace {
             header_memory: None,
             type_view_weight: None,
             head: None,
+            reader: None,
         }
     }
 
@@ -230,6 +236,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     header_memory: None,
                     type_view_weight: None,
                     head: None,
+                    reader: None,
                 })
                 .collect()
         };

@@ -44,6 +44,7 @@ mod model_dir;
 mod prediction;
 mod progress;
 mod read;
+pub mod reader;
 mod rendering;
 mod serialize_settings;
 mod task;
@@ -62,7 +63,7 @@ pub use annotator::{
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
 pub use decode::{
-    Decoder, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
+    Decoder, Place, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
 };
 pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
 pub use error::ModelError;
@@ -77,4 +78,5 @@ pub use progress::{Progress, format_duration};
 pub use read::{
     ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,
 };
+pub use reader::{NgramReader, ReaderFeatures, ReaderFile};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};

@@ -23,6 +23,7 @@ use crate::error::ModelError;
 use crate::expert_routing::ExpertRouting;
 use crate::experts::ExpertList;
 use crate::labels::{Activation, LABELS_FILE, LabelSpace, Task};
+use crate::reader::NgramReader;
 use crate::serialize_settings::{SERIALIZE_FILE, SerializeSettings};
 
 /// Which specialists read the tables at inference.
@@ -57,6 +58,9 @@ pub struct Model {
     /// The heads of the CTA namespaces added by fine-tuning ([`crate::added_head`]), in
     /// label-space order; their logits follow the shared head's in every row.
     pub added_heads: Vec<AddedNamespace>,
+    /// The namespaces' n-gram readers ([`crate::reader`]), CTA then CPA, each list parallel
+    /// to the label space's.
+    pub readers: [Vec<Option<NgramReader>>; 2],
 }
 
 /// Writes the label space and serialization settings beside a saved swarm.
@@ -161,7 +165,40 @@ fn load_added_heads(
         .collect()
 }
 
+/// Every namespace's n-gram reader, CTA then CPA.
+fn load_readers(
+    dir: &Path,
+    space: &LabelSpace,
+    device: &Device,
+) -> Result<[Vec<Option<NgramReader>>; 2], ModelError> {
+    let load = |task: Task| -> Result<Vec<Option<NgramReader>>, ModelError> {
+        space
+            .list(task)
+            .iter()
+            .map(|n| {
+                n.reader
+                    .as_ref()
+                    .map(|file| {
+                        let sigmoids = n.activation == Activation::Sigmoid;
+                        NgramReader::load(dir, file, n.labels.len(), sigmoids, device)
+                    })
+                    .transpose()
+            })
+            .collect()
+    };
+    Ok([load(Task::Cta)?, load(Task::Cpa)?])
+}
+
 impl Model {
+    /// The n-gram reader of namespace `index` of `task`, if it has one.
+    pub fn reader(&self, task: Task, index: usize) -> Option<&NgramReader> {
+        let list = match task {
+            Task::Cta => &self.readers[0],
+            Task::Cpa => &self.readers[1],
+        };
+        list.get(index).and_then(Option::as_ref)
+    }
+
     /// Loads a model directory (checksums verified) onto `device`.
     pub fn load(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         Self::load_sharing(dir, device, None)
@@ -185,6 +222,7 @@ impl Model {
                 .map(|s| s.name.clone())
                 .collect(),
             added_heads: load_added_heads(dir, &space, &manifest, device)?,
+            readers: load_readers(dir, &space, device)?,
             space,
             serialize,
             experts: Vec::new(),

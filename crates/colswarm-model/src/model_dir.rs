@@ -25,13 +25,15 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
+use colswarm_rwkv::checkpoint::Precision;
 use colswarm_swarm::Swarm;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, set_experts, sha256_file};
 
 use crate::error::ModelError;
 use crate::expert_routing::ExpertRouting;
 use crate::experts::{ExpertList, ExpertRef};
-use crate::labels::{LABELS_FILE, LabelSpace};
+use crate::labels::{LABELS_FILE, LabelSpace, Namespace, Task};
+use crate::reader::{NgramReader, ReaderFeatures, ReaderFile};
 use crate::serialize_settings::SERIALIZE_FILE;
 
 /// One file of a model directory.
@@ -133,6 +135,14 @@ impl ModelDir {
                 if let Some(ngrams) = &head.ngrams {
                     let role = format!("n-gram reader {}", ns.name);
                     files.push(file(&role, &ngrams.path, Some(&ngrams.sha256)));
+                }
+            }
+        }
+        for (task, list) in [("cta", &self.space.cta), ("cpa", &self.space.cpa)] {
+            for ns in list {
+                if let Some(reader) = &ns.reader {
+                    let role = format!("{task} reader {}", ns.name);
+                    files.push(file(&role, &reader.path, Some(&reader.sha256)));
                 }
             }
         }
@@ -402,6 +412,85 @@ impl ModelDir {
 }
 
 impl ModelDir {
+    /// Stores an n-gram reader for namespace `name` of `task` ([`crate::reader`]): its weights
+    /// (`buckets × labels` row-major, and a bias per label) in `readers/TASK-NAME.safetensors`
+    /// at `precision`, then the label space naming it with `share`, each written atomically.
+    /// A reader the namespace had is replaced.
+    #[allow(clippy::too_many_arguments)]
+    pub fn set_reader(
+        &mut self,
+        task: Task,
+        name: &str,
+        features: ReaderFeatures,
+        (weights, bias): (&[f32], &[f32]),
+        share: f32,
+        precision: Precision,
+        device: &Device,
+    ) -> Result<(), ModelError> {
+        let labels = self.namespace_mut(task, name)?.labels.len();
+        let buckets = features.buckets as usize;
+        if bias.len() != labels || weights.len() != buckets * labels {
+            return Err(ModelError::File {
+                path: self.path.join(LABELS_FILE),
+                reason: format!(
+                    "a reader of {task} namespace `{name}` needs {buckets} × {labels} weights and \
+                     {labels} biases, not {} and {}",
+                    weights.len(),
+                    bias.len()
+                ),
+            });
+        }
+        check_share(&self.path, share)?;
+        let relative = format!("readers/{task}-{name}.safetensors");
+        let sha256 = NgramReader::save(&self.path, &relative, weights, bias, precision, device)?;
+        self.namespace_mut(task, name)?.reader = Some(ReaderFile {
+            path: relative,
+            sha256,
+            share,
+            features,
+        });
+        self.space.save(&self.path.join(LABELS_FILE))
+    }
+
+    /// Sets the share of the reader of namespace `name` of `task`.
+    pub fn set_reader_share(
+        &mut self,
+        task: Task,
+        name: &str,
+        share: f32,
+    ) -> Result<(), ModelError> {
+        check_share(&self.path, share)?;
+        let path = self.path.join(LABELS_FILE);
+        let reader = self.namespace_mut(task, name)?.reader.as_mut();
+        let Some(reader) = reader else {
+            return Err(ModelError::File {
+                path,
+                reason: format!("{task} namespace `{name}` has no n-gram reader"),
+            });
+        };
+        reader.share = share;
+        self.space.save(&path)
+    }
+
+    /// The namespace `name` of `task`, or an error that lists the namespaces there are.
+    fn namespace_mut(&mut self, task: Task, name: &str) -> Result<&mut Namespace, ModelError> {
+        let path = self.path.join(LABELS_FILE);
+        let list = match task {
+            Task::Cta => &mut self.space.cta,
+            Task::Cpa => &mut self.space.cpa,
+        };
+        let known: Vec<String> = list.iter().map(|n| n.name.clone()).collect();
+        list.iter_mut()
+            .find(|n| n.name == name)
+            .ok_or_else(|| ModelError::File {
+                path,
+                reason: format!(
+                    "has no {task} namespace `{name}` (it has: {})",
+                    known.join(", ")
+                ),
+            })
+    }
+
     /// Copies the directory's files and subdirectories into `staging`, created if missing,
     /// beside what it already holds: for a run that builds a new model directory there and
     /// renames it into place when it is whole (`fine-tune`'s `OUT.partial`).
@@ -410,9 +499,20 @@ impl ModelDir {
     }
 }
 
-/// Copies a directory tree into `to`, created if missing.
 /// Deletes `relative` (a file or a directory) inside `dir`; a path that leaves `dir` (absolute,
 /// or with `..`) is someone else's and is left alone, as is one already gone.
+/// A reader's share must lie in `[0, 1]`.
+fn check_share(dir: &Path, share: f32) -> Result<(), ModelError> {
+    if (0.0..=1.0).contains(&share) {
+        Ok(())
+    } else {
+        Err(ModelError::File {
+            path: dir.join(LABELS_FILE),
+            reason: format!("a reader's share must lie in [0, 1], not {share}"),
+        })
+    }
+}
+
 fn remove_inside(dir: &Path, relative: &str) -> Result<(), ModelError> {
     let inside = Path::new(relative)
         .components()
@@ -429,6 +529,7 @@ fn remove_inside(dir: &Path, relative: &str) -> Result<(), ModelError> {
     removed.map_err(|e| ModelError::io(&path, e))
 }
 
+/// Copies a directory tree into `to`, created if missing.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), ModelError> {
     std::fs::create_dir_all(to).map_err(|e| ModelError::io(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| ModelError::io(from, e))? {

@@ -8,7 +8,7 @@ use crate::annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TableAnnotation,
     TypeAnnotation,
 };
-use crate::decode::{Decoder, Target, abstains, decode, hierarchy_probs, subject_column};
+use crate::decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs, subject_column};
 use crate::encode::{Columns, Example};
 use crate::error::ModelError;
 use crate::labels::{Namespace, Task};
@@ -46,7 +46,12 @@ impl Model {
             let space = &self.space;
             picked
                 .into_iter()
-                .map(|i| (i, Decoder::new(space, task, i)))
+                .map(|i| {
+                    (
+                        i,
+                        Decoder::new(space, task, i).with_reader(self.reader(task, i)),
+                    )
+                })
                 .collect()
         };
         let cta = decoders(Task::Cta, pick(Task::Cta, &options.cta_namespaces)?);
@@ -142,6 +147,11 @@ impl Outputs {
                             header,
                             is_subject: c == subject,
                             type_logits: None,
+                            place: Some(Place {
+                                table,
+                                column: c,
+                                subject: None,
+                            }),
                         };
                         let probs = decoder.probs(logits, target);
                         type_annotation(decoder.namespace(), probs, options)
@@ -157,6 +167,11 @@ impl Outputs {
                                 header,
                                 is_subject: false,
                                 type_logits: Some(type_logits),
+                                place: Some(Place {
+                                    table,
+                                    column: c,
+                                    subject: Some(subject),
+                                }),
                             };
                             let probs = decoder.probs(logits, target);
                             let abstained = options.abstain && abstains(ns, &probs);

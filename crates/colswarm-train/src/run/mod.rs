@@ -268,6 +268,7 @@ pub fn dev_reports(
         experts: Vec::new(),
         expert_routing: None,
         added_heads: Vec::new(),
+        readers: Default::default(),
     };
     dev.iter()
         .map(|(spec, data)| {
