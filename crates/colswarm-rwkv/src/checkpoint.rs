@@ -505,9 +505,10 @@ pub fn load_checkpoint_file(
     device: &Device,
 ) -> Result<(Rwkv, RwkvConfig), RwkvError> {
     let config = read_config(file)?;
-    // Refuse configs that claim more weights than the file holds before allocating them.
+    // Refuse configs that claim more weights than the file holds before allocating them (two
+    // bytes a parameter at least: f32 or f16).
     let stored_bytes = file.bytes.len();
-    if config.num_params().saturating_mul(4) > stored_bytes {
+    if config.num_params().saturating_mul(2) > stored_bytes {
         return Err(RwkvError::Metadata {
             path: file.path.clone(),
             key: RWKV_CONFIG_KEY.into(),

@@ -220,7 +220,8 @@ impl Checked<'_> {
                 source,
             })?
             .len();
-        if params as u128 * 4 > u128::from(bytes) {
+        // Two bytes a parameter at least: a checkpoint stores f32 or f16.
+        if params as u128 * 2 > u128::from(bytes) {
             return Err(self.mismatch(&format!(
                 "the config describes {params} parameters for the {what} but {} holds only {bytes} bytes",
                 path.display()
