@@ -54,8 +54,11 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from types import SimpleNamespace
+
 from mix_weights import routing_mix
 from recipe_folds import FOLDS, ROOT, SHIPPED, Fold
+from recipe_reader import has_reader, pooled_reader, reader_stage
 
 # Each peer's `colswarm baseline` flags. `char-ngram-stats` is the n-gram peer with each
 # column's value statistics in its features (`--value-stats`), as the GitTables expert reads
@@ -421,6 +424,27 @@ def refit(settings, fold, weights, open_below, mix, cpa_priors, thresholds):
     return final
 
 
+def helpers(settings, bench):
+    """What the reader's stage (`recipe_reader.py`) runs the protocol's steps with."""
+    return SimpleNamespace(
+        run=lambda *args: run(settings, *args),
+        evaluate=lambda fold, model, task, part, predictions: evaluate(settings, fold, model, task,
+                                                                       part, predictions),
+        counts=counts, say=settings.say, write_summary=write_summary,
+        fold=lambda k: Fold(bench, k, FOLDS[bench], settings),
+        closure=lambda task: [] if closes(bench, task) else ["--no-hierarchy-closure"])
+
+
+def tasks_of(bench):
+    return ["cta", "cpa"] if bench == "t2d" else ["cta"]
+
+
+def multi_label(namespace, task):
+    """Whether the shipped model's namespace takes several labels a target."""
+    labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
+    return any(n["kind"] == "MultiLabel" for n in labels[task] if n["name"] == namespace)
+
+
 def closes(namespace, task):
     """Whether the shipped model closes a namespace's predictions under a label hierarchy."""
     labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
@@ -555,23 +579,30 @@ def kept_name(bench, task):
 def benchmark_section(settings, bench, task, summaries):
     folds = sorted(summaries)
     systems = list(PEERS) + (list(PRIOR_PEERS) if bench == "t2d" else [])
-    model_file = pooled(settings, bench, task, folds, "model")
+    without_reader = pooled(settings, bench, task, folds, "model")
+    reader = has_reader(summaries, task)
+    model_file = pooled_reader(settings.out, bench, task, folds) if reader else without_reader
     keep_predictions(model_file, settings.kept / kept_name(bench, task))
     rows = []
+    if reader:
+        rows.append(("the recipe without its n-gram reader", compare(settings, model_file, without_reader)))
     for peer in systems:
         rows.append((peer, compare(settings, model_file, pooled(settings, bench, task, folds, peer))))
-    best = max(rows, key=lambda r: r[1]["micro_f1_b"])
+    best = max(rows[1:] if reader else rows, key=lambda r: r[1]["micro_f1_b"])
     model_f1 = rows[0][1]["micro_f1_a"]
     n_targets = rows[0][1]["n_targets"]
+    name = "the recipe with its n-gram reader" if reader else "the recipe"
     lines = [f"### {TITLES[bench, task]}: {n_targets:,} targets", "",
              "| | micro-F1 | model − it (95% interval) |", "|---|---|---|",
-             f"| **the recipe** | **{model_f1:.3f}** | |"]
+             f"| **{name}** | **{model_f1:.3f}** | |"]
     for peer, c in rows:
         mark = " (best peer)" if peer == best[0] else ""
         lines.append(f"| {peer}{mark} | {c['micro_f1_b']:.3f} | "
                      f"{c['difference']:+.3f} ({c['ci_low']:+.3f} to {c['ci_high']:+.3f}) |")
-    answered = sum(summaries[k]["results"][task]["answered"] or 0 for k in folds)
-    correct = sum((summaries[k]["results"][task]["precision"] or 0) * (summaries[k]["results"][task]["answered"] or 0) for k in folds)
+    # Abstention as scored: with the reader where it ran (at the thresholds chosen without it).
+    scored = {k: summaries[k]["reader"][task] if reader else summaries[k]["results"][task] for k in folds}
+    answered = sum(scored[k].get("answered") or 0 for k in folds)
+    correct = sum((scored[k].get("precision") or 0) * (scored[k].get("answered") or 0) for k in folds)
     targets = sum(summaries[k]["results"][task]["targets"] for k in folds)
     chosen = "; ".join(
         f"fold {k}: " + ", ".join(filter(None, [
@@ -579,10 +610,15 @@ def benchmark_section(settings, bench, task, summaries):
             "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
             if task == "cpa" and summaries[k].get("cpa_priors") else None,
             "no expert" if summaries[k]["open_below"] is None else f"experts open {opening_text(opening(summaries[k]['open_below']))}",
-            f"threshold {summaries[k]['results'][task]['threshold']:.2f}" if summaries[k]['results'][task]['threshold'] is not None else None,
+            f"threshold {scored[k]['threshold']:.2f}" if scored[k].get("threshold") is not None else None,
         ])) for k in folds)
     lines += ["", stored_settings(bench, task, summaries, folds)]
-    lines += ["", f"Abstaining below the threshold chosen on each fold's selection half: coverage "
+    if reader:
+        shares = "; ".join(f"fold {k}: {summaries[k]['reader'][task]['share']}" for k in folds)
+        lines += ["", f"The n-gram reader's share, each fold's chosen on the other folds' held-out "
+                  f"predictions ([how](TRAINING.md#an-n-gram-reader-beside-a-namespace)): {shares}."]
+    lines += ["", f"Abstaining below the threshold chosen on each fold's selection half"
+              + (" (with a reader beside its half model)" if reader else "") + ": coverage "
               f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
               f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
     # The link is relative to the results file; the command's path to where colswarm runs.
@@ -592,7 +628,7 @@ def benchmark_section(settings, bench, task, summaries):
     lines += [f"The recipe's held-out predictions: [`{shown}`]({link}) (answering every target); "
               f"`colswarm compare {shown} OTHER.jsonl` pairs another system's predictions on the "
               "same folds against them.", ""]
-    summary = {"bench": bench, "task": task, "model": model_f1, "best_peer": best[0],
+    summary = {"bench": bench, "task": task, "model": model_f1, "reader": reader, "best_peer": best[0],
                "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
                "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}
     return lines, summary
@@ -607,7 +643,8 @@ def stored_settings(bench, task, summaries, folds):
     opens = sorted({e.get("open_below", 1.0) for e in experts if e["name"].startswith(bench)})
     median = lambda values: statistics.median(values) if values else None
     chosen_open = [opening(summaries[k]["open_below"]) for k in folds]
-    thresholds = [summaries[k]["results"][task]["threshold"] for k in folds]
+    reader_of = lambda k: (summaries[k].get("reader") or {}).get(task)
+    thresholds = [(reader_of(k) or summaries[k]["results"][task])["threshold"] for k in folds]
     parts = [f"experts opening {opening_text(median([o for o in chosen_open if o is not None]))}"
              f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
              if any(o is not None for o in chosen_open) else "no expert"]
@@ -635,6 +672,9 @@ def stored_settings(bench, task, summaries, folds):
                             f"{median([c[1] for c in chosen])}")
             memory = (namespace.get("header_memory") or {}).get("weight")
             stored.insert(1, f"type view {namespace.get('type_view_weight')}, header memory {memory}")
+    if all(reader_of(k) for k in folds):
+        parts.append(f"reader share {median([reader_of(k)['share'] for k in folds])}")
+        stored.append(f"reader share {(namespace.get('reader') or {}).get('share')}")
     if all(t is not None for t in thresholds):
         parts.append(f"threshold {median(thresholds):.2f}")
         stored.append(f"threshold {namespace.get('abstain_below')}")
@@ -758,6 +798,9 @@ def main():
             futures = {pool.submit(do_fold, settings, b, k, FOLDS[b]): (b, k) for b, k in jobs}
             for future, (b, k) in futures.items():
                 done[b][k] = future.result()
+        for bench in benches:
+            done[bench] = reader_stage(helpers(settings, bench), bench, tasks_of(bench), done[bench],
+                                       lambda task, b=bench: multi_label(b, task))
     finally:
         timing.write_text(json.dumps({"seconds": before + time.time() - settings.started}))
     seconds = before + time.time() - settings.started

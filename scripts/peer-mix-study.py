@@ -25,40 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-GRID = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+from recipe_reader import GRID, micro_f1, mixed, read
+
 MULTI_LABEL = {"wikitables"}
-
-
-def read(path):
-    with open(path) as lines:
-        targets = [json.loads(line) for line in lines if line.strip()]
-    return {(t["table"], t.get("subject"), t["column"]): t for t in targets}
-
-
-def decode(probabilities, multi_label):
-    best = max(probabilities, key=lambda label: (probabilities[label], label))
-    if not multi_label:
-        return [best]
-    return sorted({best} | {label for label, p in probabilities.items() if p > 0.5})
-
-
-def mixed(recipe, peer, w, multi_label):
-    """The mixed prediction of one target, or the recipe's where it kept no probabilities."""
-    if not recipe.get("probabilities"):
-        return recipe["predicted"]
-    own, other = recipe["probabilities"], (peer or {}).get("probabilities", {})
-    labels = set(own) | set(other)
-    return decode({label: (1 - w) * own.get(label, 0.0) + w * other.get(label, 0.0)
-                   for label in labels}, multi_label)
-
-
-def micro_f1(pairs):
-    tp = predicted = gold = 0
-    for g, p in pairs:
-        tp += len(set(g) & set(p))
-        predicted += len(p)
-        gold += len(g)
-    return 2 * tp / max(predicted + gold, 1)
 
 
 def main():

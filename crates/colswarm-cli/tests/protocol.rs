@@ -246,6 +246,27 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             let f1 = result["micro_f1"].as_f64().unwrap();
             assert!((0.0..=1.0).contains(&f1), "{bench} {task}: {f1}");
         }
+        // The reader's share is chosen on the other folds' held-out predictions: with one fold
+        // there are none, so it is the smallest, 0, and the threshold is chosen again.
+        for (task, reader) in summary["reader"].as_object().unwrap() {
+            assert_eq!(reader["share"].as_f64(), Some(0.0), "{bench} {task}");
+            assert_eq!(reader["chosen_on"].as_array().map(Vec::len), Some(0));
+            assert!(
+                reader.get("threshold").is_some(),
+                "{bench} {task}: {reader}"
+            );
+            let f1 = reader["micro_f1"].as_f64().unwrap();
+            assert_eq!(
+                Some(f1),
+                summary["results"][task]["micro_f1"].as_f64(),
+                "{bench} {task}"
+            );
+            assert!(
+                out.join(bench)
+                    .join(format!("fold0/reader-{task}.jsonl"))
+                    .is_file()
+            );
+        }
         if bench == "t2d" {
             for task in ["cta", "cpa"] {
                 let w = summary["weights"][task].as_i64().unwrap();
@@ -292,7 +313,12 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             "{name}: {text}"
         );
         python_check(NO_PROBABILITIES, &kept);
-        let pooled = out.join(bench).join(format!("{task}-model.jsonl"));
+        // What is kept and reported is the recipe with its n-gram reader.
+        assert!(
+            text.contains("| **the recipe with its n-gram reader** |"),
+            "{text}"
+        );
+        let pooled = out.join(bench).join(format!("{task}-model-reader.jsonl"));
         assert!(
             std::fs::read_to_string(&pooled)
                 .unwrap()
