@@ -606,6 +606,19 @@ fn calibrate_header_memory_and_type_view_are_stored_and_change_what_eval_scores(
         all.extend(args);
         all.extend(["--set", "t2d=none", "--out", out.to_str().unwrap()]);
         stdout(&colswarm(&all));
+        // The relations' n-gram reader, mixed in after the memory and the type view, set
+        // aside so that what they alone do is scored.
+        let model = out.to_str().unwrap();
+        let reader = [
+            "add-reader",
+            "--model",
+            model,
+            "--task",
+            "cpa",
+            "--namespace",
+            "t2d",
+        ];
+        stdout(&colswarm(&[&reader[..], &["--share", "0"]].concat()));
         out
     };
     let from = format!("t2d=t2d:{}", rotated.path().display());
