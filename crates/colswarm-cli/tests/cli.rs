@@ -598,6 +598,33 @@ fn averaging_the_shipped_model_with_itself_changes_no_annotation() {
     let again = colswarm(&["average", model, "--out", out.to_str().unwrap()]);
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    // The readers are copied, not averaged: models with other readers are refused.
+    let other = dir.path().join("other-reader");
+    stdout(&colswarm(&[
+        "add-reader",
+        "--model",
+        model,
+        "--task",
+        "cpa",
+        "--train",
+        "t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#folds=0",
+        "--share",
+        "0.5",
+        "--out",
+        other.to_str().unwrap(),
+    ]));
+    let mixed = dir.path().join("mixed");
+    let refused = colswarm(&[
+        "average",
+        model,
+        other.to_str().unwrap(),
+        "--out",
+        mixed.to_str().unwrap(),
+    ]);
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("other n-gram readers"), "{error}");
+    assert!(!mixed.exists());
 }
 
 #[test]

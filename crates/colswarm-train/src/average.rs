@@ -15,7 +15,9 @@ use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, localize_specialist
 
 use crate::error::TrainError;
 use crate::run::{ModelParts, RunDir, read_state};
-use colswarm_model::{ExpertList, ExpertRef, ModelDir, SerializeSettings, load_model_extras};
+use colswarm_model::{
+    ExpertList, ExpertRef, LabelSpace, ModelDir, SerializeSettings, load_model_extras,
+};
 
 /// One float parameter on the host: its shape and values.
 type HostParam = (Vec<usize>, Vec<f32>);
@@ -147,6 +149,15 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
                 space = Some(labels);
             }
             Some((first, first_serialize)) => {
+                if space.as_ref().map(namespace_files) != Some(namespace_files(&labels)) {
+                    return Err(TrainError::Run {
+                        path: dir.clone(),
+                        reason: format!(
+                            "cannot be averaged with {}: other n-gram readers or added heads",
+                            inputs[0].display()
+                        ),
+                    });
+                }
                 let first = Averaged {
                     dir: &inputs[0],
                     manifest: first,
@@ -190,6 +201,15 @@ pub fn average_model_dirs(inputs: &[PathBuf], out: &Path) -> Result<(), TrainErr
     // the average outlives the checkpoints it was made from.
     localize_specialists(&temp)?;
     copy_experts(&inputs[0], &temp)?;
+    // The namespaces' own files (readers, added heads) are not averaged: every input has the
+    // same ones.
+    for (relative, _) in namespace_files(&space) {
+        let (source, target) = (inputs[0].join(&relative), temp.join(&relative));
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| TrainError::io(parent, e))?;
+        }
+        std::fs::copy(&source, &target).map_err(|e| TrainError::io(&source, e))?;
+    }
     if out.exists() {
         return Err(TrainError::Run {
             path: out.to_path_buf(),
@@ -216,6 +236,24 @@ fn copy_experts(from: &Path, to: &Path) -> Result<(), TrainError> {
         std::fs::copy(&source, &target).map_err(|e| TrainError::io(&source, e))?;
     }
     Ok(())
+}
+
+/// The files a label space names beside the weights, with their checksums: each namespace's
+/// n-gram reader and a fine-tuned namespace's head (and its reader).
+fn namespace_files(space: &LabelSpace) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for namespace in space.cta.iter().chain(&space.cpa) {
+        if let Some(head) = &namespace.head {
+            files.push((head.path.clone(), head.sha256.clone()));
+            if let Some(ngrams) = &head.ngrams {
+                files.push((ngrams.path.clone(), ngrams.sha256.clone()));
+            }
+        }
+        if let Some(reader) = &namespace.reader {
+            files.push((reader.path.clone(), reader.sha256.clone()));
+        }
+    }
+    files
 }
 
 /// The first model directory of an average, which every other must match.
