@@ -323,6 +323,8 @@ fn saving_writes_the_current_layout_with_every_field_and_the_same_outputs() {
         )
         .unwrap();
     save_model_extras(&out, &model.space, &model.serialize).unwrap();
+    // The label space names its namespaces' readers, which the swarm does not save.
+    copy_dir(&shipped().join("readers"), &out.join("readers"));
 
     let written = read_json(&out.join(MANIFEST_FILE));
     assert_eq!(written["format"], MANIFEST_FORMAT);
