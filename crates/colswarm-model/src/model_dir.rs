@@ -12,6 +12,8 @@
 //!   labels.json                the label space (crate::labels): namespaces, thresholds,
 //!                              label-name prior weights, fine-tuned heads with their SHA-256
 //!   [head-NAME.safetensors]    a namespace added by fine-tuning, and its n-gram reader
+//!   [readers/TASK-NAME.safetensors] a namespace's n-gram reader (crate::reader), named with
+//!                              its checksum and share in labels.json
 //!   serialize.json             how tables are serialized (crate::SerializeSettings)
 //!   [expert_routing.safetensors] the experts' trained router and logit mix
 //!   [experts/NAME/]            each expert (a specialist that contributes its answers,
