@@ -199,13 +199,11 @@ impl Baseline {
     /// The n-gram baseline's featurizer, weights (`buckets × labels`, row-major) and biases,
     /// without its label-name prior; `None` for the others.
     pub fn linear_parts(&self) -> Option<(&NgramConfig, &[f32], &[f32])> {
-        match &self.model {
-            Model::Linear(featurizer, linear, _) => {
-                let (weights, bias) = linear.parts();
-                Some((featurizer, weights, bias))
-            }
-            _ => None,
-        }
+        let Model::Linear(featurizer, linear, _) = &self.model else {
+            return None;
+        };
+        let (weights, bias) = linear.parts();
+        Some((featurizer, weights, bias))
     }
 
     /// Predicted types of `column` (meant for a CTA baseline). A column index past the table's
