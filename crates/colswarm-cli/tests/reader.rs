@@ -6,6 +6,7 @@ mod common;
 
 use std::path::Path;
 
+use colswarm_model::ModelDir;
 use common::{colswarm, root, stdout, t2d_subset};
 
 fn eval_cpa(model: &Path, input: &str) -> serde_json::Value {
@@ -118,26 +119,15 @@ fn the_share_chosen_on_dev_is_the_one_eval_then_scores() {
     }
 }
 
-/// A copy of directory `from` in `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn add_reader_refuses_what_it_cannot_use() {
     // A copy: a refusal that did not happen would change the model in place.
     let work = tempfile::tempdir().unwrap();
     let shipped = work.path().join("model");
-    copy_dir(&root().join("models/colswarm-small"), &shipped);
+    ModelDir::open(&root().join("models/colswarm-small"))
+        .unwrap()
+        .copy_to(&shipped)
+        .unwrap();
     let labels = std::fs::read(shipped.join("labels.json")).unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec!["add-reader", "--model", shipped.to_str().unwrap()];

@@ -280,7 +280,12 @@ fn prior_logits<'l>(
 
 /// Softmax or sigmoids of a namespace's scores.
 fn activate(namespace: &Namespace, scores: &[f32]) -> Vec<f32> {
-    if namespace.activation == Activation::Sigmoid {
+    activated(namespace.activation == Activation::Sigmoid, scores)
+}
+
+/// Per-score sigmoids, or a softmax of them all.
+pub(crate) fn activated(sigmoids: bool, scores: &[f32]) -> Vec<f32> {
+    if sigmoids {
         return scores.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
     }
     let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);

@@ -24,6 +24,7 @@ use colswarm_tables::{NgramConfig, Table};
 use serde::{Deserialize, Serialize};
 
 use crate::added_head::{NgramScorer, NgramWeights};
+use crate::decode::activated;
 use crate::error::ModelError;
 
 /// Where a namespace's reader lies in the model directory, how much it counts and what it
@@ -175,12 +176,7 @@ impl NgramReader {
     /// - returns `[labels of the namespace]`
     pub fn probs(&self, table: &Table, column: usize, subject: Option<usize>) -> Vec<f32> {
         let features = self.featurizer.for_table(table).column(column, subject);
-        let scores = self.scorer.scores(&features);
-        if self.sigmoids {
-            scores.iter().map(|&s| 1.0 / (1.0 + (-s).exp())).collect()
-        } else {
-            softmax(&scores)
-        }
+        activated(self.sigmoids, &self.scorer.scores(&features))
     }
 
     /// `(1 − share)·own + share·reader`, label by label.
@@ -194,13 +190,6 @@ impl NgramReader {
             .map(|(&a, &b)| (1.0 - w) * a + w * b)
             .collect()
     }
-}
-
-fn softmax(scores: &[f32]) -> Vec<f32> {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let e: Vec<f32> = scores.iter().map(|v| (v - max).exp()).collect();
-    let sum: f32 = e.iter().sum();
-    e.into_iter().map(|v| v / sum).collect()
 }
 
 #[cfg(test)]
@@ -258,7 +247,10 @@ mod tests {
         }
         let p = softmax_reader.probs(&t, 1, Some(0));
         assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-5);
-        for (a, e) in p.iter().zip(softmax(&scores)) {
+        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = scores.iter().map(|s| (s - max).exp()).sum();
+        for (a, s) in p.iter().zip(&scores) {
+            let e = (s - max).exp() / total;
             assert!((a - e).abs() < 1e-6);
         }
         let sigmoid_reader = NgramReader::new(features(), w, b, 0.4, true);
