@@ -42,54 +42,22 @@ gives it (a GitTables expert from before the schema.org namespace). Progress goe
 """
 
 import argparse
-import gzip
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from types import SimpleNamespace
 
 from mix_weights import routing_mix
-from recipe_folds import FOLDS, ROOT, SHIPPED, Fold
-from recipe_reader import has_reader, pooled_reader, reader_stage
-
-# Each peer's `colswarm baseline` flags. `char-ngram-stats` is the n-gram peer with each
-# column's value statistics in its features (`--value-stats`), as the GitTables expert reads
-# them; `char-ngram-stats-position` also knows each column's place in its table
-# (`--position`), as the model does from each column's query.
-PEERS = {
-    "majority": ["--kind", "majority"],
-    "header-rule": ["--kind", "header-rule"],
-    "header-memory": ["--kind", "header-memory"],
-    "char-ngram": ["--kind", "char-ngram"],
-    "char-ngram-stats": ["--kind", "char-ngram", "--value-stats"],
-    "char-ngram-stats-position": ["--kind", "char-ngram", "--value-stats", "--position"],
-}
-# Where the benchmark chooses a label-name prior (T2D), the n-gram peers with it.
-PRIOR_PEERS = {
-    "char-ngram-prior": ["--kind", "char-ngram"],
-    "char-ngram-prior-stats": ["--kind", "char-ngram", "--value-stats"],
-}
-BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
-# The experts read every table (`add-specialist` without `--open-below`).
-ALWAYS = "always"
-
-
-def opening(open_below):
-    """An `open_below` choice as a number: "always" is below 1, every answer's ceiling."""
-    return 1.0 if open_below == ALWAYS else open_below
-
-
-def opening_text(value):
-    return "on every table" if value == 1.0 else f"below {value}"
-
+from recipe_folds import (ALWAYS, FOLDS, NO_CHANGES, PEERS, PRIOR_PEERS, ROOT, SHIPPED, Fold,
+                          change_flags, run)
+from recipe_reader import reader_stage
+from recipe_results import write_results
 
 class Settings:
     """What a run of the protocol uses: full, or tiny (the tests)."""
@@ -124,22 +92,14 @@ class Settings:
         self.kept = (ROOT / args.results).parent / "results"
         self.started = time.time()
         self.lock = threading.Lock()
+        # The commit each fold's and each reader stage's work is recorded with.
+        self.commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                     capture_output=True, text=True).stdout.strip() or "unknown"
 
     def say(self, text):
         minutes, seconds = divmod(int(time.time() - self.started), 60)
         with self.lock:
             print(f"[{minutes} min {seconds:02d} s] {text}", file=sys.stderr, flush=True)
-
-
-def run(settings, *args, out=None):
-    """Runs colswarm with ARGS from the repository's root; its stdout to OUT or returned."""
-    command = settings.bin + [str(a) for a in args]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr.strip()}")
-    if out is not None:
-        Path(out).write_text(result.stdout)
-    return result.stdout
 
 
 def train(settings, out, recipe, specs, extra=(), message=None):
@@ -322,15 +282,6 @@ def set_flags(changes):
     return [a for change in changes for a in ("--set", change)]
 
 
-# What a record or work directory made before recipe changes were recorded was made with.
-NO_CHANGES = {"model": [], "expert": []}
-
-
-def change_flags(changes):
-    """The protocol's flags that give CHANGES, as the results and messages show them."""
-    return [f"--set {c}" for c in changes["model"]] + [f"--expert-set {c}" for c in changes["expert"]]
-
-
 def model_fold(settings, fold):
     """Trains, selects and scores the recipe on one fold; returns its summary."""
     name = f"{fold.bench} fold {fold.k}"
@@ -430,7 +381,7 @@ def helpers(settings, bench):
         run=lambda *args: run(settings, *args),
         evaluate=lambda fold, model, task, part, predictions: evaluate(settings, fold, model, task,
                                                                        part, predictions),
-        counts=counts, say=settings.say, write_summary=write_summary,
+        counts=counts, say=settings.say, write_summary=write_summary, commit=settings.commit,
         fold=lambda k: Fold(bench, k, FOLDS[bench], settings),
         closure=lambda task: [] if closes(bench, task) else ["--no-hierarchy-closure"])
 
@@ -511,6 +462,7 @@ def do_fold(settings, bench, k, n):
                                     for task in fold.tasks}
                 if summary.get("work_seconds") is not None:
                     summary["work_seconds"] += round(time.time() - started, 1)
+                summary["peers_commit"] = settings.commit
                 write_summary(summary_file, summary)
             return summary
     kept = {done for done in training_sets(fold) if done.exists()}
@@ -521,6 +473,7 @@ def do_fold(settings, bench, k, n):
     summary["seconds"] = time.time() - started
     trained_now = sum(training_seconds(done) or 0 for done in training_sets(fold) if done not in kept)
     summary["work_seconds"] = fold_work(fold, summary["seconds"] - trained_now)
+    summary["commit"], summary["jobs"] = settings.commit, settings.jobs
     write_summary(summary_file, summary)
     r = summary["results"]
     settings.say(f"{bench} fold {k} done: " + ", ".join(f"{t} {r[t]['micro_f1']:.3f}" for t in r))
@@ -531,228 +484,6 @@ def write_summary(path, summary):
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(summary, indent=1))
     partial.rename(path)
-
-
-NAMES = {"t2d": "T2D", "gittables": "GitTables", "wikitables": "WikiTables"}
-TITLES = {
-    ("wikitables", "cta"): "WikiTables CTA, 66 Freebase types (five folds over dev)",
-    ("gittables", "cta"): "GitTables CTA, 101 DBpedia types (cv_0..cv_3)",
-    ("t2d", "cta"): "T2D CTA, DBpedia properties (five folds)",
-    ("t2d", "cpa"): "T2D CPA, DBpedia properties (five folds)",
-}
-
-
-def pooled(settings, bench, task, folds, system):
-    """The folds' prediction files of SYSTEM pooled into one."""
-    out = settings.out / bench / f"{task}-{system}.jsonl"
-    with open(out, "w") as pool:
-        for k in folds:
-            name = f"model-{task}.jsonl" if system == "model" else f"peer-{task}-{system}.jsonl"
-            pool.write((settings.out / bench / f"fold{k}" / name).read_text())
-    return out
-
-
-def compare(settings, a, b):
-    return json.loads(run(settings, "compare", a, b, "--json"))
-
-
-def keep_predictions(source, kept):
-    """The recipe's pooled held-out predictions, kept beside the results file (gzipped, without
-    the per-label probabilities, a fixed gzip header) so that any other system's predictions on
-    the same folds can be paired against them with `colswarm compare` without a rerun."""
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    partial = kept.with_suffix(".partial")
-    with open(source) as lines, open(partial, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
-        for line in lines:
-            if line.strip():
-                target = json.loads(line)
-                target.pop("probabilities", None)
-                out.write((json.dumps(target, separators=(",", ":")) + "\n").encode())
-    partial.rename(kept)
-
-
-def kept_name(bench, task):
-    return f"{bench}-{task}-recipe.jsonl.gz"
-
-
-def benchmark_section(settings, bench, task, summaries):
-    folds = sorted(summaries)
-    systems = list(PEERS) + (list(PRIOR_PEERS) if bench == "t2d" else [])
-    without_reader = pooled(settings, bench, task, folds, "model")
-    reader = has_reader(summaries, task)
-    model_file = pooled_reader(settings.out, bench, task, folds) if reader else without_reader
-    keep_predictions(model_file, settings.kept / kept_name(bench, task))
-    rows = []
-    if reader:
-        rows.append(("the recipe without its n-gram reader", compare(settings, model_file, without_reader)))
-    for peer in systems:
-        rows.append((peer, compare(settings, model_file, pooled(settings, bench, task, folds, peer))))
-    best = max(rows[1:] if reader else rows, key=lambda r: r[1]["micro_f1_b"])
-    model_f1 = rows[0][1]["micro_f1_a"]
-    n_targets = rows[0][1]["n_targets"]
-    name = "the recipe with its n-gram reader" if reader else "the recipe"
-    lines = [f"### {TITLES[bench, task]}: {n_targets:,} targets", "",
-             "| | micro-F1 | model − it (95% interval) |", "|---|---|---|",
-             f"| **{name}** | **{model_f1:.3f}** | |"]
-    for peer, c in rows:
-        mark = " (best peer)" if peer == best[0] else ""
-        lines.append(f"| {peer}{mark} | {c['micro_f1_b']:.3f} | "
-                     f"{c['difference']:+.3f} ({c['ci_low']:+.3f} to {c['ci_high']:+.3f}) |")
-    # Abstention as scored: with the reader where it ran (at the thresholds chosen without it).
-    scored = {k: summaries[k]["reader"][task] if reader else summaries[k]["results"][task] for k in folds}
-    answered = sum(scored[k].get("answered") or 0 for k in folds)
-    correct = sum((scored[k].get("precision") or 0) * (scored[k].get("answered") or 0) for k in folds)
-    targets = sum(summaries[k]["results"][task]["targets"] for k in folds)
-    chosen = "; ".join(
-        f"fold {k}: " + ", ".join(filter(None, [
-            f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
-            "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
-            if task == "cpa" and summaries[k].get("cpa_priors") else None,
-            "no expert" if summaries[k]["open_below"] is None else f"experts open {opening_text(opening(summaries[k]['open_below']))}",
-            f"threshold {scored[k]['threshold']:.2f}" if scored[k].get("threshold") is not None else None,
-        ])) for k in folds)
-    lines += ["", stored_settings(bench, task, summaries, folds)]
-    if reader:
-        shares = "; ".join(f"fold {k}: {summaries[k]['reader'][task]['share']}" for k in folds)
-        lines += ["", f"The n-gram reader's share, each fold's chosen on the other folds' held-out "
-                  f"predictions ([how](TRAINING.md#an-n-gram-reader-beside-a-namespace)): {shares}."]
-    lines += ["", f"Abstaining below the threshold chosen on each fold's selection half"
-              + (" (with a reader beside its half model)" if reader else "") + ": coverage "
-              f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
-              f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
-    # The link is relative to the results file; the command's path to where colswarm runs.
-    kept = settings.kept / kept_name(bench, task)
-    link = f"{settings.kept.name}/{kept.name}"
-    shown = kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept
-    lines += [f"The recipe's held-out predictions: [`{shown}`]({link}) (answering every target); "
-              f"`colswarm compare {shown} OTHER.jsonl` pairs another system's predictions on the "
-              "same folds against them.", ""]
-    summary = {"bench": bench, "task": task, "model": model_f1, "reader": reader, "best_peer": best[0],
-               "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
-               "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}
-    return lines, summary
-
-
-def stored_settings(bench, task, summaries, folds):
-    """The folds' median choices beside what the shipped model stores for the namespace."""
-    labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
-    namespace = next((n for n in labels[task] if n["name"] == bench), {})
-    specialists = json.loads((ROOT / SHIPPED / "swarm.json").read_text())["specialists"]
-    experts = [s for s in specialists if s["contributes"] == "answers"]
-    opens = sorted({e.get("open_below", 1.0) for e in experts if e["name"].startswith(bench)})
-    median = lambda values: statistics.median(values) if values else None
-    chosen_open = [opening(summaries[k]["open_below"]) for k in folds]
-    reader_of = lambda k: (summaries[k].get("reader") or {}).get(task)
-    thresholds = [(reader_of(k) or summaries[k]["results"][task])["threshold"] for k in folds]
-    parts = [f"experts opening {opening_text(median([o for o in chosen_open if o is not None]))}"
-             f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
-             if any(o is not None for o in chosen_open) else "no expert"]
-    stored = [f"experts opening {', '.join(map(opening_text, opens))}" if opens else "no expert"]
-    # The mix weights of the benchmark's namespace (every fold's, for each expert that knows it).
-    chosen_mix, shipped_mix = defaultdict(list), routing_mix(ROOT / SHIPPED)
-    for k in folds:
-        for pair, theta in (summaries[k].get("mix") or {}).items():
-            expert, mixed = pair.split("@")
-            if mixed == f"{task}:{bench}":
-                chosen_mix[expert].append(theta)
-    # An expert that knows none of the namespace's labels keeps its starting weight, 0.
-    chosen_mix = {e: t for e, t in chosen_mix.items() if any(t)}
-    if chosen_mix:
-        parts.append("mix weights " + ", ".join(
-            f"{e} {median(t):.2f}" for e, t in sorted(chosen_mix.items())))
-        stored.append("mix weights " + ", ".join(
-            f"{e} {shipped_mix.get(f'{e}@{task}:{bench}', 1.0):.2f}" for e in sorted(chosen_mix)))
-    if bench == "t2d":
-        parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
-        stored.insert(0, f"prior {namespace.get('label_name_weight')}")
-        if task == "cpa":
-            chosen = [summaries[k].get("cpa_priors") or [0, 0] for k in folds]
-            parts.insert(1, f"type view {median([c[0] for c in chosen])}, header memory "
-                            f"{median([c[1] for c in chosen])}")
-            memory = (namespace.get("header_memory") or {}).get("weight")
-            stored.insert(1, f"type view {namespace.get('type_view_weight')}, header memory {memory}")
-    if all(reader_of(k) for k in folds):
-        parts.append(f"reader share {median([reader_of(k)['share'] for k in folds])}")
-        stored.append(f"reader share {(namespace.get('reader') or {}).get('share')}")
-    if all(t is not None for t in thresholds):
-        parts.append(f"threshold {median(thresholds):.2f}")
-        stored.append(f"threshold {namespace.get('abstain_below')}")
-    return (f"The folds' median choice: {', '.join(parts)}; the shipped model stores "
-            f"{', '.join(stored)}.")
-
-
-def head_row(summary):
-    s = summary
-    return (f"| {TITLES[s['bench'], s['task']]} | **{s['model']:.3f}** | {s['best_peer']} "
-            f"{s['best_peer_f1']:.3f} | {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f}) |")
-
-
-def made_by(records):
-    """The line that says which commit made each benchmark's tables, and in how long."""
-    groups = defaultdict(list)
-    for bench, record in records.items():
-        sets = "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
-        # A benchmark's own run time where every fold kept it, else its work directory's.
-        own = record.get("work_seconds")
-        seconds = (own, record["jobs"]) if own is not None else (record["seconds"], None)
-        groups[record["commit"], seconds, record["tiny"], record["refit"], sets].append(bench)
-    parts = []
-    for (commit, (seconds, jobs), tiny, refit, sets), benches in groups.items():
-        hours, rest = divmod(int(seconds), 3600)
-        names = " and ".join(NAMES[b] for b in benches)
-        at_once = "one fold" if jobs == 1 else f"{jobs} folds"
-        took = (f"{hours} h {rest // 60} min of run time on one thread: its folds' training, choices,"
-                f" scores and peers added up, {at_once} at a time" if jobs is not None
-                else f"{hours} h {rest // 60} min of run time")
-        parts.append(("" if len(groups) == 1 else f"{names} ") + f"at commit {commit}"
-                     + (" (tiny mode: a test of the protocol, not a result)" if tiny else "")
-                     + sets
-                     + ("" if refit else " with `--no-refit`: each fold's model and expert"
-                        " trained without their selection half, not retrained on the whole training part")
-                     + f" ({took})")
-    directory = any(jobs is None for _, (_, jobs), *_ in groups)
-    return ("Made by `scripts/evaluate-recipe.sh`" + (" " if len(groups) == 1 else ": ")
-            + "; ".join(parts) + " on the machine it ran on"
-            + (" (where no fold run time is given, the run time of its work directory when the"
-               " record was made: every run in it added up, of every benchmark)." if directory else "."))
-
-
-def write_results(settings, done, path, seconds):
-    """Writes the tables of the benchmarks run now into OUT/BENCH/results.json and the results
-    block of PATH from every benchmark's latest record, so that a run of one benchmark keeps the
-    others' tables (each says the commit that made it)."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    for bench in done:
-        lines, summaries = [], []
-        for task in (["cta", "cpa"] if bench == "t2d" else ["cta"]):
-            section, summary = benchmark_section(settings, bench, task, done[bench])
-            lines += section
-            summaries.append(summary)
-        works = [summary.get("work_seconds") for summary in done[bench].values()]
-        record = {"commit": commit, "seconds": seconds, "tiny": settings.tiny,
-                  "work_seconds": None if None in works else round(sum(works), 1), "jobs": settings.jobs,
-                  "recipe_sets": settings.recipe_sets,
-                  "refit": settings.refit, "lines": lines, "summaries": summaries}
-        (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
-    records = {}
-    for bench in ("wikitables", "gittables", "t2d"):
-        file = settings.out / bench / "results.json"
-        if file.exists():
-            records[bench] = json.loads(file.read_text())
-    summaries = [s for r in records.values() for s in r["summaries"]]
-    head = [BEGIN, "", "| benchmark | the recipe | best peer | recipe − best peer (95%) |",
-            "|---|---|---|---|", *map(head_row, summaries), "", made_by(records), ""]
-    block = "\n".join(head + [line for r in records.values() for line in r["lines"]] + [END])
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-    else:
-        text = text + ("\n" if text else "") + block + "\n"
-    path.write_text(text)
-    json.dump(summaries, open(settings.out / "summary.json", "w"), indent=1)
-    return [s for bench in done for s in records[bench]["summaries"]]
 
 
 def main():

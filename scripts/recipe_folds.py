@@ -5,6 +5,7 @@
 import csv
 import gzip
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -142,3 +143,54 @@ def wikitables_fold_files(out, k, j):
             csv.writer(f).writerows([train[0]] + rows)
         partial.rename(d / name)
     return d
+
+
+# Each peer's `colswarm baseline` flags. `char-ngram-stats` is the n-gram peer with each
+# column's value statistics in its features (`--value-stats`), as the GitTables expert reads
+# them; `char-ngram-stats-position` also knows each column's place in its table
+# (`--position`), as the model does from each column's query.
+PEERS = {
+    "majority": ["--kind", "majority"],
+    "header-rule": ["--kind", "header-rule"],
+    "header-memory": ["--kind", "header-memory"],
+    "char-ngram": ["--kind", "char-ngram"],
+    "char-ngram-stats": ["--kind", "char-ngram", "--value-stats"],
+    "char-ngram-stats-position": ["--kind", "char-ngram", "--value-stats", "--position"],
+}
+# Where the benchmark chooses a label-name prior (T2D), the n-gram peers with it.
+PRIOR_PEERS = {
+    "char-ngram-prior": ["--kind", "char-ngram"],
+    "char-ngram-prior-stats": ["--kind", "char-ngram", "--value-stats"],
+}
+BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
+# The experts read every table (`add-specialist` without `--open-below`).
+ALWAYS = "always"
+
+
+def opening(open_below):
+    """An `open_below` choice as a number: "always" is below 1, every answer's ceiling."""
+    return 1.0 if open_below == ALWAYS else open_below
+
+
+def opening_text(value):
+    return "on every table" if value == 1.0 else f"below {value}"
+
+
+# What a record or work directory made before recipe changes were recorded was made with.
+NO_CHANGES = {"model": [], "expert": []}
+
+
+def change_flags(changes):
+    """The protocol's flags that give CHANGES, as the results and messages show them."""
+    return [f"--set {c}" for c in changes["model"]] + [f"--expert-set {c}" for c in changes["expert"]]
+
+
+def run(settings, *args, out=None):
+    """Runs colswarm with ARGS from the repository's root; its stdout to OUT or returned."""
+    command = settings.bin + [str(a) for a in args]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr.strip()}")
+    if out is not None:
+        Path(out).write_text(result.stdout)
+    return result.stdout

@@ -19,6 +19,7 @@ and scores its held-out fold.
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 # The reader's features: n-grams of 2-4 bytes of the first 20 cells, value statistics, the
@@ -82,20 +83,22 @@ def reproduces(folds, multi_label):
 def reader_stage(h, bench, tasks, summaries, multi_label):
     """Adds the reader to every fold of BENCH whose summary lacks it (or chose another share),
     each fold's share chosen on the other folds; H is the protocol's helpers (run, evaluate,
-    counts, fold, closure flags, say, write_summary). Returns the summaries."""
+    counts, fold, closure flags, say, write_summary, the commit). Returns the summaries."""
     for task in tasks:
         multi = multi_label(task)
-        folds = {}
+        folds, trained = {}, {}
         for k in sorted(summaries):
             fold = h.fold(k)
             file = fold.dir / f"reader-{task}.jsonl"
             if not file.exists():
+                started = time.time()
                 h.say(f"{bench} fold {k}: the reader's predictions ({task})")
                 partial = file.with_suffix(".partial")
                 h.run("--threads", "1", "baseline", "--task", task, *h.closure(task), "--json",
                       "--kind", "char-ngram", *READER_FLAGS, "--train", fold.peer_train,
                       "--eval", fold.spec("test"), "--predictions", partial)
                 partial.rename(file)
+                trained[k] = time.time() - started
             folds[k] = (read(fold.dir / f"model-{task}.jsonl"), read(file))
         if not reproduces(folds, multi):
             raise RuntimeError(f"{bench} {task}: decoding the recipe's probabilities does not give "
@@ -110,6 +113,7 @@ def reader_stage(h, bench, tasks, summaries, multi_label):
                 continue
             h.say(f"{bench} fold {k}: the reader at share {w} ({task}), chosen on folds "
                   + ", ".join(map(str, others)))
+            started = time.time()
             # The mixture moves the probabilities, so the abstention threshold is chosen again,
             # as the protocol chooses it: the fold's half model with a reader trained beside it
             # (on its training part) on the selection half.
@@ -136,7 +140,10 @@ def reader_stage(h, bench, tasks, summaries, multi_label):
                 "share": w, "chosen_on": sorted(others), "curve": [[s, f] for s, f in curve.items()],
                 "micro_f1": report["micro_f1"], "counts": h.counts(report),
                 "answered": abstention.get("answered"), "precision": abstention.get("precision"),
-                "threshold": threshold}
+                "threshold": threshold, "commit": h.commit,
+                # Its own run time; the reader's held-out predictions count where they were
+                # made in this run (else the entry's time is unknown).
+                "seconds": (round(time.time() - started + trained[k], 1) if k in trained else None)}
             h.write_summary(fold.dir / "summary.json", summaries[k])
     return summaries
 

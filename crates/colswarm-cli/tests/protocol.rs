@@ -165,7 +165,29 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         text.contains("of run time on one thread: its folds' training"),
         "{text}"
     );
-    assert!(!text.contains("where no fold run time is given"), "{text}");
+    assert!(
+        !text.contains("its work directory's when the record"),
+        "{text}"
+    );
+    // Each benchmark names the commit of its folds and of its reader stage, with its time.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    for name in ["WikiTables", "GitTables", "T2D"] {
+        let made = format!("{name}: models, choices, scores and peers at commit {head} (tiny mode");
+        assert!(text.contains(&made), "{made} missing:\n{text}");
+    }
+    assert_eq!(
+        text.matches(&format!(
+            "and the n-gram reader, the recipe's last step, at {head} ("
+        ))
+        .count(),
+        3,
+        "{text}"
+    );
     assert!(
         !text.contains("--no-refit"),
         "the default retrains on the whole part: {text}"
@@ -189,6 +211,7 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
         )
         .unwrap();
         assert_eq!(summary["refit"], true, "{bench}");
+        assert!(summary["commit"].is_string(), "{bench}: {summary}");
         // The fold's run time counts its four models' training, each timed in its record.
         let trained: f64 = ["model", "model-all", "expert", "expert-all"]
             .iter()
@@ -255,6 +278,8 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
                 reader.get("threshold").is_some(),
                 "{bench} {task}: {reader}"
             );
+            assert!(reader["seconds"].as_f64().unwrap() > 0.0, "{reader}");
+            assert!(reader["commit"].is_string(), "{reader}");
             let f1 = reader["micro_f1"].as_f64().unwrap();
             assert_eq!(
                 Some(f1),

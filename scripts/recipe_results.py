@@ -1,0 +1,270 @@
+"""The nested protocol's results: each benchmark's tables (the recipe against every peer, paired
+intervals, abstention, the folds' choices) and the line that says which commits made them, written
+between the `evaluate-recipe` markers of docs/RESULTS.md by `scripts/evaluate_recipe.py`."""
+
+import gzip
+import json
+import statistics
+from collections import defaultdict
+
+from mix_weights import routing_mix
+from recipe_folds import (BEGIN, END, NO_CHANGES, PEERS, PRIOR_PEERS, ROOT, SHIPPED, change_flags,
+                          opening, opening_text, run)
+from recipe_reader import has_reader, pooled_reader
+
+NAMES = {"t2d": "T2D", "gittables": "GitTables", "wikitables": "WikiTables"}
+TITLES = {
+    ("wikitables", "cta"): "WikiTables CTA, 66 Freebase types (five folds over dev)",
+    ("gittables", "cta"): "GitTables CTA, 101 DBpedia types (cv_0..cv_3)",
+    ("t2d", "cta"): "T2D CTA, DBpedia properties (five folds)",
+    ("t2d", "cpa"): "T2D CPA, DBpedia properties (five folds)",
+}
+
+
+def pooled(settings, bench, task, folds, system):
+    """The folds' prediction files of SYSTEM pooled into one."""
+    out = settings.out / bench / f"{task}-{system}.jsonl"
+    with open(out, "w") as pool:
+        for k in folds:
+            name = f"model-{task}.jsonl" if system == "model" else f"peer-{task}-{system}.jsonl"
+            pool.write((settings.out / bench / f"fold{k}" / name).read_text())
+    return out
+
+
+def compare(settings, a, b):
+    return json.loads(run(settings, "compare", a, b, "--json"))
+
+
+def keep_predictions(source, kept):
+    """The recipe's pooled held-out predictions, kept beside the results file (gzipped, without
+    the per-label probabilities, a fixed gzip header) so that any other system's predictions on
+    the same folds can be paired against them with `colswarm compare` without a rerun."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_suffix(".partial")
+    with open(source) as lines, open(partial, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+        for line in lines:
+            if line.strip():
+                target = json.loads(line)
+                target.pop("probabilities", None)
+                out.write((json.dumps(target, separators=(",", ":")) + "\n").encode())
+    partial.rename(kept)
+
+
+def kept_name(bench, task):
+    return f"{bench}-{task}-recipe.jsonl.gz"
+
+
+def benchmark_section(settings, bench, task, summaries):
+    folds = sorted(summaries)
+    systems = list(PEERS) + (list(PRIOR_PEERS) if bench == "t2d" else [])
+    without_reader = pooled(settings, bench, task, folds, "model")
+    reader = has_reader(summaries, task)
+    model_file = pooled_reader(settings.out, bench, task, folds) if reader else without_reader
+    keep_predictions(model_file, settings.kept / kept_name(bench, task))
+    rows = []
+    if reader:
+        rows.append(("the recipe without its n-gram reader", compare(settings, model_file, without_reader)))
+    for peer in systems:
+        rows.append((peer, compare(settings, model_file, pooled(settings, bench, task, folds, peer))))
+    best = max(rows[1:] if reader else rows, key=lambda r: r[1]["micro_f1_b"])
+    model_f1 = rows[0][1]["micro_f1_a"]
+    n_targets = rows[0][1]["n_targets"]
+    name = "the recipe with its n-gram reader" if reader else "the recipe"
+    lines = [f"### {TITLES[bench, task]}: {n_targets:,} targets", "",
+             "| | micro-F1 | model − it (95% interval) |", "|---|---|---|",
+             f"| **{name}** | **{model_f1:.3f}** | |"]
+    for peer, c in rows:
+        mark = " (best peer)" if peer == best[0] else ""
+        lines.append(f"| {peer}{mark} | {c['micro_f1_b']:.3f} | "
+                     f"{c['difference']:+.3f} ({c['ci_low']:+.3f} to {c['ci_high']:+.3f}) |")
+    # Abstention as scored: with the reader where it ran (at the thresholds chosen without it).
+    scored = {k: summaries[k]["reader"][task] if reader else summaries[k]["results"][task] for k in folds}
+    answered = sum(scored[k].get("answered") or 0 for k in folds)
+    correct = sum((scored[k].get("precision") or 0) * (scored[k].get("answered") or 0) for k in folds)
+    targets = sum(summaries[k]["results"][task]["targets"] for k in folds)
+    chosen = "; ".join(
+        f"fold {k}: " + ", ".join(filter(None, [
+            f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
+            "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
+            if task == "cpa" and summaries[k].get("cpa_priors") else None,
+            "no expert" if summaries[k]["open_below"] is None else f"experts open {opening_text(opening(summaries[k]['open_below']))}",
+            f"threshold {scored[k]['threshold']:.2f}" if scored[k].get("threshold") is not None else None,
+        ])) for k in folds)
+    lines += ["", stored_settings(bench, task, summaries, folds)]
+    if reader:
+        shares = "; ".join(f"fold {k}: {summaries[k]['reader'][task]['share']}" for k in folds)
+        lines += ["", f"The n-gram reader's share, each fold's chosen on the other folds' held-out "
+                  f"predictions ([how](TRAINING.md#an-n-gram-reader-beside-a-namespace)): {shares}."]
+    lines += ["", f"Abstaining below the threshold chosen on each fold's selection half"
+              + (" (with a reader beside its half model)" if reader else "") + ": coverage "
+              f"{answered / max(targets, 1):.3f}, precision {correct / max(answered, 1):.3f} "
+              f"(answering every target: {model_f1:.3f}). Chosen per fold: {chosen}.", ""]
+    # The link is relative to the results file; the command's path to where colswarm runs.
+    kept = settings.kept / kept_name(bench, task)
+    link = f"{settings.kept.name}/{kept.name}"
+    shown = kept.relative_to(ROOT) if kept.is_relative_to(ROOT) else kept
+    lines += [f"The recipe's held-out predictions: [`{shown}`]({link}) (answering every target); "
+              f"`colswarm compare {shown} OTHER.jsonl` pairs another system's predictions on the "
+              "same folds against them.", ""]
+    summary = {"bench": bench, "task": task, "model": model_f1, "reader": reader, "best_peer": best[0],
+               "best_peer_f1": best[1]["micro_f1_b"], "difference": best[1]["difference"],
+               "ci": (best[1]["ci_low"], best[1]["ci_high"]), "targets": n_targets}
+    return lines, summary
+
+
+def stored_settings(bench, task, summaries, folds):
+    """The folds' median choices beside what the shipped model stores for the namespace."""
+    labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
+    namespace = next((n for n in labels[task] if n["name"] == bench), {})
+    specialists = json.loads((ROOT / SHIPPED / "swarm.json").read_text())["specialists"]
+    experts = [s for s in specialists if s["contributes"] == "answers"]
+    opens = sorted({e.get("open_below", 1.0) for e in experts if e["name"].startswith(bench)})
+    median = lambda values: statistics.median(values) if values else None
+    chosen_open = [opening(summaries[k]["open_below"]) for k in folds]
+    reader_of = lambda k: (summaries[k].get("reader") or {}).get(task)
+    thresholds = [(reader_of(k) or summaries[k]["results"][task])["threshold"] for k in folds]
+    parts = [f"experts opening {opening_text(median([o for o in chosen_open if o is not None]))}"
+             f" ({sum(o is None for o in chosen_open)} of {len(folds)} folds chose none)"
+             if any(o is not None for o in chosen_open) else "no expert"]
+    stored = [f"experts opening {', '.join(map(opening_text, opens))}" if opens else "no expert"]
+    # The mix weights of the benchmark's namespace (every fold's, for each expert that knows it).
+    chosen_mix, shipped_mix = defaultdict(list), routing_mix(ROOT / SHIPPED)
+    for k in folds:
+        for pair, theta in (summaries[k].get("mix") or {}).items():
+            expert, mixed = pair.split("@")
+            if mixed == f"{task}:{bench}":
+                chosen_mix[expert].append(theta)
+    # An expert that knows none of the namespace's labels keeps its starting weight, 0.
+    chosen_mix = {e: t for e, t in chosen_mix.items() if any(t)}
+    if chosen_mix:
+        parts.append("mix weights " + ", ".join(
+            f"{e} {median(t):.2f}" for e, t in sorted(chosen_mix.items())))
+        stored.append("mix weights " + ", ".join(
+            f"{e} {shipped_mix.get(f'{e}@{task}:{bench}', 1.0):.2f}" for e in sorted(chosen_mix)))
+    if bench == "t2d":
+        parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
+        stored.insert(0, f"prior {namespace.get('label_name_weight')}")
+        if task == "cpa":
+            chosen = [summaries[k].get("cpa_priors") or [0, 0] for k in folds]
+            parts.insert(1, f"type view {median([c[0] for c in chosen])}, header memory "
+                            f"{median([c[1] for c in chosen])}")
+            memory = (namespace.get("header_memory") or {}).get("weight")
+            stored.insert(1, f"type view {namespace.get('type_view_weight')}, header memory {memory}")
+    if all(reader_of(k) for k in folds):
+        parts.append(f"reader share {median([reader_of(k)['share'] for k in folds])}")
+        stored.append(f"reader share {(namespace.get('reader') or {}).get('share')}")
+    if all(t is not None for t in thresholds):
+        parts.append(f"threshold {median(thresholds):.2f}")
+        stored.append(f"threshold {namespace.get('abstain_below')}")
+    return (f"The folds' median choice: {', '.join(parts)}; the shipped model stores "
+            f"{', '.join(stored)}.")
+
+
+def head_row(summary):
+    s = summary
+    return (f"| {TITLES[s['bench'], s['task']]} | **{s['model']:.3f}** | {s['best_peer']} "
+            f"{s['best_peer_f1']:.3f} | {s['difference']:+.3f} ({s['ci'][0]:+.3f} to {s['ci'][1]:+.3f}) |")
+
+
+def duration(seconds):
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
+
+
+def fold_list(folds):
+    return ("fold " if len(folds) == 1 else "folds ") + ", ".join(map(str, folds))
+
+
+def made_by_one(record):
+    """How one benchmark's tables were made: the commit of each fold's models, choices, scores
+    and peers, its run time, and the reader stage's commit and run time."""
+    folds = record.get("folds") or []
+    by_commit = defaultdict(list)
+    for f in folds:
+        by_commit[f.get("commit") or "unrecorded"].append(f["fold"])
+    commits = " and ".join(f"{c}" + (f" ({fold_list(ks)})" if len(by_commit) > 1 else "")
+                           for c, ks in by_commit.items()) or "unrecorded"
+    works = [f.get("work_seconds") for f in folds]
+    jobs = sorted({f.get("jobs") for f in folds} - {None})
+    if folds and None not in works:
+        at_once = ("one fold" if jobs == [1] else f"{jobs[0]} folds" if len(jobs) == 1
+                   else "folds " + ", ".join(str(f.get("jobs", "?")) for f in folds) + " at a time in turn")
+        took = (f"{duration(sum(works))} of run time on one thread: its folds' training, choices,"
+                f" scores and peers added up" + (f", {at_once} at a time" if len(jobs) == 1 else
+                                                 f", {at_once}" if jobs else ""))
+    else:
+        took = (f"{duration(record['seconds'])} of run time: its work directory's when the record"
+                " was made, every run in it added up, of every benchmark")
+    text = (f"models, choices, scores and peers at commit{'s' if len(by_commit) > 1 else ''} {commits}"
+            + (" (tiny mode: a test of the protocol, not a result)" if record["tiny"] else "")
+            + "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
+            + ("" if record["refit"] else " with `--no-refit`: each fold's model and expert trained"
+               " without their selection half, not retrained on the whole training part")
+            + f" ({took})")
+    peers = sorted({f["peers_commit"] for f in folds if f.get("peers_commit")})
+    if peers:
+        text += f", peers added since at {' and '.join(peers)}"
+    reader = record.get("reader")
+    if reader:
+        seconds = reader.get("seconds")
+        text += (f", and the n-gram reader, the recipe's last step, at {' and '.join(reader['commits'])}"
+                 + (f" ({duration(seconds)})" if seconds is not None else " (run time not recorded)"))
+    return text
+
+
+def made_by(records):
+    """The line that says which commits made each benchmark's tables, and in how long."""
+    return ("Made by `scripts/evaluate-recipe.sh`, on the machine it ran on. "
+            + "; ".join(f"{NAMES[bench]}: {made_by_one(record)}" for bench, record in records.items())
+            + ".")
+
+
+def fold_record(summary, k):
+    return {"fold": k, "commit": summary.get("commit"), "work_seconds": summary.get("work_seconds"),
+            "jobs": summary.get("jobs"), "peers_commit": summary.get("peers_commit")}
+
+
+def reader_record(summaries):
+    """The reader stage's commits and run time over a benchmark's folds and tasks (None where it
+    did not run)."""
+    entries = [e for s in summaries.values() for e in (s.get("reader") or {}).values()]
+    if not entries:
+        return None
+    commits = sorted({e.get("commit") or "an unrecorded commit" for e in entries})
+    seconds = [e.get("seconds") for e in entries]
+    return {"commits": commits, "seconds": None if None in seconds else round(sum(seconds), 1)}
+
+
+def write_results(settings, done, path, seconds):
+    """Writes the tables of the benchmarks run now into OUT/BENCH/results.json and the results
+    block of PATH from every benchmark's latest record, so that a run of one benchmark keeps the
+    others' tables (each says the commits that made it)."""
+    for bench in done:
+        lines, summaries = [], []
+        for task in (["cta", "cpa"] if bench == "t2d" else ["cta"]):
+            section, summary = benchmark_section(settings, bench, task, done[bench])
+            lines += section
+            summaries.append(summary)
+        record = {"seconds": seconds, "tiny": settings.tiny, "recipe_sets": settings.recipe_sets,
+                  "refit": settings.refit,
+                  "folds": [fold_record(done[bench][k], k) for k in sorted(done[bench])],
+                  "reader": reader_record(done[bench]), "lines": lines, "summaries": summaries}
+        (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
+    records = {}
+    for bench in ("wikitables", "gittables", "t2d"):
+        file = settings.out / bench / "results.json"
+        if file.exists():
+            records[bench] = json.loads(file.read_text())
+    summaries = [s for r in records.values() for s in r["summaries"]]
+    head = [BEGIN, "", "| benchmark | the recipe | best peer | recipe − best peer (95%) |",
+            "|---|---|---|---|", *map(head_row, summaries), "", made_by(records), ""]
+    block = "\n".join(head + [line for r in records.values() for line in r["lines"]] + [END])
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text + ("\n" if text else "") + block + "\n"
+    path.write_text(text)
+    json.dump(summaries, open(settings.out / "summary.json", "w"), indent=1)
+    return [s for bench in done for s in records[bench]["summaries"]]
