@@ -13,6 +13,7 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData};
+use colswarm_kernels::embedding_bag::bag_sum;
 use colswarm_rwkv::checkpoint::CheckpointFile;
 use colswarm_rwkv::init::ParamFactory;
 use serde::{Deserialize, Serialize};
@@ -86,15 +87,21 @@ impl NgramScorer {
     pub fn scores(&self, features: &[(u32, f32)]) -> Vec<f32> {
         let n = self.bias.len();
         let mut scores = self.bias.clone();
-        for &(bucket, x) in features {
-            if let Some(row) = self
-                .weights
-                .get(bucket as usize * n..(bucket as usize + 1) * n)
-            {
-                for (s, w) in scores.iter_mut().zip(row) {
-                    *s += x * w;
-                }
-            }
+        if n == 0 {
+            return scores;
+        }
+        let buckets = self.weights.len() / n;
+        let rows = &self.weights[..buckets * n];
+        // A bucket past the weights (a featurizer wider than them) reads nothing.
+        if features.iter().all(|&(b, _)| (b as usize) < buckets) {
+            bag_sum(&mut scores, rows, features);
+        } else {
+            let inside: Vec<(u32, f32)> = features
+                .iter()
+                .copied()
+                .filter(|&(b, _)| (b as usize) < buckets)
+                .collect();
+            bag_sum(&mut scores, rows, &inside);
         }
         scores
     }

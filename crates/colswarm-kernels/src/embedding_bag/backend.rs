@@ -6,6 +6,8 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, Shape, TensorData};
 
+use super::bag_sum;
+
 /// The weighted sum of embedding rows per bag as a backend operation (the extension behind
 /// [`embedding_bag`](super::embedding_bag)).
 ///
@@ -44,7 +46,7 @@ impl EmbeddingBagBackend for Flex {
             "the fused embedding bag needs an f32 weight"
         );
         let weight = weight.to_contiguous();
-        let &[buckets, d] = weight.shape().as_slice() else {
+        let &[_, d] = weight.shape().as_slice() else {
             panic!(
                 "embedding bag: the weight is {:?}, not a matrix",
                 weight.shape()
@@ -53,17 +55,8 @@ impl EmbeddingBagBackend for Flex {
         let rows = weight.as_slice::<f32>().expect("made contiguous f32 above");
         let mut out = vec![0.0f32; bags.len() * d];
         for (sum, bag) in out.chunks_exact_mut(d.max(1)).zip(bags) {
-            for &(bucket, value) in *bag {
-                let bucket = bucket as usize;
-                assert!(
-                    bucket < buckets,
-                    "embedding bag: bucket {bucket} past the weight's {buckets} rows"
-                );
-                let row = &rows[bucket * d..(bucket + 1) * d];
-                for (s, &w) in sum.iter_mut().zip(row) {
-                    *s += value * w;
-                }
-            }
+            // Checks the bag's buckets against the weight's rows before it reads one.
+            bag_sum(sum, rows, bag);
         }
         FlexTensor::from_data(TensorData::new(out, Shape::new([bags.len(), d])))
     }

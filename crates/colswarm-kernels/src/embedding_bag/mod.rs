@@ -12,10 +12,12 @@
 //! the reference: its backward is burn's.
 
 mod backend;
+mod cpu;
 #[cfg(test)]
 mod tests;
 
 pub use backend::EmbeddingBagBackend;
+pub use cpu::bag_sum;
 
 use burn::backend::Dispatch;
 use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData};
