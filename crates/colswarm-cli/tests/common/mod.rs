@@ -113,3 +113,34 @@ pub fn state_swarm(data: &Path, out: &Path) -> PathBuf {
     stdout(&colswarm(&args));
     out.join("best")
 }
+
+/// The model directory's `labels.json`.
+pub fn labels_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("labels.json")).unwrap()).unwrap()
+}
+
+/// `eval --json` of `model` on T2D data at `input`, with `extra` flags.
+pub fn eval_t2d(model: &Path, input: &str, extra: &[&str]) -> serde_json::Value {
+    let model = model.to_str().unwrap();
+    let mut args = vec![
+        "eval", "--model", model, "--format", "t2d", "--input", input,
+    ];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    serde_json::from_str(stdout(&colswarm(&args)).trim()).unwrap()
+}
+
+/// `calibrate ARGS` on the shipped model fails with `expected` in its error.
+pub fn refuses_calibrate(args: &[&str], expected: &str) {
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("x");
+    let mut all = vec!["calibrate", "--model", shipped.to_str().unwrap()];
+    all.extend(args);
+    all.extend(["--out", out.to_str().unwrap()]);
+    let result = colswarm(&all);
+    assert!(!result.status.success());
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(err.contains(expected), "{args:?}: {err}");
+    assert!(!out.exists());
+}
