@@ -10,13 +10,14 @@
 //! sigmoid and tanh against burn's own ops at the sizes of one annotation batch (16 tables of
 //! 128 tokens at d_model 64: 2,048 rows); the `embedding_bag` group the column n-gram
 //! embedding of such a batch with neighbour n-grams (80 bags of 2,000 n-grams over 16,384 × 64
-//! rows). Results: BENCHMARKS.md, "Kernels".
+//! rows), against the same sum as a plain loop, and the `bag_sum` group one n-gram reader's
+//! scores (300 n-grams over 1,024 × 273 weights). Results: BENCHMARKS.md, "Kernels".
 
 use std::time::Duration;
 
 use burn::tensor::{Device, Distribution, Tensor};
 use colswarm_kernels::activation::{sigmoid_with, tanh_with};
-use colswarm_kernels::embedding_bag::embedding_bag_with;
+use colswarm_kernels::embedding_bag::{bag_sum, embedding_bag_with};
 use colswarm_kernels::layer_norm::layer_norm_with;
 use colswarm_kernels::linear::linear_with;
 use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
@@ -314,7 +315,52 @@ fn embedding_bag(c: &mut Criterion) {
             bench.iter(|| embedding_bag_with(imp, weight.clone(), &refs).into_data())
         });
     }
+    let rows = weight.clone().into_data().try_to_vec::<f32>().unwrap();
+    group.bench_function("plain_loop", |bench| {
+        bench.iter(|| {
+            let mut out = vec![0.0f32; refs.len() * 64];
+            for (sum, bag) in out.chunks_exact_mut(64).zip(&refs) {
+                plain_bag_sum(sum, &rows, bag);
+            }
+            out
+        })
+    });
     group.finish();
+
+    // An n-gram reader's scores for one column: 300 n-grams over 1,024 buckets × 273 labels
+    // (T2D's types), the plain loop against the dispatched kernel.
+    const LABELS: usize = 273;
+    let rows: Vec<f32> = (0..1024 * LABELS)
+        .map(|i| ((i * 7919 % 1009) as f32 / 1009.0) - 0.5)
+        .collect();
+    let bag: Vec<(u32, f32)> = (0..300).map(|_| (next() % 1024, 0.05)).collect();
+    let mut group = c.benchmark_group("bag_sum_300_of_1024x273");
+    group.bench_function("plain_loop", |bench| {
+        bench.iter(|| {
+            let mut sum = vec![0.0f32; LABELS];
+            plain_bag_sum(&mut sum, &rows, &bag);
+            sum
+        })
+    });
+    group.bench_function("bag_sum", |bench| {
+        bench.iter(|| {
+            let mut sum = vec![0.0f32; LABELS];
+            bag_sum(&mut sum, &rows, &bag);
+            sum
+        })
+    });
+    group.finish();
+}
+
+/// The weighted row sum as a plain loop, as the workspace's baseline target compiles it.
+fn plain_bag_sum(sum: &mut [f32], rows: &[f32], bag: &[(u32, f32)]) {
+    let d = sum.len();
+    for &(bucket, value) in bag {
+        let row = &rows[bucket as usize * d..(bucket as usize + 1) * d];
+        for (s, &w) in sum.iter_mut().zip(row) {
+            *s += value * w;
+        }
+    }
 }
 
 #[cfg(not(feature = "wgpu"))]
