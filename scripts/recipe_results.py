@@ -168,12 +168,30 @@ def head_row(summary):
 
 
 def duration(seconds):
-    hours, rest = divmod(int(seconds), 3600)
-    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
+    hours, rest = divmod(int(round(seconds)), 3600)
+    if hours:
+        return f"{hours} h {rest // 60} min"
+    return f"{rest // 60} min {rest % 60} s" if rest >= 60 else f"{rest} s"
+
+
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 def fold_list(folds):
     return ("fold " if len(folds) == 1 else "folds ") + ", ".join(map(str, folds))
+
+
+def at_a_time(folds):
+    """How many folds ran at once: "one fold at a time", or per group of folds."""
+    by_jobs = defaultdict(list)
+    for f in folds:
+        by_jobs[f.get("jobs")].append(f["fold"])
+    if None in by_jobs:
+        return None
+    said = lambda jobs: "one fold" if jobs == 1 else f"{WORDS.get(jobs, jobs)} folds"
+    if len(by_jobs) == 1:
+        return f"{said(next(iter(by_jobs)))} at a time"
+    return ", ".join(f"{fold_list(ks)} {said(jobs)} at a time" for jobs, ks in by_jobs.items())
 
 
 def made_by_one(record):
@@ -186,13 +204,10 @@ def made_by_one(record):
     commits = " and ".join(f"{c}" + (f" ({fold_list(ks)})" if len(by_commit) > 1 else "")
                            for c, ks in by_commit.items()) or "unrecorded"
     works = [f.get("work_seconds") for f in folds]
-    jobs = sorted({f.get("jobs") for f in folds} - {None})
     if folds and None not in works:
-        at_once = ("one fold" if jobs == [1] else f"{jobs[0]} folds" if len(jobs) == 1
-                   else "folds " + ", ".join(str(f.get("jobs", "?")) for f in folds) + " at a time in turn")
+        at_once = at_a_time(folds)
         took = (f"{duration(sum(works))} of run time on one thread: its folds' training, choices,"
-                f" scores and peers added up" + (f", {at_once} at a time" if len(jobs) == 1 else
-                                                 f", {at_once}" if jobs else ""))
+                f" scores and peers added up" + (f"; {at_once}" if at_once else ""))
     else:
         took = (f"{duration(record['seconds'])} of run time: its work directory's when the record"
                 " was made, every run in it added up, of every benchmark")
