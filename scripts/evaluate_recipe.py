@@ -25,7 +25,8 @@ For each benchmark and each outer fold k:
 The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
 predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
 bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between its
-`evaluate-recipe` markers, with the command, the commit and the run time; the recipe's pooled
+`evaluate-recipe` markers (`recipe_results.py`), with the command and, per benchmark, the
+commits its folds and its reader step ran at and their run times; the recipe's pooled
 held-out predictions go into docs/results/ (gzipped, labels only), so that a peer added later
 is paired against them without training the folds again.
 
