@@ -1,6 +1,7 @@
 """The nested protocol's data: where each benchmark's files are, and each outer fold's parts
 (what its model and expert train on, the selection half, the held-out fold), as
-`scripts/evaluate_recipe.py` and the studies on its work directory build them."""
+`scripts/evaluate_recipe.py` and the studies on its work directory build them; the peers it
+trains beside the recipe, and how it runs `colswarm`."""
 
 import csv
 import gzip
@@ -162,18 +163,8 @@ PRIOR_PEERS = {
     "char-ngram-prior": ["--kind", "char-ngram"],
     "char-ngram-prior-stats": ["--kind", "char-ngram", "--value-stats"],
 }
-BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
 # The experts read every table (`add-specialist` without `--open-below`).
 ALWAYS = "always"
-
-
-def opening(open_below):
-    """An `open_below` choice as a number: "always" is below 1, every answer's ceiling."""
-    return 1.0 if open_below == ALWAYS else open_below
-
-
-def opening_text(value):
-    return "on every table" if value == 1.0 else f"below {value}"
 
 
 # What a record or work directory made before recipe changes were recorded was made with.

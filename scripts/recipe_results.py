@@ -8,9 +8,20 @@ import statistics
 from collections import defaultdict
 
 from mix_weights import routing_mix
-from recipe_folds import (BEGIN, END, NO_CHANGES, PEERS, PRIOR_PEERS, ROOT, SHIPPED, change_flags,
-                          opening, opening_text, run)
+from recipe_folds import ALWAYS, NO_CHANGES, PEERS, PRIOR_PEERS, ROOT, SHIPPED, change_flags, run
 from recipe_reader import has_reader, pooled_reader
+
+BEGIN, END = "<!-- evaluate-recipe: begin -->", "<!-- evaluate-recipe: end -->"
+
+
+def opening(open_below):
+    """An `open_below` choice as a number: "always" is below 1, every answer's ceiling."""
+    return 1.0 if open_below == ALWAYS else open_below
+
+
+def opening_text(value):
+    return "on every table" if value == 1.0 else f"below {value}"
+
 
 NAMES = {"t2d": "T2D", "gittables": "GitTables", "wikitables": "WikiTables"}
 TITLES = {
