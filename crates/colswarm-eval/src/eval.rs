@@ -198,6 +198,7 @@ impl Predictor<'_> {
                 table: read.table,
                 column,
                 subject,
+                features: None,
             }),
         };
         let probs = logits.map_or_else(Vec::new, |l| self.decoder.probs(l, target));

@@ -7,7 +7,7 @@ use colswarm_tables::Table;
 
 use crate::label_names::LabelNames;
 use crate::labels::{Activation, LabelSpace, Namespace, Task};
-use crate::reader::NgramReader;
+use crate::reader::{NgramReader, TableFeatures};
 
 /// The subject column: the table's own when it names one, else the first column whose
 /// non-empty cells are mostly text (not numbers), else column 0.
@@ -120,6 +120,9 @@ pub struct Place<'a> {
     pub column: usize,
     /// A relation's subject column.
     pub subject: Option<usize>,
+    /// The table's n-gram features shared by every reader that decodes it (`None`: the
+    /// reader featurizes the column itself).
+    pub features: Option<&'a TableFeatures<'a>>,
 }
 
 /// How one namespace's logits become a target's probabilities, with everything besides the
@@ -215,7 +218,10 @@ impl<'a> Decoder<'a> {
         let own = self.own_probs(logits, target);
         match (self.reader, target.place) {
             (Some(reader), Some(place)) if reader.share() > 0.0 => {
-                let read = reader.probs(place.table, place.column, place.subject);
+                let read = match place.features {
+                    Some(shared) => reader.probs_shared(shared, place.column, place.subject),
+                    None => reader.probs(place.table, place.column, place.subject),
+                };
                 reader.mix(&own, &read)
             }
             _ => own,
@@ -585,11 +591,22 @@ mod tests {
                 table: &table,
                 column: 0,
                 subject: None,
+                features: None,
             }),
             ..Target::default()
         };
         let read = reader.probs(&table, 0, None);
         let probs = decoder.probs(&logits, placed);
+        // Features shared with other readers give the same mixture, to the bit.
+        let shared = crate::reader::TableFeatures::new(&table);
+        let with_shared = Target {
+            place: Some(Place {
+                features: Some(&shared),
+                ..placed.place.unwrap()
+            }),
+            ..placed
+        };
+        assert_eq!(decoder.probs(&logits, with_shared), probs);
         for ((p, o), r) in probs.iter().zip(&own).zip(&read) {
             assert!((p - (0.7 * o + 0.3 * r)).abs() < 1e-6, "{probs:?}");
         }

@@ -78,5 +78,5 @@ pub use progress::{Progress, format_duration};
 pub use read::{
     ReadTableOptions, TABLE_EXTENSIONS, read_table, read_table_from, read_table_with, table_files,
 };
-pub use reader::{NgramReader, ReaderFeatures, ReaderFile};
+pub use reader::{NgramReader, ReaderFeatures, ReaderFile, TableFeatures};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};

@@ -15,12 +15,13 @@
 //! and stores it (`readers/TASK-NAME.safetensors`, half floats);
 //! [`crate::Namespace::reader`] names it with its checksum and share.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::Device;
 use colswarm_rwkv::checkpoint::{Precision, save_module_as};
-use colswarm_tables::{NgramConfig, Table};
+use colswarm_tables::{NgramConfig, SparseFeatures, Table, TableNgrams};
 use serde::{Deserialize, Serialize};
 
 use crate::added_head::{NgramScorer, NgramWeights};
@@ -179,6 +180,21 @@ impl NgramReader {
         activated(self.sigmoids, &self.scorer.scores(&features))
     }
 
+    /// [`NgramReader::probs`] with the features read from `shared`, which counts each
+    /// column's n-grams once for every reader of the same featurizer.
+    ///
+    /// # Shapes
+    /// - returns `[labels of the namespace]`
+    pub fn probs_shared(
+        &self,
+        shared: &TableFeatures<'_>,
+        column: usize,
+        subject: Option<usize>,
+    ) -> Vec<f32> {
+        let features = shared.column(&self.featurizer, column, subject);
+        activated(self.sigmoids, &self.scorer.scores(&features))
+    }
+
     /// `(1 − share)·own + share·reader`, label by label.
     ///
     /// # Shapes
@@ -189,6 +205,43 @@ impl NgramReader {
             .zip(reader)
             .map(|(&a, &b)| (1.0 - w) * a + w * b)
             .collect()
+    }
+}
+
+/// One table's n-gram featurizers, one per featurizer its readers use, kept while the table
+/// is decoded: the readers of a column's types and of its relation often read the same
+/// features, and each column's cells are then hashed and counted once.
+#[derive(Debug)]
+pub struct TableFeatures<'t> {
+    table: &'t Table,
+    featurizers: RefCell<Vec<TableNgrams<'t>>>,
+}
+
+impl<'t> TableFeatures<'t> {
+    /// No features yet: each featurizer is built when a reader first asks for it.
+    pub fn new(table: &'t Table) -> Self {
+        TableFeatures {
+            table,
+            featurizers: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The features `config` gives column `column` (and, for a relation, its `subject`).
+    fn column(
+        &self,
+        config: &NgramConfig,
+        column: usize,
+        subject: Option<usize>,
+    ) -> SparseFeatures {
+        let mut featurizers = self.featurizers.borrow_mut();
+        let at = match featurizers.iter().position(|f| f.config() == config) {
+            Some(at) => at,
+            None => {
+                featurizers.push(config.for_table(self.table));
+                featurizers.len() - 1
+            }
+        };
+        featurizers[at].column(column, subject)
     }
 }
 
@@ -229,6 +282,34 @@ mod tests {
         (0..n)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
             .collect()
+    }
+
+    #[test]
+    fn shared_features_give_every_reader_what_it_computes_alone() {
+        let t = table();
+        let other = ReaderFeatures {
+            buckets: 32,
+            position: false,
+            ..features()
+        };
+        let readers = [
+            NgramReader::new(features(), weights(64 * 3), vec![0.0; 3], 0.5, false),
+            NgramReader::new(features(), weights(64 * 2), vec![0.1; 2], 0.5, true),
+            NgramReader::new(other, weights(32 * 3), vec![0.2; 3], 0.5, false),
+        ];
+        let shared = TableFeatures::new(&t);
+        // Types, then a relation of the same column, in the order a table is decoded.
+        for (column, subject) in [(0, None), (1, None), (1, Some(0)), (0, None)] {
+            for reader in &readers {
+                assert_eq!(
+                    reader.probs_shared(&shared, column, subject),
+                    reader.probs(&t, column, subject),
+                    "column {column}, subject {subject:?}"
+                );
+            }
+        }
+        // One featurizer per distinct configuration.
+        assert_eq!(shared.featurizers.borrow().len(), 2);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::error::ModelError;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
 use crate::prediction::{Outputs, Wanted};
+use crate::reader::TableFeatures;
 
 impl Model {
     /// Annotates every column of every table.
@@ -135,6 +136,8 @@ impl Outputs {
     ) -> TableAnnotation {
         let k = options.top_k;
         let subject = subject_column(table);
+        // The readers of every namespace share the table's n-gram features.
+        let features = &TableFeatures::new(table);
         let columns = (0..table.n_columns())
             .map(|c| {
                 let logits = &self.cta[self.row_start[b] + c];
@@ -151,6 +154,7 @@ impl Outputs {
                                 table,
                                 column: c,
                                 subject: None,
+                                features: Some(features),
                             }),
                         };
                         let probs = decoder.probs(logits, target);
@@ -171,6 +175,7 @@ impl Outputs {
                                     table,
                                     column: c,
                                     subject: Some(subject),
+                                    features: Some(features),
                                 }),
                             };
                             let probs = decoder.probs(logits, target);

@@ -22,6 +22,9 @@
 //! assert!(features.iter().all(|&(bucket, _)| bucket < NgramConfig::default().buckets));
 //! ```
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use crate::fnv::{FNV_OFFSET, fnv1a_step};
 use crate::table::{Column, Table};
 use crate::value_stats::value_statistics;
@@ -129,24 +132,41 @@ impl NgramConfig {
         subject_header: Option<&str>,
     ) -> SparseFeatures {
         if let Some(column) = column {
-            let mut cells = Vec::new();
-            for cell in non_null(column).take(self.max_cells) {
-                self.push_ngrams(&mut cells, CELL_SALT, cell.text());
-            }
-            blocks.push((counts(cells), 1.0));
-            if let Some(header) = &column.header {
-                let mut grams = Vec::new();
-                self.push_ngrams(&mut grams, HEADER_SALT, header);
-                blocks.push((counts(grams), HEADER_WEIGHT));
-            }
-            if self.value_stats {
-                let tokens = value_statistics(column, self.max_cells);
-                blocks.push((
-                    self.token_counts(VALUE_STATS_SALT, &tokens),
-                    VALUE_STATS_WEIGHT,
-                ));
-            }
+            blocks.extend(self.own_blocks(column));
         }
+        self.finish(blocks, subject_header)
+    }
+
+    /// The weighted count blocks of a column's own text: its cells, its header and (with
+    /// [`NgramConfig::value_stats`]) its value statistics.
+    fn own_blocks(&self, column: &Column) -> Vec<(SparseFeatures, f32)> {
+        let mut blocks = Vec::with_capacity(3);
+        let mut cells = Vec::new();
+        for cell in non_null(column).take(self.max_cells) {
+            self.push_ngrams(&mut cells, CELL_SALT, cell.text());
+        }
+        blocks.push((counts(cells), 1.0));
+        if let Some(header) = &column.header {
+            let mut grams = Vec::new();
+            self.push_ngrams(&mut grams, HEADER_SALT, header);
+            blocks.push((counts(grams), HEADER_WEIGHT));
+        }
+        if self.value_stats {
+            let tokens = value_statistics(column, self.max_cells);
+            blocks.push((
+                self.token_counts(VALUE_STATS_SALT, &tokens),
+                VALUE_STATS_WEIGHT,
+            ));
+        }
+        blocks
+    }
+
+    /// The blocks with the subject-header block after them, summed and L2-normalised.
+    fn finish(
+        &self,
+        mut blocks: Vec<(SparseFeatures, f32)>,
+        subject_header: Option<&str>,
+    ) -> SparseFeatures {
         if let Some(header) = subject_header {
             let mut grams = Vec::new();
             self.push_ngrams(&mut grams, SUBJECT_HEADER_SALT, header);
@@ -171,7 +191,7 @@ impl NgramConfig {
 
     /// The featurizer of one table's columns: what they share (the n-gram counts of every
     /// header and first cells, for the neighbour blocks) is computed once.
-    pub fn for_table<'t>(&'t self, table: &'t Table) -> TableNgrams<'t> {
+    pub fn for_table<'t>(&self, table: &'t Table) -> TableNgrams<'t> {
         let (mut headers, mut cells) = (Vec::new(), Vec::new());
         if self.neighbours {
             for column in &table.columns {
@@ -196,12 +216,13 @@ impl NgramConfig {
             }
         };
         TableNgrams {
-            config: self,
+            config: *self,
             table,
             header_total: whole(&headers),
             cell_total: whole(&cells),
             headers,
             cells,
+            own: RefCell::new(HashMap::new()),
         }
     }
 
@@ -249,7 +270,7 @@ impl NgramConfig {
 /// The columns of one table, featurized by one configuration: [`NgramConfig::for_table`].
 #[derive(Debug)]
 pub struct TableNgrams<'t> {
-    config: &'t NgramConfig,
+    config: NgramConfig,
     table: &'t Table,
     /// Per column, the counts of its header's and its first cells' neighbour n-grams (empty
     /// without [`NgramConfig::neighbours`]), and their sums over the table (empty when the
@@ -258,6 +279,9 @@ pub struct TableNgrams<'t> {
     cells: Vec<SparseFeatures>,
     header_total: SparseFeatures,
     cell_total: SparseFeatures,
+    /// Per column asked for, the blocks of its own text ([`NgramConfig::own_blocks`]), counted
+    /// once: a column's type and its relation read the same cells.
+    own: RefCell<HashMap<usize, Vec<(SparseFeatures, f32)>>>,
 }
 
 impl TableNgrams<'_> {
@@ -279,11 +303,22 @@ impl TableNgrams<'_> {
             blocks.push((self.position(column), POSITION_WEIGHT));
         }
         let table = self.table;
+        if let Some(own) = table.columns.get(column) {
+            let mut memo = self.own.borrow_mut();
+            let own = memo
+                .entry(column)
+                .or_insert_with(|| self.config.own_blocks(own));
+            blocks.extend(own.iter().cloned());
+        }
         let subject_header = subject
             .and_then(|s| table.columns.get(s))
             .and_then(|c| c.header.as_deref());
-        self.config
-            .weighted_features(blocks, table.columns.get(column), subject_header)
+        self.config.finish(blocks, subject_header)
+    }
+
+    /// The featurizer these features come from.
+    pub fn config(&self) -> &NgramConfig {
+        &self.config
     }
 
     /// The position block of column `column`: its index from either end and the table's
@@ -634,6 +669,33 @@ mod tests {
             featurizer.column(n + 2, None),
             config.table_column_features(&last, MAX_NEIGHBOURS + 2)
         );
+    }
+
+    #[test]
+    fn a_columns_own_blocks_are_counted_once_and_give_what_a_fresh_featurizer_gives() {
+        let config = NgramConfig {
+            value_stats: true,
+            position: true,
+            ..NgramConfig::default()
+        };
+        let table = Table::new(
+            "t",
+            vec![
+                column(Some("city"), &["Paris", "Lyon"]),
+                column(Some("population"), &["2100000", "520000"]),
+            ],
+        );
+        let shared = config.for_table(&table);
+        for (c, subject) in [(1, None), (1, Some(0)), (0, None), (1, None), (5, Some(0))] {
+            assert_eq!(
+                shared.column(c, subject),
+                config.for_table(&table).column(c, subject),
+                "column {c}, subject {subject:?}"
+            );
+        }
+        // Column 5 is past the table's end: it has no text of its own to keep.
+        assert_eq!(shared.own.borrow().len(), 2);
+        assert_ne!(shared.column(1, None), shared.column(1, Some(0)));
     }
 
     #[test]
