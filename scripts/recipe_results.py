@@ -209,11 +209,14 @@ def made_by_one(record):
     """How one benchmark's tables were made: the commit of each fold's models, choices, scores
     and peers, its run time, and the reader stage's commit and run time."""
     folds = record.get("folds") or []
+    # A fold run before the protocol recorded commits, or a record older than per-fold ones
+    # (whose own commit was the one that wrote it), has none to name.
     by_commit = defaultdict(list)
     for f in folds:
-        by_commit[f.get("commit") or "unrecorded"].append(f["fold"])
-    commits = " and ".join(f"{c}" + (f" ({fold_list(ks)})" if len(by_commit) > 1 else "")
-                           for c, ks in by_commit.items()) or "unrecorded"
+        by_commit[f.get("commit") or "an unrecorded commit"].append(f["fold"])
+    named = [("commit " if c != "an unrecorded commit" else "") + c
+             + (f" ({fold_list(ks)})" if len(by_commit) > 1 else "") for c, ks in by_commit.items()]
+    commits = " and ".join(named) or "an unrecorded commit"
     works = [f.get("work_seconds") for f in folds]
     if folds and None not in works:
         at_once = at_a_time(folds)
@@ -222,7 +225,7 @@ def made_by_one(record):
     else:
         took = (f"{duration(record['seconds'])} of run time: its work directory's when the record"
                 " was made, every run in it added up, of every benchmark")
-    text = (f"models, choices, scores and peers at commit{'s' if len(by_commit) > 1 else ''} {commits}"
+    text = (f"models, choices, scores and peers at {commits}"
             + (" (tiny mode: a test of the protocol, not a result)" if record["tiny"] else "")
             + "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
             + ("" if record["refit"] else " with `--no-refit`: each fold's model and expert trained"
