@@ -7,7 +7,7 @@
 //! minutes per iteration (burn's O(T²) backward of per-step slices) and only runs with
 //! `COLSWARM_BENCH_SLOW=1`. With `--features wgpu`, a `cube` group times the CubeCL kernels
 //! on wgpu's default adapter. The `rwkv_block_ops` group times the fused linear map, layer norm,
-//! sigmoid and tanh against burn's own ops at the sizes of one annotation batch (16 tables of
+//! sigmoid, tanh and a time mix's six token-shift mixes against burn's own ops at the sizes of one annotation batch (16 tables of
 //! 128 tokens at d_model 64: 2,048 rows); the `embedding_bag` group the column n-gram
 //! embedding of such a batch with neighbour n-grams (80 bags of 2,000 n-grams over 16,384 × 64
 //! rows), against the same sum as a plain loop, and the `bag_sum` group one n-gram reader's
@@ -20,6 +20,7 @@ use colswarm_kernels::activation::{sigmoid_with, tanh_with};
 use colswarm_kernels::embedding_bag::{bag_sum, embedding_bag_with};
 use colswarm_kernels::layer_norm::layer_norm_with;
 use colswarm_kernels::linear::linear_with;
+use colswarm_kernels::token_shift_mix::token_shift_mix_with;
 use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -112,7 +113,10 @@ fn rwkv_block_ops(c: &mut Criterion) {
     let device = Device::flex();
     let random =
         |shape: [usize; 2]| Tensor::<2>::random(shape, Distribution::Normal(0.0, 1.0), &device);
-    let (x, hidden) = (random([ROWS, 64]), random([ROWS, 256]));
+    let (x, x_prev, hidden) = (random([ROWS, 64]), random([ROWS, 64]), random([ROWS, 256]));
+    let mus: Vec<Tensor<1>> = (0..6)
+        .map(|_| Tensor::random([64], Distribution::Uniform(0.0, 1.0), &device))
+        .collect();
     let weights = [random([64, 64]), random([64, 256]), random([256, 64])];
     let (gamma, beta) = (
         Tensor::<1>::ones([64], &device),
@@ -140,6 +144,15 @@ fn rwkv_block_ops(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("tanh_64", name(imp)), |bench| {
             bench.iter(|| tanh_with(imp, x.clone()).into_data())
         });
+        // A time mix's six token-shift mixes (eager on Flex: computed by the call).
+        group.bench_function(
+            BenchmarkId::new("token_shift_mix_6x64", name(imp)),
+            |bench| {
+                bench.iter(|| {
+                    std::hint::black_box(token_shift_mix_with(imp, x.clone(), x_prev.clone(), &mus))
+                })
+            },
+        );
     }
     group.finish();
 }

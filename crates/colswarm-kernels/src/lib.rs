@@ -1,6 +1,7 @@
 //! Kernels for colswarm: the WKV-7 recurrence of RWKV-7 and the state-fusion op, and the
 //! CPU kernels of an RWKV-7 block's other hot ops ([`linear()`], and for inference
-//! [`layer_norm()`], [`sigmoid()`], [`tanh()`]; Flex only, burn's own ops elsewhere).
+//! [`layer_norm()`], [`sigmoid()`], [`tanh()`], [`token_shift_mix()`]; Flex only, burn's own
+//! ops elsewhere).
 //!
 //! Every op has a *reference* implementation composed of burn tensor ops (the ground truth for
 //! tests, and the fallback on every backend) and a *fused* CPU implementation for burn's Flex
@@ -37,6 +38,7 @@ pub mod linear;
 mod simd;
 #[cfg(test)]
 mod testing;
+pub mod token_shift_mix;
 pub mod wkv7;
 
 pub use activation::{ActivationBackend, sigmoid, tanh};
@@ -45,4 +47,5 @@ pub use fuse_states::{FuseStatesBackend, fuse_states, fuse_states_reference, fus
 pub use implementation::KernelImpl;
 pub use layer_norm::{LayerNormBackend, layer_norm};
 pub use linear::{LinearBackend, linear};
+pub use token_shift_mix::{TokenShiftMixBackend, token_shift_mix};
 pub use wkv7::{Wkv7Backend, Wkv7TrainBackend, wkv7, wkv7_reference, wkv7_with};

@@ -4,6 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
+use colswarm_kernels::token_shift_mix;
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -49,7 +50,9 @@ impl ChannelMix {
     ///
     /// - `x`, `x_prev`: `[m, d]` → `[m, d]`
     pub fn mix(&self, x: Tensor<2>, x_prev: Tensor<2>) -> Tensor<2> {
-        let xk = x.clone() + (x_prev - x) * self.x_k.val().unsqueeze();
+        let [xk]: [Tensor<2>; 1] = token_shift_mix(x, x_prev, &[self.x_k.val()])
+            .try_into()
+            .expect("one mix for one mixing vector");
         project(&self.value, relu(project(&self.key, xk)).powf_scalar(2.0))
     }
 

@@ -3,7 +3,7 @@
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
-use colswarm_kernels::{linear, sigmoid, tanh};
+use colswarm_kernels::{linear, sigmoid, tanh, token_shift_mix};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -228,20 +228,21 @@ impl TimeMix {
         v_first: Option<Tensor<2>>,
     ) -> Projected {
         let [m, d] = x.dims();
-        let delta = x_prev - x.clone();
-        let shift = |mu: &Param<Tensor<1>>| x.clone() + delta.clone() * mu.val().unsqueeze();
+        let mus = [
+            &self.x_r, &self.x_w, &self.x_k, &self.x_v, &self.x_a, &self.x_g,
+        ]
+        .map(Param::val);
+        let [x_r, x_w, x_k, x_v, x_a, x_g]: [Tensor<2>; 6] = token_shift_mix(x, x_prev, &mus)
+            .try_into()
+            .expect("one mix per mixing vector");
 
-        let r = project(&self.receptance, shift(&self.x_r));
-        let z = lora_tanh(shift(&self.x_w), &self.w1, &self.w2) + self.w0.val().unsqueeze();
+        let r = project(&self.receptance, x_r);
+        let z = lora_tanh(x_w, &self.w1, &self.w2) + self.w0.val().unsqueeze();
         let log_w = sigmoid(z) * (-DECAY_SCALE);
-        let k = project(&self.key, shift(&self.x_k));
-        let x_v = shift(&self.x_v);
+        let k = project(&self.key, x_k);
         let mut v = project(&self.value, x_v.clone());
-        let a = sigmoid(lora(shift(&self.x_a), &self.a1, &self.a2) + self.a0.val().unsqueeze());
-        let g = linear(
-            sigmoid(linear(shift(&self.x_g), self.g1.val())),
-            self.g2.val(),
-        );
+        let a = sigmoid(lora(x_a, &self.a1, &self.a2) + self.a0.val().unsqueeze());
+        let g = linear(sigmoid(linear(x_g, self.g1.val())), self.g2.val());
 
         let v_first = match (v_first, &self.v0, &self.v1, &self.v2) {
             (Some(v_first), Some(v0), Some(v1), Some(v2)) => {

@@ -36,7 +36,13 @@ fn f32_contiguous(x: FlexTensor) -> FlexTensor {
         DType::F32,
         "the fused linear map needs f32 tensors"
     );
-    x.to_contiguous()
+    // A contiguous view into a larger buffer (one of `token_shift_mix`'s mixes) is read in
+    // place: `as_slice` resolves its offset, where `to_contiguous` would copy it.
+    if x.is_contiguous() {
+        x
+    } else {
+        x.to_contiguous()
+    }
 }
 
 impl LinearBackend for Flex {
