@@ -62,3 +62,5 @@ COLSWARM_FEATURES=wgpu scripts/python-test.sh
 # the knowledge venv and clones of the source repositories).
 python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'
 python3 -m unittest discover -s scripts/corpora -p 'test_*.py'
+# The protocol studies' own helpers (the studies read a protocol's work directory).
+python3 -m unittest discover -s scripts -p 'test_cpa_by_header.py'
