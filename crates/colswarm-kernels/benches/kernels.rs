@@ -113,7 +113,9 @@ fn rwkv_block_ops(c: &mut Criterion) {
     let device = Device::flex();
     let random =
         |shape: [usize; 2]| Tensor::<2>::random(shape, Distribution::Normal(0.0, 1.0), &device);
-    let (x, x_prev, hidden) = (random([ROWS, 64]), random([ROWS, 64]), random([ROWS, 256]));
+    let (x, hidden) = (random([ROWS, 64]), random([ROWS, 256]));
+    // The same rows as 16 sequences of 128 tokens, and the tokens before them.
+    let (sequences, shift) = (x.clone().reshape([16, ROWS / 16, 64]), random([16, 64]));
     let mus: Vec<Tensor<1>> = (0..6)
         .map(|_| Tensor::random([64], Distribution::Uniform(0.0, 1.0), &device))
         .collect();
@@ -149,7 +151,12 @@ fn rwkv_block_ops(c: &mut Criterion) {
             BenchmarkId::new("token_shift_mix_6x64", name(imp)),
             |bench| {
                 bench.iter(|| {
-                    std::hint::black_box(token_shift_mix_with(imp, x.clone(), x_prev.clone(), &mus))
+                    std::hint::black_box(token_shift_mix_with(
+                        imp,
+                        sequences.clone(),
+                        shift.clone(),
+                        &mus,
+                    ))
                 })
             },
         );

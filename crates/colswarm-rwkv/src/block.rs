@@ -151,7 +151,10 @@ impl Block {
         );
         let x = x + att;
         let x_ffn = normalise(&self.ln2, x.clone());
-        let ffn = self.ffn.mix(x_ffn.clone(), state.ffn_shift);
+        let [batch, d] = x_ffn.dims();
+        let ffn = self
+            .ffn
+            .mix(x_ffn.clone().reshape([batch, 1, d]), state.ffn_shift);
         let state = LayerState {
             wkv,
             att_shift,

@@ -9,7 +9,7 @@ use colswarm_kernels::token_shift_mix;
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
 use crate::padding::Padding;
-use crate::time_mix::{last_token, project, token_shift};
+use crate::time_mix::{last_token, project};
 
 /// RWKV-7 channel mixing (docs/RWKV7.md §6): `out = relu(x_k · W_k)² · W_v` with
 /// `x_k = x + (x_prev − x) ⊙ μ_k`.
@@ -44,13 +44,14 @@ impl ChannelMix {
         }
     }
 
-    /// Mixes tokens whose previous-token inputs are already known.
+    /// The squared-ReLU MLP of each token mixed with its predecessor (`shift` before the
+    /// first).
     ///
     /// # Shapes
     ///
-    /// - `x`, `x_prev`: `[m, d]` → `[m, d]`
-    pub fn mix(&self, x: Tensor<2>, x_prev: Tensor<2>) -> Tensor<2> {
-        let [xk]: [Tensor<2>; 1] = token_shift_mix(x, x_prev, &[self.x_k.val()])
+    /// - `x`: `[batch, time, d]`; `shift`: `[batch, d]` → `[batch·time, d]`
+    pub fn mix(&self, x: Tensor<3>, shift: Tensor<2>) -> Tensor<2> {
+        let [xk]: [Tensor<2>; 1] = token_shift_mix(x, shift, &[self.x_k.val()])
             .try_into()
             .expect("one mix for one mixing vector");
         project(&self.value, relu(project(&self.key, xk)).powf_scalar(2.0))
@@ -69,12 +70,8 @@ impl ChannelMix {
         padding: Option<&Padding>,
     ) -> (Tensor<3>, Tensor<2>) {
         let [batch, time, d] = x.dims();
-        let x_prev = token_shift(x.clone(), shift.clone());
-        let new_shift = last_token(x.clone(), shift, padding);
-        let out = self.mix(
-            x.reshape([batch * time, d]),
-            x_prev.reshape([batch * time, d]),
-        );
+        let new_shift = last_token(x.clone(), shift.clone(), padding);
+        let out = self.mix(x, shift);
         (out.reshape([batch, time, d]), new_shift)
     }
 }

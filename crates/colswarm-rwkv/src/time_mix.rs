@@ -216,23 +216,27 @@ impl TimeMix {
         }
     }
 
-    /// Computes every per-token quantity from the (normed) input and the previous token's input.
+    /// Computes every per-token quantity from the (normed) input, each token's predecessor
+    /// being the token before it (`shift` before the first).
     ///
     /// # Shapes
     ///
-    /// - `x`, `x_prev`: `[m, d]`; `v_first`: `[m, d]` (absent in the first block)
+    /// - `x`: `[batch, time, d]`; `shift`: `[batch, d]`; `v_first`: `[batch·time, d]` (absent
+    ///   in the first block)
+    /// - the projected quantities are `[batch·time, d]`
     pub(crate) fn project(
         &self,
-        x: Tensor<2>,
-        x_prev: Tensor<2>,
+        x: Tensor<3>,
+        shift: Tensor<2>,
         v_first: Option<Tensor<2>>,
     ) -> Projected {
-        let [m, d] = x.dims();
+        let [batch, time, d] = x.dims();
+        let m = batch * time;
         let mus = [
             &self.x_r, &self.x_w, &self.x_k, &self.x_v, &self.x_a, &self.x_g,
         ]
         .map(Param::val);
-        let [x_r, x_w, x_k, x_v, x_a, x_g]: [Tensor<2>; 6] = token_shift_mix(x, x_prev, &mus)
+        let [x_r, x_w, x_k, x_v, x_a, x_g]: [Tensor<2>; 6] = token_shift_mix(x, shift, &mus)
             .try_into()
             .expect("one mix per mixing vector");
 
@@ -345,11 +349,9 @@ impl TimeMix {
         v_first: Option<Tensor<2>>,
         padding: Option<&Padding>,
     ) -> (Projected, Tensor<4>, Tensor<4>) {
-        let [batch, time, d] = x.dims();
+        let [batch, time, _] = x.dims();
         let (h, n) = (self.heads, self.head_size);
-        let x_prev = token_shift(x.clone(), shift);
-        let flat = |t: Tensor<3>| t.reshape([batch * time, d]);
-        let p = self.project(flat(x), flat(x_prev), v_first);
+        let p = self.project(x, shift, v_first);
         let seq = |t: Tensor<2>| t.reshape([batch, time, h, n]);
         // At padding: w = 1 and no write, so the state passes through unchanged.
         let keep = |t: Tensor<2>| match padding {
@@ -382,9 +384,9 @@ impl TimeMix {
         wkv: Tensor<4>,
         v_first: Option<Tensor<2>>,
     ) -> (Tensor<2>, Tensor<2>, Tensor<4>, Tensor<2>) {
-        let [batch, _] = x.dims();
+        let [batch, d] = x.dims();
         let (h, n) = (self.heads, self.head_size);
-        let p = self.project(x.clone(), shift, v_first);
+        let p = self.project(x.clone().reshape([batch, 1, d]), shift, v_first);
         let column = |t: &Tensor<2>| t.clone().reshape([batch, h, n, 1]);
         let row = |t: &Tensor<2>| t.clone().reshape([batch, h, 1, n]);
         // S ← S·diag(w) + (S·a)·bᵀ + v·kᵀ ;  y = S·r
@@ -410,20 +412,6 @@ pub(crate) fn project(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
 /// `tanh(x · A) · B`.
 fn lora_tanh(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
     linear(tanh(linear(x, a.val())), b.val())
-}
-
-/// The previous token's input at every position: `shift` at position 0.
-///
-/// # Shapes
-///
-/// - `x`: `[batch, time, d]`; `shift`: `[batch, d]` → `[batch, time, d]`
-pub(crate) fn token_shift(x: Tensor<3>, shift: Tensor<2>) -> Tensor<3> {
-    let [batch, time, d] = x.dims();
-    let first = shift.reshape([batch, 1, d]);
-    if time <= 1 {
-        return first;
-    }
-    Tensor::cat(vec![first, x.narrow(1, 0, time - 1)], 1)
 }
 
 /// The input at each sequence's last real token (the next token-shift memory).
