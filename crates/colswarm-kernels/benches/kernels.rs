@@ -335,6 +335,11 @@ fn embedding_bag(c: &mut Criterion) {
             bench.iter(|| embedding_bag_with(imp, weight.clone(), &refs).into_data())
         });
     }
+    // The same weight held in half floats (as shipped models store their n-gram tables).
+    let half = weight.clone().cast(burn::tensor::DType::F16);
+    group.bench_function("fused_1thread_f16_weight", |bench| {
+        bench.iter(|| embedding_bag_with(KernelImpl::FusedSerial, half.clone(), &refs).into_data())
+    });
     let rows = weight.clone().into_data().try_to_vec::<f32>().unwrap();
     group.bench_function("plain_loop", |bench| {
         bench.iter(|| {

@@ -20,7 +20,7 @@ pub(crate) enum Isa {
     /// x86-64 with AVX-512F and FMA: 16 `f32` lanes.
     #[cfg(target_arch = "x86_64")]
     Avx512(Avx512),
-    /// x86-64 with AVX2 and FMA: 8 `f32` lanes.
+    /// x86-64 with AVX2, FMA and F16C: 8 `f32` lanes.
     #[cfg(target_arch = "x86_64")]
     Avx2(Avx2),
     /// Anything else: one scalar lane.
@@ -66,11 +66,12 @@ macro_rules! isa_dispatch {
                 }
                 #[cfg(target_arch = "x86_64")]
                 $crate::cpu::Isa::Avx2(simd) => {
-                    #[target_feature(enable = "avx2,fma")]
+                    #[target_feature(enable = "avx2,fma,f16c")]
                     fn run(simd: $crate::simd::Avx2, $($arg: $ty),*) -> $ret {
                         $generic(simd, $($arg),*)
                     }
-                    // SAFETY: the `Avx2` token exists only after a run-time check for AVX2 and FMA.
+                    // SAFETY: the `Avx2` token exists only after a run-time check for AVX2, FMA and
+                    // F16C.
                     unsafe { run(simd, $($arg),*) }
                 }
                 $crate::cpu::Isa::Portable => $generic($crate::simd::Scalar, $($arg),*),

@@ -18,6 +18,8 @@
 
 use std::mem::MaybeUninit;
 
+pub(crate) use burn::tensor::f16;
+
 /// Lane-parallel `f32` arithmetic; every method takes the token `self`.
 pub(crate) trait Simd: Copy {
     /// `f32` lanes per vector.
@@ -40,6 +42,8 @@ pub(crate) trait Simd: Copy {
     fn fmadd(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// Sum of the lanes.
     fn hsum(self, v: Self::V) -> f32;
+    /// The first `LANES` half floats of `x`, widened to `f32` (exactly: every half is an `f32`).
+    fn load_half(self, x: &[f16]) -> Self::V;
 
     /// All lanes zero.
     #[inline(always)]
@@ -85,6 +89,10 @@ impl Simd for Scalar {
     fn hsum(self, v: f32) -> f32 {
         v
     }
+    #[inline(always)]
+    fn load_half(self, x: &[f16]) -> f32 {
+        x[0].to_f32()
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -96,7 +104,7 @@ mod x86 {
 
     use std::mem::MaybeUninit;
 
-    use super::Simd;
+    use super::{Simd, f16};
 
     /// Token for AVX-512F (16 lanes); see the module docs for why it makes the intrinsics sound.
     #[derive(Clone, Copy, Debug)]
@@ -153,6 +161,13 @@ mod x86 {
             // SAFETY: the token proves AVX-512F.
             unsafe { _mm512_reduce_add_ps(v) }
         }
+        #[inline(always)]
+        fn load_half(self, x: &[f16]) -> __m512 {
+            let x = &x[..16];
+            // SAFETY: `x` holds 16 readable halves, 32 bytes (bounds-checked above; `f16` is
+            // a `u16`'s bits); the token proves AVX-512F, which has the conversion.
+            unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(x.as_ptr().cast::<__m256i>())) }
+        }
     }
 
     /// Token for AVX2 + FMA (8 lanes); see the module docs for why it makes the intrinsics sound.
@@ -160,10 +175,12 @@ mod x86 {
     pub(crate) struct Avx2(());
 
     impl Avx2 {
-        /// The token, if this CPU has AVX2 and FMA.
+        /// The token, if this CPU has AVX2, FMA and F16C (every CPU with AVX2 has F16C).
         pub(crate) fn new() -> Option<Self> {
-            (std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"))
-                .then_some(Self(()))
+            (std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("fma")
+                && std::is_x86_feature_detected!("f16c"))
+            .then_some(Self(()))
         }
     }
 
@@ -215,6 +232,13 @@ mod x86 {
                 _mm_cvtss_f32(one)
             }
         }
+        #[inline(always)]
+        fn load_half(self, x: &[f16]) -> __m256 {
+            let x = &x[..8];
+            // SAFETY: `x` holds 8 readable halves, 16 bytes (bounds-checked above; `f16` is a
+            // `u16`'s bits); the token proves F16C, which has the conversion.
+            unsafe { _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().cast::<__m128i>())) }
+        }
     }
 }
 
@@ -240,6 +264,14 @@ mod tests {
         let n = S::LANES as f32;
         assert_eq!(s.hsum(s.load(&x)), n * (n - 1.0) / 2.0);
         assert_eq!(s.hsum(s.zero()), 0.0);
+        // Halves widen exactly: signs, the largest half, a subnormal, fractions.
+        let special = [0.0, -1.5, 65504.0, 2f32.powi(-24), 0.333, -7.25e-3, 1.0e4];
+        let halves: Vec<f16> = (0..S::LANES)
+            .map(|i| f16::from_f32(special[i % special.len()] * (1 + i / special.len()) as f32))
+            .collect();
+        s.store(&mut out, s.load_half(&halves));
+        let widened: Vec<f32> = halves.iter().map(|h| h.to_f32()).collect();
+        assert_eq!(out, widened);
     }
 
     #[test]

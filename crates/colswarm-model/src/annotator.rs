@@ -139,7 +139,9 @@ impl AnnotatorBuilder {
             AnnotatorDevice::Device(device) => device,
             AnnotatorDevice::Choice(choice) => choice.device()?,
         };
-        let model = Model::load(&self.model_dir, &device)?;
+        let mut model = Model::load(&self.model_dir, &device)?;
+        // An annotator never trains its model.
+        model.compact_for_inference();
         Ok(Annotator {
             model: Arc::new(model),
             options: self.options,
@@ -452,6 +454,49 @@ mod tests {
         for (a, b) in got.iter().zip(&expected) {
             assert_same_top_labels(a, b);
         }
+    }
+
+    /// The annotator holds the shipped n-gram tables in half floats (they are stored so), and
+    /// answers exactly as the model loaded as it is.
+    #[test]
+    fn half_float_ngram_tables_change_no_answer() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/colswarm-small");
+        let annotator = Annotator::builder(dir)
+            .specialists(SpecialistUse::All)
+            .build()
+            .unwrap();
+        let mut loaded = Model::load(Path::new(dir), &Device::flex()).unwrap();
+        let primary = |m: &Model| {
+            m.swarm
+                .orchestrator
+                .ngrams
+                .as_ref()
+                .unwrap()
+                .weight
+                .val()
+                .dtype()
+        };
+        assert_eq!(primary(annotator.model()), burn::tensor::DType::F16);
+        assert_eq!(primary(&loaded), burn::tensor::DType::F32);
+        let tables = [Table::from_rows(
+            "t",
+            Some(vec!["city".into(), "country".into(), "population".into()]),
+            vec![
+                vec!["Lyon".into(), "France".into(), "522228".into()],
+                vec!["Porto".into(), "Portugal".into(), "231800".into()],
+            ],
+        )];
+        let options = AnnotateOptions {
+            specialists: SpecialistUse::All,
+            ..AnnotateOptions::default()
+        };
+        let as_stored = loaded.annotate(&tables, &options).unwrap();
+        let held = annotator.annotate_all(&tables).unwrap();
+        let json = |a: &[TableAnnotation]| serde_json::to_string(a).unwrap();
+        assert_eq!(json(&held), json(&as_stored));
+        // Compacting again finds nothing left to hold.
+        assert!(loaded.compact_for_inference() > 1);
+        assert_eq!(loaded.compact_for_inference(), 0);
     }
 
     #[test]

@@ -199,6 +199,23 @@ impl Model {
         list.get(index).and_then(Option::as_ref)
     }
 
+    /// For annotation: holds the primary's and the experts' column n-gram tables in half
+    /// floats where that loses nothing (shipped models store them so; on a plain CPU device),
+    /// which halves the bytes each column's n-gram bag fetches and leaves every answer as it
+    /// was. A model that will train must not be compacted. Returns how many tables it holds in
+    /// half floats.
+    pub fn compact_for_inference(&mut self) -> usize {
+        let own = self.swarm.orchestrator.ngrams.iter_mut();
+        let experts = self
+            .experts
+            .iter_mut()
+            .flat_map(|e| e.model.swarm.orchestrator.ngrams.iter_mut());
+        own.chain(experts)
+            .map(|table| table.hold_in_half_if_exact())
+            .filter(|&held| held)
+            .count()
+    }
+
     /// Loads a model directory (checksums verified) onto `device`.
     pub fn load(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         Self::load_sharing(dir, device, None)

@@ -9,8 +9,9 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Tensor};
-use colswarm_kernels::embedding_bag;
+use burn::tensor::{DType, Device, Tensor, TensorCreationOptions, TensorData};
+use colswarm_kernels::{KernelImpl, embedding_bag};
+use half::f16;
 
 use crate::error::SwarmError;
 
@@ -62,6 +63,30 @@ impl NgramEmbedding {
         self.weight.dims()[0]
     }
 
+    /// Holds the table in half floats where that loses nothing, for inference: when every
+    /// value is a half float (models store their n-gram tables so) and the table lives on a
+    /// plain CPU device, whose fused embedding bag reads the halves as they are. Half the
+    /// memory, half the bytes a bag fetches, the same sums. Returns whether it did.
+    ///
+    /// Not for a model that will train: its table would then be a half-float parameter.
+    pub fn hold_in_half_if_exact(&mut self) -> bool {
+        let weight = self.weight.val();
+        let device = weight.device();
+        let on_cpu = KernelImpl::FusedSerial.is_available(&device, DType::F32);
+        if !on_cpu || device.is_autodiff() || weight.dtype() != DType::F32 {
+            return false;
+        }
+        let shape = weight.shape();
+        let data = weight.into_data();
+        let Some(halves) = data.as_slice::<f32>().ok().and_then(exact_halves) else {
+            return false;
+        };
+        let options = TensorCreationOptions::new(device).with_dtype(DType::F16);
+        let half = Tensor::from_data(TensorData::new(halves, shape), options);
+        self.weight = Param::from_tensor(half);
+        true
+    }
+
     /// The weighted sum of the rows of each bag's buckets (zeros for an empty bag). A bucket
     /// past the embedding is an error, not a panic: bags come from data.
     ///
@@ -81,10 +106,29 @@ impl NgramEmbedding {
     }
 }
 
+/// `values` as half floats, if every one is a half float (`None` at the first that is not).
+/// Most are normal halves, whose bits are moved directly; the rest go through `half`.
+fn exact_halves(values: &[f32]) -> Option<Vec<f16>> {
+    values
+        .iter()
+        .map(|&value| {
+            let bits = value.to_bits();
+            let (sign, exponent, mantissa) = (bits >> 31, (bits >> 23) & 0xff, bits & 0x7f_ffff);
+            // A normal half: exponent −14..=15 (biased 113..=142), the mantissa's low 13 bits 0.
+            if (113..=142).contains(&exponent) && mantissa & 0x1fff == 0 {
+                let half = (sign << 15) | ((exponent - 112) << 10) | (mantissa >> 13);
+                return Some(f16::from_bits(half as u16));
+            }
+            let half = f16::from_f32(value);
+            (half.to_f32().to_bits() == bits).then_some(half)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::tensor::{TensorData, Tolerance};
+    use burn::tensor::Tolerance;
 
     fn embedding(weights: Vec<f32>, buckets: usize, d: usize) -> NgramEmbedding {
         let device = Device::flex();
@@ -132,6 +176,57 @@ mod tests {
         let expected = TensorData::new(vec![0f32, 0.0, 3.0, 3.0, 0.0, 0.0, 0.5, 0.5], [4, 2]);
         grad.into_data()
             .assert_approx_eq::<f32>(&expected, Tolerance::default());
+    }
+
+    #[test]
+    fn a_table_of_half_floats_is_held_in_half_and_sums_the_same() {
+        // Halves (k / 8) and a value no half holds.
+        let halves: Vec<f32> = (0..12).map(|k| k as f32 / 8.0 - 0.5).collect();
+        let bags: [&[(u32, f32)]; 2] = [&[(1, 0.3), (5, -1.7)], &[(0, 2.0)]];
+        let mut e = embedding(halves, 6, 2);
+        let before = e.forward(&bags).unwrap().into_data();
+        assert!(e.hold_in_half_if_exact());
+        assert_eq!(e.weight.val().dtype(), DType::F16);
+        let after = e.forward(&bags).unwrap().into_data();
+        assert_eq!(
+            before.as_slice::<f32>().unwrap(),
+            after.as_slice::<f32>().unwrap()
+        );
+
+        let mut inexact = embedding(vec![0.1, 0.5, 0.25, 1.0], 2, 2);
+        assert!(!inexact.hold_in_half_if_exact());
+        assert_eq!(inexact.weight.val().dtype(), DType::F32);
+    }
+
+    #[test]
+    fn exact_halves_agree_with_half_and_refuse_what_is_not_one() {
+        let exact = [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            65504.0,
+            6.103_515_6e-5,  // the smallest normal half
+            5.960_464_5e-8,  // the smallest subnormal half
+            -3.051_757_8e-5, // a subnormal half
+            0.333_251_95,    // 0.333 rounded to a half
+        ];
+        let halves = exact_halves(&exact).expect("all are halves");
+        for (h, v) in halves.iter().zip(exact) {
+            assert_eq!(h.to_bits(), f16::from_f32(v).to_bits(), "{v}");
+        }
+        for inexact in [0.1f32, 65520.0, 1e-9, 1.0 + f32::EPSILON] {
+            assert!(exact_halves(&[1.0, inexact]).is_none(), "{inexact}");
+        }
+    }
+
+    #[test]
+    fn a_table_that_may_train_stays_in_f32() {
+        let mut e = NgramEmbedding {
+            weight: Param::from_tensor(Tensor::zeros([4, 2], &Device::flex().autodiff())),
+        };
+        assert!(!e.hold_in_half_if_exact());
+        assert_eq!(e.weight.val().dtype(), DType::F32);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Flex, TensorMetadata, backend_extension};
-use burn::tensor::{DType, Shape, TensorData};
+use burn::tensor::{DType, Shape, TensorData, f16};
 
-use super::bag_sum;
+use super::{bag_sum, bag_sum_half};
 
 /// The weighted sum of embedding rows per bag as a backend operation (the extension behind
 /// [`embedding_bag`](super::embedding_bag)).
@@ -40,11 +40,6 @@ pub trait EmbeddingBagBackend: Backend {
 
 impl EmbeddingBagBackend for Flex {
     fn fused_embedding_bag(weight: FlexTensor, bags: &[&[(u32, f32)]]) -> FlexTensor {
-        assert_eq!(
-            weight.dtype(),
-            DType::F32,
-            "the fused embedding bag needs an f32 weight"
-        );
         let weight = weight.to_contiguous();
         let &[_, d] = weight.shape().as_slice() else {
             panic!(
@@ -52,11 +47,19 @@ impl EmbeddingBagBackend for Flex {
                 weight.shape()
             );
         };
-        let rows = weight.as_slice::<f32>().expect("made contiguous f32 above");
         let mut out = vec![0.0f32; bags.len() * d];
-        for (sum, bag) in out.chunks_exact_mut(d.max(1)).zip(bags) {
-            // Checks the bag's buckets against the weight's rows before it reads one.
-            bag_sum(sum, rows, bag);
+        let sums = out.chunks_exact_mut(d.max(1)).zip(bags);
+        // Each bag's buckets are checked against the weight's rows before one is read.
+        match weight.dtype() {
+            DType::F32 => {
+                let rows = weight.as_slice::<f32>().expect("made contiguous f32 above");
+                sums.for_each(|(sum, bag)| bag_sum(sum, rows, bag));
+            }
+            DType::F16 => {
+                let rows = weight.as_slice::<f16>().expect("made contiguous f16 above");
+                sums.for_each(|(sum, bag)| bag_sum_half(sum, rows, bag));
+            }
+            other => panic!("the fused embedding bag needs an f32 or f16 weight, not {other:?}"),
         }
         FlexTensor::from_data(TensorData::new(out, Shape::new([bags.len(), d])))
     }

@@ -17,15 +17,15 @@ mod cpu;
 mod tests;
 
 pub use backend::EmbeddingBagBackend;
-pub use cpu::bag_sum;
+pub use cpu::{bag_sum, bag_sum_half};
 
 use burn::backend::Dispatch;
-use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{DType, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use crate::implementation::KernelImpl;
 
 /// Row `r` of the result: `Σ value · weight[bucket]` over the `(bucket, value)` pairs of
-/// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` on a plain Flex device, the
+/// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` or `f16` weights on a plain Flex device (the sums `f32`), the
 /// reference elsewhere (autodiff included, so it stays differentiable).
 ///
 /// # Shapes
@@ -38,8 +38,18 @@ use crate::implementation::KernelImpl;
 ///
 /// If a bucket is not below `buckets` (callers check bags that come from data).
 pub fn embedding_bag(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
-    let imp = KernelImpl::fastest_for_inference(&weight.device(), weight.dtype());
+    let imp = KernelImpl::fastest_for_inference(&weight.device(), kernel_dtype(weight.dtype()));
     embedding_bag_with(imp, weight, bags)
+}
+
+/// The dtype the fused kernel is chosen for: it reads half-float weights as they are, widening
+/// each row as it adds it, so an `f16` weight counts as `f32` (the sums are `f32`).
+fn kernel_dtype(dtype: DType) -> DType {
+    if dtype == DType::F16 {
+        DType::F32
+    } else {
+        dtype
+    }
 }
 
 /// [`embedding_bag`] with an explicit implementation.
@@ -50,13 +60,17 @@ pub fn embedding_bag(weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
 ///
 /// # Panics
 ///
-/// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32`
+/// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32` or `f16`
 /// tensor on a plain (not autodiff) Flex device.
 pub fn embedding_bag_with(imp: KernelImpl, weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
     if imp == KernelImpl::Reference {
         return reference(weight, bags);
     }
-    imp.check_for_inference("embedding_bag", &weight.device(), weight.dtype());
+    imp.check_for_inference(
+        "embedding_bag",
+        &weight.device(),
+        kernel_dtype(weight.dtype()),
+    );
     Tensor::from_dispatch(<Dispatch as EmbeddingBagBackend>::fused_embedding_bag(
         weight.into_dispatch(),
         bags,

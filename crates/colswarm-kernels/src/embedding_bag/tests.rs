@@ -1,6 +1,6 @@
 //! Parity of the fused embedding bag with burn's ops, and the reference under autodiff.
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 use rand::Rng;
 
 use super::embedding_bag_with;
@@ -113,4 +113,29 @@ fn on_wgpu_a_batch_of_wide_tables_matches_the_fused_kernel() {
         let err = rel_err(on_gpu, on_cpu);
         assert!(err < 1e-4, "{n} bags of {per_bag}: error {err}");
     }
+}
+
+/// A half-float weight takes the fused kernel too (on a plain Flex device), and gives the sums
+/// of its widened `f32` copy to the bit, as `f32`.
+#[test]
+fn a_half_weight_sums_as_its_widened_copy() {
+    let device = Device::flex();
+    let (buckets, d, n) = (300, 48, 9);
+    let weight: Tensor<2> = tensor(
+        uniform(&mut rng(4), buckets * d, -1.0, 1.0),
+        [buckets, d],
+        &device,
+    );
+    let half = weight.clone().cast(DType::F16);
+    let widened = half.clone().cast(DType::F32);
+    let bags = random_bags(4, n, buckets as u32);
+    let refs: Vec<&[(u32, f32)]> = bags.iter().map(Vec::as_slice).collect();
+    let from_half = super::embedding_bag(half, &refs);
+    assert_eq!(from_half.dtype(), DType::F32);
+    let from_widened = super::embedding_bag(widened, &refs);
+    let bits = |t: Tensor<2>| -> Vec<u32> {
+        let values = t.into_data().try_to_vec::<f32>().expect("f32 data");
+        values.iter().map(|x| x.to_bits()).collect()
+    };
+    assert_eq!(bits(from_half), bits(from_widened));
 }
