@@ -26,6 +26,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from recipe_reader import read
+
 PEERS = ["header-rule", "header-memory", "char-ngram-prior"]
 BUCKETS = [
     ("exact", "the header spells a relation's name (overlap 1)"),
@@ -87,11 +89,6 @@ def headers(tables_tar, wanted):
     return found
 
 
-def read(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f]
-
-
 def compare(bin_, a, b):
     result = subprocess.run(bin_ + ["compare", "--json", a, b], capture_output=True, text=True)
     if result.returncode != 0:
@@ -113,12 +110,12 @@ def main():
     for path in files.values():
         if not path.exists():
             sys.exit(f"{path}: missing; run scripts/evaluate-recipe.sh with --benchmarks t2d first")
-    rows = {system: read(path) for system, path in files.items()}
-    key = lambda row: (row["table"], row["subject"], row["column"])
-    order = [key(row) for row in rows["recipe"]]
-    for system, system_rows in rows.items():
-        if [key(row) for row in system_rows] != order:
-            sys.exit(f"{files[system]}: not the recipe's pairs in the recipe's order")
+    keyed = {system: read(path) for system, path in files.items()}
+    order = list(keyed["recipe"])
+    for system, system_rows in keyed.items():
+        if system_rows.keys() != keyed["recipe"].keys():
+            sys.exit(f"{files[system]}: not the recipe's pairs")
+    rows = {system: [system_rows[k] for k in order] for system, system_rows in keyed.items()}
 
     header_rows = headers(args.tables, {table for table, _, _ in order})
     buckets = []
