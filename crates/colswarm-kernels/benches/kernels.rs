@@ -7,10 +7,11 @@
 //! minutes per iteration (burn's O(T²) backward of per-step slices) and only runs with
 //! `COLSWARM_BENCH_SLOW=1`. With `--features wgpu`, a `cube` group times the CubeCL kernels
 //! on wgpu's default adapter. The `rwkv_block_ops` group times the fused linear map, layer norm,
-//! sigmoid, tanh and a time mix's six token-shift mixes against burn's own ops at the sizes of one annotation batch (16 tables of
-//! 128 tokens at d_model 64: 2,048 rows); the `embedding_bag` group the column n-gram
-//! embedding of such a batch with neighbour n-grams (80 bags of 2,000 n-grams over 16,384 × 64
-//! rows), against the same sum as a plain loop, and the `bag_sum` group one n-gram reader's
+//! sigmoid, tanh and a time mix's six token-shift mixes against burn's own ops at the sizes of
+//! one annotation batch (16 tables of 128 tokens at d_model 64: 2,048 rows); the
+//! `embedding_bag` group the column n-gram embedding of such a batch with neighbour n-grams (80
+//! bags of 2,000 n-grams over 16,384 × 64 rows, the table in `f32` and in half floats), against
+//! the same sum as a plain loop, and the `bag_sum` group one n-gram reader's
 //! scores (300 n-grams over 1,024 × 273 weights). Results: BENCHMARKS.md, "Kernels".
 
 use std::time::Duration;

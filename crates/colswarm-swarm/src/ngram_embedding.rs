@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn a_table_of_half_floats_is_held_in_half_and_sums_the_same() {
-        // Halves (k / 8) and a value no half holds.
+        // A table of halves (k / 8), then one holding 0.1, which no half holds.
         let halves: Vec<f32> = (0..12).map(|k| k as f32 / 8.0 - 0.5).collect();
         let bags: [&[(u32, f32)]; 2] = [&[(1, 0.3), (5, -1.7)], &[(0, 2.0)]];
         let mut e = embedding(halves, 6, 2);

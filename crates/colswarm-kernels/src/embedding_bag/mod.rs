@@ -25,8 +25,9 @@ use burn::tensor::{DType, IndexingUpdateOp, Int, Tensor, TensorData};
 use crate::implementation::KernelImpl;
 
 /// Row `r` of the result: `Σ value · weight[bucket]` over the `(bucket, value)` pairs of
-/// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` or `f16` weights on a plain Flex device (the sums `f32`), the
-/// reference elsewhere (autodiff included, so it stays differentiable).
+/// `bags[r]` (zeros for an empty bag): the fused kernel for `f32` or `f16` weights on a plain
+/// Flex device (the sums in `f32` either way), the reference elsewhere (autodiff included, so
+/// it stays differentiable).
 ///
 /// # Shapes
 ///
@@ -60,8 +61,8 @@ fn kernel_dtype(dtype: DType) -> DType {
 ///
 /// # Panics
 ///
-/// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32` or `f16`
-/// tensor on a plain (not autodiff) Flex device.
+/// If a bucket is not below `buckets`, or if `imp` is fused and `weight` is not an `f32` or
+/// `f16` tensor on a plain (not autodiff) Flex device.
 pub fn embedding_bag_with(imp: KernelImpl, weight: Tensor<2>, bags: &[&[(u32, f32)]]) -> Tensor<2> {
     if imp == KernelImpl::Reference {
         return reference(weight, bags);
