@@ -40,6 +40,9 @@ pub(crate) trait Simd: Copy {
     fn mul(self, a: Self::V, b: Self::V) -> Self::V;
     /// `a · b + c`, fused where the instruction set has FMA.
     fn fmadd(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `a > b ? a : b` per lane, as x86's `max` instructions: `b` when either is NaN, and when
+    /// both are zeros of either sign.
+    fn max(self, a: Self::V, b: Self::V) -> Self::V;
     /// Sum of the lanes.
     fn hsum(self, v: Self::V) -> f32;
     /// The first `LANES` half floats of `x`, widened to `f32` (exactly: every half is an `f32`).
@@ -84,6 +87,10 @@ impl Simd for Scalar {
     #[inline(always)]
     fn fmadd(self, a: f32, b: f32, c: f32) -> f32 {
         a * b + c
+    }
+    #[inline(always)]
+    fn max(self, a: f32, b: f32) -> f32 {
+        if a > b { a } else { b }
     }
     #[inline(always)]
     fn hsum(self, v: f32) -> f32 {
@@ -157,6 +164,11 @@ mod x86 {
             unsafe { _mm512_fmadd_ps(a, b, c) }
         }
         #[inline(always)]
+        fn max(self, a: __m512, b: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F.
+            unsafe { _mm512_max_ps(a, b) }
+        }
+        #[inline(always)]
         fn hsum(self, v: __m512) -> f32 {
             // SAFETY: the token proves AVX-512F.
             unsafe { _mm512_reduce_add_ps(v) }
@@ -223,6 +235,11 @@ mod x86 {
             unsafe { _mm256_fmadd_ps(a, b, c) }
         }
         #[inline(always)]
+        fn max(self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2.
+            unsafe { _mm256_max_ps(a, b) }
+        }
+        #[inline(always)]
         fn hsum(self, v: __m256) -> f32 {
             // SAFETY: the token proves AVX2.
             unsafe {
@@ -264,6 +281,21 @@ mod tests {
         let n = S::LANES as f32;
         assert_eq!(s.hsum(s.load(&x)), n * (n - 1.0) / 2.0);
         assert_eq!(s.hsum(s.zero()), 0.0);
+        // `max` as x86's: the second operand on NaN and on zeros of either sign.
+        let a: Vec<f32> = (0..S::LANES)
+            .map(|i| [1.0, -2.0, f32::NAN, 0.0][i % 4])
+            .collect();
+        let b: Vec<f32> = (0..S::LANES)
+            .map(|i| [0.5, 3.0, 7.0, -0.0][i % 4])
+            .collect();
+        s.store(&mut out, s.max(s.load(&a), s.load(&b)));
+        let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+        let want: Vec<u32> = (0..S::LANES)
+            .map(|i| [1.0f32, 3.0, 7.0, -0.0][i % 4].to_bits())
+            .collect();
+        assert_eq!(bits, want);
+        s.store(&mut out, s.max(s.zero(), s.splat(f32::NAN)));
+        assert!(out.iter().all(|x| x.is_nan()));
         // Halves widen exactly: signs, the largest half, a subnormal, fractions.
         let special = [0.0, -1.5, 65504.0, 2f32.powi(-24), 0.333, -7.25e-3, 1.0e4];
         let halves: Vec<f16> = (0..S::LANES)

@@ -85,12 +85,21 @@ impl Model {
     }
 }
 
+/// The `k` most probable labels, best first; equal probabilities in label order. Selects the
+/// `k` before sorting them: a namespace holds hundreds of labels and asks for a few.
 fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
     let mut order: Vec<usize> = (0..probs.len()).collect();
-    order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
+    // A total order (the index breaks ties), so the selection equals a stable sort's first k.
+    let better = |a: &usize, b: &usize| probs[*b].total_cmp(&probs[*a]).then(a.cmp(b));
+    if k < order.len() {
+        if k > 0 {
+            order.select_nth_unstable_by(k - 1, better);
+        }
+        order.truncate(k);
+    }
+    order.sort_unstable_by(better);
     order
         .into_iter()
-        .take(k)
         .map(|i| Scored {
             label: namespace.labels[i].clone(),
             confidence: probs[i],
@@ -236,6 +245,30 @@ mod tests {
         let top = top_k(&ns, &[0.2, 0.5, 0.3], 2);
         let labels: Vec<&str> = top.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["country", "river"]);
+    }
+
+    #[test]
+    fn top_k_selects_what_a_stable_sort_would_list_ties_and_all() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for n in [1usize, 2, 5, 40, 300] {
+            let labels: Vec<String> = (0..n).map(|i| format!("l{i}")).collect();
+            let ns = Namespace::new("t", DatasetFormat::T2d, LabelKind::SingleLabel, 0, labels);
+            // Few distinct values, so ties cross the k-th place.
+            let probs: Vec<f32> = (0..n).map(|_| (next() % 6) as f32 / 8.0).collect();
+            let mut stable: Vec<usize> = (0..n).collect();
+            stable.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]));
+            for k in [0, 1, 3, n.saturating_sub(1), n, n + 2] {
+                let got: Vec<String> = top_k(&ns, &probs, k).into_iter().map(|s| s.label).collect();
+                let want: Vec<String> = stable.iter().take(k).map(|&i| format!("l{i}")).collect();
+                assert_eq!(got, want, "n {n}, k {k}");
+            }
+        }
     }
 
     #[test]

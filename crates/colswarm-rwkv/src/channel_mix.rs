@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
-use colswarm_kernels::token_shift_mix;
+use colswarm_kernels::{linear_relu_squared, token_shift_mix};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -54,7 +54,7 @@ impl ChannelMix {
         let [xk]: [Tensor<2>; 1] = token_shift_mix(x, shift, &[self.x_k.val()])
             .try_into()
             .expect("one mix for one mixing vector");
-        project(&self.value, relu(project(&self.key, xk)).powf_scalar(2.0))
+        project(&self.value, project_relu_squared(&self.key, xk))
     }
 
     /// Sequence mode.
@@ -73,5 +73,13 @@ impl ChannelMix {
         let new_shift = last_token(x.clone(), shift.clone(), padding);
         let out = self.mix(x, shift);
         (out.reshape([batch, time, d]), new_shift)
+    }
+}
+/// `relu(layer(x))²`, in one pass of the kernel where the layer has no bias (RWKV-7's key
+/// has none).
+fn project_relu_squared(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
+    match &layer.bias {
+        None => linear_relu_squared(x, layer.weight.val()),
+        Some(_) => relu(project(layer, x)).powf_scalar(2.0),
     }
 }

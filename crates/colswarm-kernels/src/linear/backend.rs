@@ -9,6 +9,7 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, Shape, TensorData};
+use std::mem::MaybeUninit;
 
 use super::cpu::{self, Dims};
 use crate::cpu::{Isa, unfilled_buffer, written};
@@ -27,6 +28,20 @@ pub trait LinearBackend: Backend {
     /// `x`: `[rows, d_in]`; `weight`: `[d_in, d_out]`; returns `[rows, d_out]`.
     fn fused_linear(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
         Self::float_matmul(x, weight)
+    }
+
+    /// `relu(x · weight)²`, the channel mix's hidden layer (inference: the entry point runs
+    /// burn's ops under autodiff).
+    ///
+    /// # Shapes
+    ///
+    /// `x`: `[rows, d_in]`; `weight`: `[d_in, d_out]`; returns `[rows, d_out]`.
+    fn fused_linear_relu_squared(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let hidden = Self::relu(Self::float_matmul(x, weight));
+        Self::float_mul(hidden.clone(), hidden)
     }
 }
 
@@ -47,27 +62,39 @@ fn f32_contiguous(x: FlexTensor) -> FlexTensor {
 
 impl LinearBackend for Flex {
     fn fused_linear(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
-        let (x, weight) = (f32_contiguous(x), f32_contiguous(weight));
-        let (&[m, k], &[k_w, n]) = (x.shape().as_slice(), weight.shape().as_slice()) else {
-            panic!(
-                "linear: expected two matrices, got {:?} and {:?}",
-                x.shape(),
-                weight.shape()
-            );
-        };
-        assert_eq!(
-            k, k_w,
-            "linear: x is [{m}, {k}] but the weight is [{k_w}, {n}]"
-        );
-        let mut out = unfilled_buffer(m * n);
-        let (xs, ws) = (x.as_slice::<f32>(), weight.as_slice::<f32>());
-        let (xs, ws) = (xs.expect("contiguous f32"), ws.expect("contiguous f32"));
-        cpu::matmul(Isa::detect(), &mut out, xs, ws, Dims { m, k, n });
-        // SAFETY: the kernel writes every element of `c` (its tiles, row tails and column
-        // tails cover `[m, n]`; the parity tests check it on NaN-filled buffers).
-        let out = unsafe { written(out) };
-        FlexTensor::from_data(TensorData::new(out, Shape::new([m, n])))
+        flex_product(x, weight, cpu::matmul)
     }
+
+    fn fused_linear_relu_squared(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+        flex_product(x, weight, cpu::matmul_relu_squared)
+    }
+}
+
+/// A product kernel of `cpu.rs`: `c`, `a`, `b` and their sizes.
+type ProductKernel = fn(Isa, &mut [MaybeUninit<f32>], &[f32], &[f32], Dims);
+
+/// `x · weight` through `kernel` (the plain product, or one with an epilogue).
+fn flex_product(x: FlexTensor, weight: FlexTensor, kernel: ProductKernel) -> FlexTensor {
+    let (x, weight) = (f32_contiguous(x), f32_contiguous(weight));
+    let (&[m, k], &[k_w, n]) = (x.shape().as_slice(), weight.shape().as_slice()) else {
+        panic!(
+            "linear: expected two matrices, got {:?} and {:?}",
+            x.shape(),
+            weight.shape()
+        );
+    };
+    assert_eq!(
+        k, k_w,
+        "linear: x is [{m}, {k}] but the weight is [{k_w}, {n}]"
+    );
+    let mut out = unfilled_buffer(m * n);
+    let (xs, ws) = (x.as_slice::<f32>(), weight.as_slice::<f32>());
+    let (xs, ws) = (xs.expect("contiguous f32"), ws.expect("contiguous f32"));
+    kernel(Isa::detect(), &mut out, xs, ws, Dims { m, k, n });
+    // SAFETY: the kernel writes every element of `c` (its tiles, row tails and column
+    // tails cover `[m, n]`; the parity tests check it on NaN-filled buffers).
+    let out = unsafe { written(out) };
+    FlexTensor::from_data(TensorData::new(out, Shape::new([m, n])))
 }
 
 /// The autodiff node of one linear map.

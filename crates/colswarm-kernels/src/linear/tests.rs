@@ -2,7 +2,9 @@
 
 use burn::tensor::{Device, Tensor};
 
-use super::linear_with;
+use burn::tensor::activation::relu;
+
+use super::{linear, linear_relu_squared, linear_relu_squared_with, linear_with};
 use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
@@ -78,4 +80,78 @@ fn a_transposed_input_is_made_contiguous_first() {
 fn mismatched_shapes_are_named() {
     let device = Device::flex();
     let _ = super::linear(Tensor::ones([2, 4], &device), Tensor::ones([5, 3], &device));
+}
+
+/// Bitwise equality of two tensors' values.
+fn bits(t: Tensor<2>) -> Vec<u32> {
+    t.into_data()
+        .try_to_vec::<f32>()
+        .expect("f32")
+        .into_iter()
+        .map(f32::to_bits)
+        .collect()
+}
+
+#[test]
+fn relu_squared_equals_the_product_then_burn_s_relu_and_square_to_the_bit() {
+    let device = Device::flex();
+    for (rows, d_in, d_out, seed) in [(300, 64, 256, 11), (41, 32, 128, 12), (7, 5, 19, 13)] {
+        let mut rng = rng(seed);
+        let x: Tensor<2> = tensor(
+            uniform(&mut rng, rows * d_in, -1.0, 1.0),
+            [rows, d_in],
+            &device,
+        );
+        let w: Tensor<2> = tensor(
+            uniform(&mut rng, d_in * d_out, -0.3, 0.3),
+            [d_in, d_out],
+            &device,
+        );
+        let burn_ops = relu(linear(x.clone(), w.clone())).powf_scalar(2.0);
+        let fused = linear_relu_squared(x.clone(), w.clone());
+        assert_eq!(
+            bits(fused.clone()),
+            bits(burn_ops.clone()),
+            "[{rows}, {d_in}] · [{d_in}, {d_out}]"
+        );
+        let values = fused.into_data().try_to_vec::<f32>().unwrap();
+        assert!(values.contains(&0.0) && values.iter().any(|&v| v > 0.0));
+        // Burn's own product: the same up to rounding.
+        let reference = linear_relu_squared_with(KernelImpl::Reference, x, w);
+        assert!(rel_err(reference, burn_ops) < TOL);
+    }
+}
+
+#[test]
+fn relu_squared_under_autodiff_runs_burn_s_ops_and_has_gradients() {
+    let device = Device::flex().autodiff();
+    let mut rng = rng(21);
+    let x: Tensor<2> =
+        tensor(uniform(&mut rng, 20 * 8, -1.0, 1.0), [20, 8], &device).require_grad();
+    let w: Tensor<2> =
+        tensor(uniform(&mut rng, 8 * 16, -0.5, 0.5), [8, 16], &device).require_grad();
+    let grads = linear_relu_squared(x.clone(), w.clone()).sum().backward();
+    let d_x = x.grad(&grads).expect("tracked");
+    // d/dx Σ relu(x·w)² = (2·relu(x·w)) · wᵀ.
+    let (x_plain, w_plain) = (x.inner(), w.inner());
+    let want = (relu(x_plain.matmul(w_plain.clone())) * 2.0).matmul(w_plain.transpose());
+    assert!(rel_err(d_x, want) < TOL);
+}
+
+#[test]
+#[should_panic(expected = "no backward")]
+fn the_fused_relu_squared_refuses_autodiff_tensors() {
+    let device = Device::flex().autodiff();
+    let _ = linear_relu_squared_with(
+        KernelImpl::FusedSerial,
+        Tensor::ones([2, 4], &device),
+        Tensor::ones([4, 3], &device),
+    );
+}
+
+#[test]
+#[should_panic(expected = "the weight is [5, 3]")]
+fn relu_squared_names_mismatched_shapes() {
+    let device = Device::flex();
+    let _ = linear_relu_squared(Tensor::ones([2, 4], &device), Tensor::ones([5, 3], &device));
 }
