@@ -41,6 +41,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod bucket_sort;
 mod cell;
 mod compressed;
 mod dataset;

@@ -25,6 +25,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use crate::bucket_sort::sort_by_bucket;
 use crate::fnv::{FNV_OFFSET, fnv1a_step};
 use crate::table::{Column, Table};
 use crate::value_stats::value_statistics;
@@ -418,7 +419,7 @@ fn add(a: &[(u32, f32)], b: &[(u32, f32)], sign: f32) -> SparseFeatures {
 /// `(bucket, value)` pairs sorted by bucket, the values of equal buckets summed. The sort is
 /// stable, so equal buckets are summed in the order given: the same sums on every run.
 fn merge(mut pairs: SparseFeatures) -> SparseFeatures {
-    pairs.sort_by_key(|&(bucket, _)| bucket);
+    sort_by_bucket(&mut pairs, |&(bucket, _)| bucket);
     let mut merged: SparseFeatures = Vec::with_capacity(pairs.len());
     for (bucket, v) in pairs {
         match merged.last_mut() {
@@ -436,7 +437,7 @@ fn non_null(column: &Column) -> impl Iterator<Item = &crate::cell::Cell> {
 
 /// Bucket list → (bucket, count), sorted by bucket.
 fn counts(mut buckets: Vec<u32>) -> SparseFeatures {
-    buckets.sort_unstable();
+    sort_by_bucket(&mut buckets, |&bucket| bucket);
     let mut out: SparseFeatures = Vec::new();
     for bucket in buckets {
         match out.last_mut() {
