@@ -46,6 +46,6 @@ pub use embedding_bag::{EmbeddingBagBackend, embedding_bag};
 pub use fuse_states::{FuseStatesBackend, fuse_states, fuse_states_reference, fuse_states_with};
 pub use implementation::KernelImpl;
 pub use layer_norm::{LayerNormBackend, layer_norm};
-pub use linear::{LinearBackend, linear, linear_relu_squared};
+pub use linear::{LinearBackend, Then, linear, linear_then};
 pub use token_shift_mix::{TokenShiftMixBackend, token_shift_mix};
 pub use wkv7::{Wkv7Backend, Wkv7TrainBackend, wkv7, wkv7_reference, wkv7_with};

@@ -4,7 +4,7 @@ use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
-use colswarm_kernels::{linear_relu_squared, token_shift_mix};
+use colswarm_kernels::{Then, linear_then, token_shift_mix};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -79,7 +79,7 @@ impl ChannelMix {
 /// has none).
 fn project_relu_squared(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     match &layer.bias {
-        None => linear_relu_squared(x, layer.weight.val()),
+        None => linear_then(x, layer.weight.val(), Then::ReluSquared),
         Some(_) => relu(project(layer, x)).powf_scalar(2.0),
     }
 }

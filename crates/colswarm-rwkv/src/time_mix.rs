@@ -3,7 +3,7 @@
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::Tensor;
-use colswarm_kernels::{linear, sigmoid, tanh, token_shift_mix};
+use colswarm_kernels::{Then, linear, linear_then, token_shift_mix};
 
 use crate::config::RwkvConfig;
 use crate::init::ParamFactory;
@@ -122,9 +122,10 @@ pub(crate) struct Projected {
     pub v_first: Tensor<2>,
 }
 
-/// `x · A · B` (a LoRA product), with `x` `[m, d]`.
-fn lora(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
-    linear(linear(x, a.val()), b.val())
+/// `then(x · A · B)` (a LoRA product), with `x` `[m, d]`, `then` applied as the second
+/// product is written.
+fn lora_then(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>, then: Then) -> Tensor<2> {
+    linear_then(linear(x, a.val()), b.val(), then)
 }
 
 impl TimeMix {
@@ -241,16 +242,24 @@ impl TimeMix {
             .expect("one mix per mixing vector");
 
         let r = project(&self.receptance, x_r);
-        let z = lora_tanh(x_w, &self.w1, &self.w2) + self.w0.val().unsqueeze();
-        let log_w = sigmoid(z) * (-DECAY_SCALE);
+        // Each LoRA's activation (and bias, and scale) is applied as its product is written.
+        let log_w = lora_tanh_then(
+            x_w,
+            &self.w1,
+            &self.w2,
+            bias_sigmoid(&self.w0, -DECAY_SCALE),
+        );
         let k = project(&self.key, x_k);
         let mut v = project(&self.value, x_v.clone());
-        let a = sigmoid(lora(x_a, &self.a1, &self.a2) + self.a0.val().unsqueeze());
-        let g = linear(sigmoid(linear(x_g, self.g1.val())), self.g2.val());
+        let a = lora_then(x_a, &self.a1, &self.a2, bias_sigmoid(&self.a0, 1.0));
+        let g = linear(
+            linear_then(x_g, self.g1.val(), Then::Sigmoid),
+            self.g2.val(),
+        );
 
         let v_first = match (v_first, &self.v0, &self.v1, &self.v2) {
             (Some(v_first), Some(v0), Some(v1), Some(v2)) => {
-                let nu = sigmoid(lora(x_v, v1, v2) + v0.val().unsqueeze());
+                let nu = lora_then(x_v, v1, v2, bias_sigmoid(v0, 1.0));
                 v = v.clone() + (v_first.clone() - v) * nu;
                 v_first
             }
@@ -409,9 +418,23 @@ pub(crate) fn project(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     }
 }
 
-/// `tanh(x · A) · B`.
-fn lora_tanh(x: Tensor<2>, a: &Param<Tensor<2>>, b: &Param<Tensor<2>>) -> Tensor<2> {
-    linear(tanh(linear(x, a.val())), b.val())
+/// `then(tanh(x · A) · B)`: the decay's LoRA, both activations applied as the products are
+/// written.
+fn lora_tanh_then(
+    x: Tensor<2>,
+    a: &Param<Tensor<2>>,
+    b: &Param<Tensor<2>>,
+    then: Then,
+) -> Tensor<2> {
+    linear_then(linear_then(x, a.val(), Then::Tanh), b.val(), then)
+}
+
+/// `σ(· + bias) · scale`.
+fn bias_sigmoid(bias: &Param<Tensor<1>>, scale: f32) -> Then {
+    Then::BiasSigmoid {
+        bias: bias.val(),
+        scale,
+    }
 }
 
 /// The input at each sequence's last real token (the next token-shift memory).

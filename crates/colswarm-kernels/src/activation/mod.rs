@@ -11,7 +11,7 @@
 //! kernels round differently, and over whole training runs that moved dev scores.
 
 mod backend;
-mod cpu;
+pub(crate) mod cpu;
 #[cfg(test)]
 mod tests;
 

@@ -9,9 +9,8 @@ use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Flex, TensorMetadata, backend_extension};
 use burn::tensor::{DType, Shape, TensorData};
-use std::mem::MaybeUninit;
 
-use super::cpu::{self, Dims};
+use super::cpu::{self, BiasSigmoid, Dims, Epilogue, Plain, ReluSquared, Sigmoid, Tanh};
 use crate::cpu::{Isa, unfilled_buffer, written};
 
 /// `x · weight` as a backend operation (the extension behind [`linear`](super::linear)).
@@ -30,18 +29,41 @@ pub trait LinearBackend: Backend {
         Self::float_matmul(x, weight)
     }
 
-    /// `relu(x · weight)²`, the channel mix's hidden layer (inference: the entry point runs
-    /// burn's ops under autodiff).
+    /// `relu(x · weight)²` ([`Then::ReluSquared`](super::Then)). The default bodies here are
+    /// burn's ops; the entry point runs colswarm's activations under autodiff instead.
     ///
     /// # Shapes
     ///
-    /// `x`: `[rows, d_in]`; `weight`: `[d_in, d_out]`; returns `[rows, d_out]`.
+    /// `x`: `[rows, d_in]`; `weight`: `[d_in, d_out]`; returns `[rows, d_out]` (all four).
     fn fused_linear_relu_squared(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         let hidden = Self::relu(Self::float_matmul(x, weight));
         Self::float_mul(hidden.clone(), hidden)
+    }
+
+    /// `tanh(x · weight)`.
+    fn fused_linear_tanh(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::float_tanh(Self::float_matmul(x, weight))
+    }
+
+    /// `σ(x · weight)`.
+    fn fused_linear_sigmoid(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::sigmoid(Self::float_matmul(x, weight))
+    }
+
+    /// `σ(x · weight + bias) · scale`, `bias` `[d_out]`.
+    fn fused_linear_bias_sigmoid(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        scale: f32,
+    ) -> FloatTensor<Self> {
+        let c = Self::float_matmul(x, weight);
+        let bias = Self::float_reshape(bias.clone(), Shape::new([1, bias.shape()[0]]));
+        let y = Self::sigmoid(Self::float_add(c, bias));
+        Self::float_mul_scalar(y, scale.into())
     }
 }
 
@@ -62,19 +84,35 @@ fn f32_contiguous(x: FlexTensor) -> FlexTensor {
 
 impl LinearBackend for Flex {
     fn fused_linear(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
-        flex_product(x, weight, cpu::matmul)
+        flex_product(x, weight, &Plain)
     }
 
     fn fused_linear_relu_squared(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
-        flex_product(x, weight, cpu::matmul_relu_squared)
+        flex_product(x, weight, &ReluSquared)
+    }
+
+    fn fused_linear_tanh(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+        flex_product(x, weight, &Tanh)
+    }
+
+    fn fused_linear_sigmoid(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+        flex_product(x, weight, &Sigmoid)
+    }
+
+    fn fused_linear_bias_sigmoid(
+        x: FlexTensor,
+        weight: FlexTensor,
+        bias: FlexTensor,
+        scale: f32,
+    ) -> FlexTensor {
+        let bias = f32_contiguous(bias);
+        let bias = bias.as_slice::<f32>().expect("contiguous f32");
+        flex_product(x, weight, &BiasSigmoid { bias, scale })
     }
 }
 
-/// A product kernel of `cpu.rs`: `c`, `a`, `b` and their sizes.
-type ProductKernel = fn(Isa, &mut [MaybeUninit<f32>], &[f32], &[f32], Dims);
-
-/// `x · weight` through `kernel` (the plain product, or one with an epilogue).
-fn flex_product(x: FlexTensor, weight: FlexTensor, kernel: ProductKernel) -> FlexTensor {
+/// `x · weight`, each element through `epilogue` on its way out.
+fn flex_product<E: Epilogue>(x: FlexTensor, weight: FlexTensor, epilogue: &E) -> FlexTensor {
     let (x, weight) = (f32_contiguous(x), f32_contiguous(weight));
     let (&[m, k], &[k_w, n]) = (x.shape().as_slice(), weight.shape().as_slice()) else {
         panic!(
@@ -90,7 +128,13 @@ fn flex_product(x: FlexTensor, weight: FlexTensor, kernel: ProductKernel) -> Fle
     let mut out = unfilled_buffer(m * n);
     let (xs, ws) = (x.as_slice::<f32>(), weight.as_slice::<f32>());
     let (xs, ws) = (xs.expect("contiguous f32"), ws.expect("contiguous f32"));
-    kernel(Isa::detect(), &mut out, xs, ws, Dims { m, k, n });
+    if let Some(width) = epilogue.width() {
+        assert_eq!(
+            width, n,
+            "linear: the bias is [{width}] but the product [{m}, {n}]"
+        );
+    }
+    cpu::matmul(Isa::detect(), &mut out, xs, ws, Dims { m, k, n }, epilogue);
     // SAFETY: the kernel writes every element of `c` (its tiles, row tails and column
     // tails cover `[m, n]`; the parity tests check it on NaN-filled buffers).
     let out = unsafe { written(out) };

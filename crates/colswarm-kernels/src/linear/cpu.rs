@@ -10,8 +10,9 @@
 
 use std::mem::MaybeUninit;
 
-use crate::cpu::isa_dispatch;
-use crate::simd::Simd;
+use crate::activation::cpu::{sigmoid_f32, tanh_f32};
+use crate::cpu::Isa;
+use crate::simd::{Scalar, Simd};
 
 /// Sizes of one product: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
 #[derive(Clone, Copy, Debug)]
@@ -21,12 +22,30 @@ pub(crate) struct Dims {
     pub n: usize,
 }
 
-/// What a product's elements go through on their way out of the registers.
-pub(crate) trait Epilogue: Copy {
-    /// On a vector of `c`.
-    fn vector<S: Simd>(s: S, v: S::V) -> S::V;
-    /// On one element of `c` (the column tails).
-    fn scalar(x: f32) -> f32;
+/// What a product's elements go through on their way out of the registers. Each form does the
+/// arithmetic of the separate ops it replaces, element by element and in their order, so the
+/// results are the same to the bit.
+pub(crate) trait Epilogue: Sync {
+    /// On element `col` of a row of `c`.
+    fn scalar(&self, x: f32, col: usize) -> f32;
+
+    /// On the vector of a row of `c` that starts at `col`: [`Epilogue::scalar`] lane by lane
+    /// unless a form has a vector path of its own.
+    #[inline(always)]
+    fn vector<S: Simd>(&self, s: S, v: S::V, col: usize) -> S::V {
+        let mut lanes = [0.0f32; 16];
+        let lanes = &mut lanes[..S::LANES];
+        s.store(lanes, v);
+        for (i, x) in lanes.iter_mut().enumerate() {
+            *x = self.scalar(*x, col + i);
+        }
+        s.load(lanes)
+    }
+
+    /// The row width a form is made for (a bias's length), if any.
+    fn width(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// `c` as it is.
@@ -35,12 +54,12 @@ pub(crate) struct Plain;
 
 impl Epilogue for Plain {
     #[inline(always)]
-    fn vector<S: Simd>(_: S, v: S::V) -> S::V {
-        v
+    fn scalar(&self, x: f32, _: usize) -> f32 {
+        x
     }
     #[inline(always)]
-    fn scalar(x: f32) -> f32 {
-        x
+    fn vector<S: Simd>(&self, _: S, v: S::V, _: usize) -> S::V {
+        v
     }
 }
 
@@ -51,14 +70,54 @@ pub(crate) struct ReluSquared;
 
 impl Epilogue for ReluSquared {
     #[inline(always)]
-    fn vector<S: Simd>(s: S, v: S::V) -> S::V {
+    fn scalar(&self, x: f32, _: usize) -> f32 {
+        let r = if 0.0 > x { 0.0 } else { x };
+        r * r
+    }
+    #[inline(always)]
+    fn vector<S: Simd>(&self, s: S, v: S::V, _: usize) -> S::V {
         let r = s.max(s.zero(), v);
         s.mul(r, r)
     }
+}
+
+/// `tanh(c)`, as the fused `tanh` computes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tanh;
+
+impl Epilogue for Tanh {
     #[inline(always)]
-    fn scalar(x: f32) -> f32 {
-        let r = if 0.0 > x { 0.0 } else { x };
-        r * r
+    fn scalar(&self, x: f32, _: usize) -> f32 {
+        tanh_f32(x)
+    }
+}
+
+/// `σ(c)`, as the fused `sigmoid` computes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sigmoid;
+
+impl Epilogue for Sigmoid {
+    #[inline(always)]
+    fn scalar(&self, x: f32, _: usize) -> f32 {
+        sigmoid_f32(x)
+    }
+}
+
+/// `σ(c + bias) · scale`: burn's sum, the fused `sigmoid`, burn's product by a scalar (left
+/// out when `scale` is 1, which changes no bit).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BiasSigmoid<'a> {
+    pub bias: &'a [f32],
+    pub scale: f32,
+}
+
+impl Epilogue for BiasSigmoid<'_> {
+    #[inline(always)]
+    fn scalar(&self, x: f32, col: usize) -> f32 {
+        sigmoid_f32(x + self.bias[col]) * self.scale
+    }
+    fn width(&self) -> Option<usize> {
+        Some(self.bias.len())
     }
 }
 
@@ -66,12 +125,12 @@ impl Epilogue for ReluSquared {
 #[inline(always)]
 fn tile<S: Simd, E: Epilogue, const R: usize, const V: usize>(
     s: S,
+    e: &E,
     c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
     d: Dims,
-    i0: usize,
-    j0: usize,
+    (i0, j0): (usize, usize),
 ) {
     let mut acc = [[s.zero(); V]; R];
     for p in 0..d.k {
@@ -87,7 +146,10 @@ fn tile<S: Simd, E: Epilogue, const R: usize, const V: usize>(
     for (r, acc) in acc.iter().enumerate() {
         let out = &mut c[(i0 + r) * d.n + j0..];
         for (v, &acc) in acc.iter().enumerate() {
-            s.write(&mut out[v * S::LANES..], E::vector(s, acc));
+            s.write(
+                &mut out[v * S::LANES..],
+                e.vector(s, acc, j0 + v * S::LANES),
+            );
         }
     }
 }
@@ -96,6 +158,7 @@ fn tile<S: Simd, E: Epilogue, const R: usize, const V: usize>(
 #[inline(always)]
 fn column_block<S: Simd, E: Epilogue, const R: usize, const V: usize>(
     s: S,
+    e: &E,
     c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
@@ -104,11 +167,11 @@ fn column_block<S: Simd, E: Epilogue, const R: usize, const V: usize>(
 ) {
     let mut i0 = 0;
     while i0 + R <= d.m {
-        tile::<S, E, R, V>(s, c, a, b, d, i0, j0);
+        tile::<S, E, R, V>(s, e, c, a, b, d, (i0, j0));
         i0 += R;
     }
     while i0 < d.m {
-        tile::<S, E, 1, V>(s, c, a, b, d, i0, j0);
+        tile::<S, E, 1, V>(s, e, c, a, b, d, (i0, j0));
         i0 += 1;
     }
 }
@@ -116,6 +179,7 @@ fn column_block<S: Simd, E: Epilogue, const R: usize, const V: usize>(
 #[inline(always)]
 fn matmul_rows<S: Simd, E: Epilogue, const R: usize>(
     s: S,
+    e: &E,
     c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
@@ -123,18 +187,18 @@ fn matmul_rows<S: Simd, E: Epilogue, const R: usize>(
 ) {
     let mut j0 = 0;
     while j0 + 2 * S::LANES <= d.n {
-        column_block::<S, E, R, 2>(s, c, a, b, d, j0);
+        column_block::<S, E, R, 2>(s, e, c, a, b, d, j0);
         j0 += 2 * S::LANES;
     }
     while j0 + S::LANES <= d.n {
-        column_block::<S, E, R, 1>(s, c, a, b, d, j0);
+        column_block::<S, E, R, 1>(s, e, c, a, b, d, j0);
         j0 += S::LANES;
     }
     // Columns left over from the vectors (none when n is a multiple of the width).
     for i in 0..d.m {
         for j in j0..d.n {
             let dot = (0..d.k).map(|p| a[i * d.k + p] * b[p * d.n + j]).sum();
-            c[i * d.n + j].write(E::scalar(dot));
+            c[i * d.n + j].write(e.scalar(dot, j));
         }
     }
 }
@@ -146,6 +210,7 @@ fn matmul_with<S: Simd, E: Epilogue>(
     a: &[f32],
     b: &[f32],
     d: Dims,
+    e: &E,
 ) {
     assert!(
         a.len() == d.m * d.k && b.len() == d.k * d.n && c.len() == d.m * d.n,
@@ -153,43 +218,66 @@ fn matmul_with<S: Simd, E: Epilogue>(
     );
     // Eight rows × two vectors is 16 accumulators: AVX-512 has 32 registers, AVX2 16.
     if S::LANES >= 16 {
-        matmul_rows::<S, E, 8>(s, c, a, b, d);
+        matmul_rows::<S, E, 8>(s, e, c, a, b, d);
     } else {
-        matmul_rows::<S, E, 4>(s, c, a, b, d);
+        matmul_rows::<S, E, 4>(s, e, c, a, b, d);
     }
 }
 
-#[inline(always)]
-fn matmul_generic<S: Simd>(s: S, c: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], d: Dims) {
-    matmul_with::<S, Plain>(s, c, a, b, d);
-}
-
-#[inline(always)]
-fn matmul_relu_squared_generic<S: Simd>(
-    s: S,
+/// `c = e(a · b)` (row-major, sizes `d`), element by element; every element of `c` is
+/// written. (`isa_dispatch!` makes functions of concrete types; this one is generic over the
+/// epilogue, so it dispatches by hand, the same way.)
+pub(crate) fn matmul<E: Epilogue>(
+    isa: Isa,
     c: &mut [MaybeUninit<f32>],
     a: &[f32],
     b: &[f32],
     d: Dims,
+    e: &E,
 ) {
-    matmul_with::<S, ReluSquared>(s, c, a, b, d);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512(simd) => {
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            fn run<E: Epilogue>(
+                simd: crate::simd::Avx512,
+                c: &mut [MaybeUninit<f32>],
+                a: &[f32],
+                b: &[f32],
+                d: Dims,
+                e: &E,
+            ) {
+                matmul_with(simd, c, a, b, d, e)
+            }
+            // SAFETY: the `Avx512` token exists only after a run-time check that this CPU has
+            // AVX-512F and FMA (AVX-512F implies AVX2).
+            unsafe { run(simd, c, a, b, d, e) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2(simd) => {
+            #[target_feature(enable = "avx2,fma,f16c")]
+            fn run<E: Epilogue>(
+                simd: crate::simd::Avx2,
+                c: &mut [MaybeUninit<f32>],
+                a: &[f32],
+                b: &[f32],
+                d: Dims,
+                e: &E,
+            ) {
+                matmul_with(simd, c, a, b, d, e)
+            }
+            // SAFETY: the `Avx2` token exists only after a run-time check for AVX2, FMA and
+            // F16C.
+            unsafe { run(simd, c, a, b, d, e) }
+        }
+        Isa::Portable => matmul_with(Scalar, c, a, b, d, e),
+    }
 }
-
-isa_dispatch!(
-    /// `c = a · b` (row-major, sizes `d`); every element of `c` is written.
-    pub(crate) fn matmul = matmul_generic(c: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], d: Dims) -> ()
-);
-
-isa_dispatch!(
-    /// `c = relu(a · b)²` (row-major, sizes `d`); every element of `c` is written.
-    pub(crate) fn matmul_relu_squared = matmul_relu_squared_generic(c: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], d: Dims) -> ()
-);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::{Isa, written};
-    use crate::simd::Scalar;
+    use crate::cpu::written;
 
     fn naive(a: &[f32], b: &[f32], d: Dims) -> Vec<f32> {
         let mut c = vec![0.0f64; d.m * d.n];
@@ -220,9 +308,9 @@ mod tests {
             let expected = naive(&a, &b, d);
             // NaN-filled: an element the kernel does not write fails the comparison.
             let mut fast = vec![MaybeUninit::new(f32::NAN); m * n];
-            matmul(Isa::detect(), &mut fast, &a, &b, d);
+            matmul(Isa::detect(), &mut fast, &a, &b, d, &Plain);
             let mut scalar = vec![MaybeUninit::new(f32::NAN); m * n];
-            matmul_generic(Scalar, &mut scalar, &a, &b, d);
+            matmul(Isa::Portable, &mut scalar, &a, &b, d, &Plain);
             // SAFETY: both were initialised (NaN) above.
             let (fast, scalar) = unsafe { (written(fast), written(scalar)) };
             for (what, c) in [("detected", &fast), ("scalar", &scalar)] {
@@ -236,24 +324,64 @@ mod tests {
         }
     }
 
+    /// The separate ops an epilogue replaces, on element `(·, col)` of the plain product.
+    type ElementOps<'a> = dyn Fn(usize, f32) -> f32 + 'a;
+
     #[test]
-    fn the_relu_squared_epilogue_is_the_product_then_relu_then_a_square_to_the_bit() {
+    fn every_epilogue_is_the_product_then_its_ops_to_the_bit() {
         let value = |i: usize| ((i * 7919 % 1009) as f32 / 1009.0) - 0.5;
         for (m, k, n) in [(16, 64, 256), (19, 32, 128), (5, 3, 37), (9, 17, 24)] {
             let d = Dims { m, k, n };
             let a: Vec<f32> = (0..m * k).map(value).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| value(i + 5)).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| 3.0 * value(i + 5)).collect();
+            let bias: Vec<f32> = (0..n).map(|j| value(j + 11)).collect();
+            let bias_sigmoid = BiasSigmoid {
+                bias: &bias,
+                scale: -0.6,
+            };
+            let relu_squared = |x: f32| {
+                let r = if x.is_nan() || x > 0.0 { x } else { 0.0 };
+                r * r
+            };
             for isa in [Isa::detect(), Isa::Portable] {
                 let mut plain = vec![MaybeUninit::new(f32::NAN); m * n];
-                matmul(isa, &mut plain, &a, &b, d);
-                let mut fused = vec![MaybeUninit::new(f32::NAN); m * n];
-                matmul_relu_squared(isa, &mut fused, &a, &b, d);
-                // SAFETY: both were initialised (NaN) above.
-                let (plain, fused) = unsafe { (written(plain), written(fused)) };
-                assert!(plain.iter().any(|&x| x < 0.0) && plain.iter().any(|&x| x > 0.0));
-                for (p, f) in plain.iter().zip(&fused) {
-                    let relu = if p.is_nan() || *p > 0.0 { *p } else { 0.0 };
-                    assert_eq!((relu * relu).to_bits(), f.to_bits(), "{d:?} {isa:?}: {p}");
+                matmul(isa, &mut plain, &a, &b, d, &Plain);
+                // SAFETY: initialised (NaN) above.
+                let plain = unsafe { written(plain) };
+                assert!(plain.iter().any(|&x| x < -0.3) && plain.iter().any(|&x| x > 0.3));
+                let fused = |e: &dyn Fn(&mut [MaybeUninit<f32>])| {
+                    let mut out = vec![MaybeUninit::new(f32::NAN); m * n];
+                    e(&mut out);
+                    // SAFETY: initialised (NaN) above.
+                    unsafe { written(out) }
+                };
+                let forms: [(&str, Vec<f32>, Box<ElementOps<'_>>); 4] = [
+                    (
+                        "relu squared",
+                        fused(&|c| matmul(isa, c, &a, &b, d, &ReluSquared)),
+                        Box::new(|_, x| relu_squared(x)),
+                    ),
+                    (
+                        "tanh",
+                        fused(&|c| matmul(isa, c, &a, &b, d, &Tanh)),
+                        Box::new(|_, x| tanh_f32(x)),
+                    ),
+                    (
+                        "sigmoid",
+                        fused(&|c| matmul(isa, c, &a, &b, d, &Sigmoid)),
+                        Box::new(|_, x| sigmoid_f32(x)),
+                    ),
+                    (
+                        "bias, sigmoid, scale",
+                        fused(&|c| matmul(isa, c, &a, &b, d, &bias_sigmoid)),
+                        Box::new(|j, x| sigmoid_f32(x + bias[j]) * -0.6),
+                    ),
+                ];
+                for (what, got, want) in &forms {
+                    for (i, (p, g)) in plain.iter().zip(got).enumerate() {
+                        let w = want(i % n, *p);
+                        assert_eq!(w.to_bits(), g.to_bits(), "{what} {d:?} {isa:?}: {p}");
+                    }
                 }
             }
         }

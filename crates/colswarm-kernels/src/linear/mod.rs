@@ -6,9 +6,10 @@
 //! the backward runs the backend's own products. On other backends (CubeCL) [`linear`] runs
 //! the reference.
 //!
-//! [`linear_relu_squared`] is the channel mix's hidden layer, `relu(x · weight)²`: at
-//! inference on Flex the kernel squares each element on its way out of the registers, where
-//! burn's ops would make two more passes (and two more tensors) over `[rows, 4·d]`.
+//! [`linear_then`] applies an element-wise function to the product as the kernel writes it
+//! (the channel mix's `relu(·)²`, the LoRAs' `tanh` and sigmoids, with a bias and a scale),
+//! where separate ops would make more passes, and tensors, over it; at inference on Flex
+//! only, with the same numbers as the separate ops.
 
 mod backend;
 mod cpu;
@@ -21,6 +22,7 @@ use burn::backend::Dispatch;
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
+use crate::activation::{sigmoid, tanh};
 use crate::implementation::KernelImpl;
 
 /// `x · weight`: the kernel on Flex for `f32`, the backend's matrix product elsewhere.
@@ -66,9 +68,48 @@ pub fn linear_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2
     ))
 }
 
-/// `relu(x · weight)²`: the fused kernel for `f32` on a plain Flex device; elsewhere (autodiff
-/// included, so it stays differentiable) [`linear`] followed by burn's `relu` and square, the
-/// same numbers to the bit.
+/// What [`linear_then`] does to each element of the product `c = x · weight` on its way out
+/// of the kernel's registers.
+#[derive(Clone, Debug)]
+// A `Then` lives for one call; boxing the bias would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum Then {
+    /// `relu(c)²`: the channel mix's hidden layer.
+    ReluSquared,
+    /// `tanh(c)` ([`crate::tanh`]): the decay's LoRA.
+    Tanh,
+    /// `σ(c)` ([`crate::sigmoid`]): the output gate's LoRA.
+    Sigmoid,
+    /// `σ(c + bias) · scale`, `bias` `[d_out]`: the in-context rate, the value residual's gate,
+    /// and the decay (`scale` 1 leaves the product out).
+    BiasSigmoid {
+        /// Added to every row, `[d_out]`.
+        bias: Tensor<1>,
+        /// The factor after the sigmoid.
+        scale: f32,
+    },
+}
+
+impl Then {
+    /// The same arithmetic in separate ops on `c`: [`crate::sigmoid`], [`crate::tanh`] and
+    /// burn's `relu`, sums and products, in the fused kernel's order.
+    fn apply(self, c: Tensor<2>) -> Tensor<2> {
+        match self {
+            Then::ReluSquared => relu(c).powf_scalar(2.0),
+            Then::Tanh => tanh(c),
+            Then::Sigmoid => sigmoid(c),
+            Then::BiasSigmoid { bias, scale } => {
+                let y = sigmoid(c + bias.unsqueeze());
+                if scale == 1.0 { y } else { y * scale }
+            }
+        }
+    }
+}
+
+/// `then(x · weight)`, element by element ([`Then`]): one pass of the fused kernel for `f32`
+/// on a plain Flex device, where the separate ops would make one to three more passes (and
+/// tensors) over the product; elsewhere (autodiff included, so it stays differentiable)
+/// [`linear`] and then those ops, the same numbers to the bit.
 ///
 /// # Shapes
 ///
@@ -78,39 +119,62 @@ pub fn linear_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2
 ///
 /// # Panics
 ///
-/// If the inner dimensions differ.
-pub fn linear_relu_squared(x: Tensor<2>, weight: Tensor<2>) -> Tensor<2> {
+/// If the inner dimensions differ, or a bias is not `[d_out]`.
+pub fn linear_then(x: Tensor<2>, weight: Tensor<2>, then: Then) -> Tensor<2> {
     let imp = KernelImpl::fastest_for_inference(&x.device(), x.dtype());
     if imp == KernelImpl::Reference {
-        // Training keeps its product (the linear kernel's autodiff node) and burn's ops.
-        return relu(linear(x, weight)).powf_scalar(2.0);
+        // Training keeps its product (the linear kernel's autodiff node) and the separate ops.
+        check_then(&x, &weight, &then);
+        return then.apply(linear(x, weight));
     }
-    linear_relu_squared_with(imp, x, weight)
+    linear_then_with(imp, x, weight, then)
 }
 
-/// [`linear_relu_squared`] with an explicit implementation: the reference is burn's matrix
-/// product, `relu` and square.
+/// [`linear_then`] with an explicit implementation: the reference is burn's matrix product,
+/// then [`Then`]'s separate ops.
 ///
 /// # Shapes
 ///
-/// As [`linear_relu_squared`].
+/// As [`linear_then`].
 ///
 /// # Panics
 ///
-/// If the inner dimensions differ, or if `imp` is fused and the tensors are not `f32`
-/// tensors on a plain (not autodiff) Flex device.
-pub fn linear_relu_squared_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>) -> Tensor<2> {
+/// As [`linear_then`], and if `imp` is fused and the tensors are not `f32` tensors on a plain
+/// (not autodiff) Flex device.
+pub fn linear_then_with(imp: KernelImpl, x: Tensor<2>, weight: Tensor<2>, then: Then) -> Tensor<2> {
+    check_then(&x, &weight, &then);
+    if imp == KernelImpl::Reference {
+        return then.apply(x.matmul(weight));
+    }
+    imp.check_for_inference("linear_then", &x.device(), x.dtype());
+    let (x, weight) = (x.into_dispatch(), weight.into_dispatch());
+    Tensor::from_dispatch(match then {
+        Then::ReluSquared => <Dispatch as LinearBackend>::fused_linear_relu_squared(x, weight),
+        Then::Tanh => <Dispatch as LinearBackend>::fused_linear_tanh(x, weight),
+        Then::Sigmoid => <Dispatch as LinearBackend>::fused_linear_sigmoid(x, weight),
+        Then::BiasSigmoid { bias, scale } => {
+            <Dispatch as LinearBackend>::fused_linear_bias_sigmoid(
+                x,
+                weight,
+                bias.into_dispatch(),
+                scale,
+            )
+        }
+    })
+}
+
+fn check_then(x: &Tensor<2>, weight: &Tensor<2>, then: &Then) {
     let ([rows, d_in], [d_in_w, d_out]) = (x.dims(), weight.dims());
     assert_eq!(
         d_in, d_in_w,
-        "linear_relu_squared: the input is [{rows}, {d_in}] but the weight is [{d_in_w}, {d_out}]"
+        "linear_then: the input is [{rows}, {d_in}] but the weight is [{d_in_w}, {d_out}]"
     );
-    if imp == KernelImpl::Reference {
-        return relu(x.matmul(weight)).powf_scalar(2.0);
+    if let Then::BiasSigmoid { bias, .. } = then {
+        assert_eq!(
+            bias.dims(),
+            [d_out],
+            "linear_then: the bias is {:?}, not [{d_out}]",
+            bias.dims()
+        );
     }
-    imp.check_for_inference("linear_relu_squared", &x.device(), x.dtype());
-    Tensor::from_dispatch(<Dispatch as LinearBackend>::fused_linear_relu_squared(
-        x.into_dispatch(),
-        weight.into_dispatch(),
-    ))
 }

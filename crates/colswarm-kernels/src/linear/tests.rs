@@ -4,7 +4,8 @@ use burn::tensor::{Device, Tensor};
 
 use burn::tensor::activation::relu;
 
-use super::{linear, linear_relu_squared, linear_relu_squared_with, linear_with};
+use super::{Then, linear, linear_then, linear_then_with, linear_with};
+use crate::activation::{sigmoid, tanh};
 use crate::implementation::KernelImpl;
 use crate::testing::{rel_err, rng, tensor, uniform};
 
@@ -82,7 +83,7 @@ fn mismatched_shapes_are_named() {
     let _ = super::linear(Tensor::ones([2, 4], &device), Tensor::ones([5, 3], &device));
 }
 
-/// Bitwise equality of two tensors' values.
+/// The bits of a tensor's values.
 fn bits(t: Tensor<2>) -> Vec<u32> {
     t.into_data()
         .try_to_vec::<f32>()
@@ -92,8 +93,30 @@ fn bits(t: Tensor<2>) -> Vec<u32> {
         .collect()
 }
 
+/// Every form of [`Then`], a bias of `d_out` where it takes one.
+fn forms(d_out: usize, device: &Device) -> Vec<Then> {
+    let bias: Tensor<1> = tensor(
+        uniform(&mut rng(d_out as u64), d_out, -1.0, 1.0),
+        [d_out],
+        device,
+    );
+    vec![
+        Then::ReluSquared,
+        Then::Tanh,
+        Then::Sigmoid,
+        Then::BiasSigmoid {
+            bias: bias.clone(),
+            scale: 1.0,
+        },
+        Then::BiasSigmoid {
+            bias,
+            scale: -0.606_530_66,
+        },
+    ]
+}
+
 #[test]
-fn relu_squared_equals_the_product_then_burn_s_relu_and_square_to_the_bit() {
+fn then_equals_the_product_and_the_separate_ops_to_the_bit() {
     let device = Device::flex();
     for (rows, d_in, d_out, seed) in [(300, 64, 256, 11), (41, 32, 128, 12), (7, 5, 19, 13)] {
         let mut rng = rng(seed);
@@ -103,55 +126,95 @@ fn relu_squared_equals_the_product_then_burn_s_relu_and_square_to_the_bit() {
             &device,
         );
         let w: Tensor<2> = tensor(
-            uniform(&mut rng, d_in * d_out, -0.3, 0.3),
+            uniform(&mut rng, d_in * d_out, -0.6, 0.6),
             [d_in, d_out],
             &device,
         );
-        let burn_ops = relu(linear(x.clone(), w.clone())).powf_scalar(2.0);
-        let fused = linear_relu_squared(x.clone(), w.clone());
-        assert_eq!(
-            bits(fused.clone()),
-            bits(burn_ops.clone()),
-            "[{rows}, {d_in}] · [{d_in}, {d_out}]"
-        );
-        let values = fused.into_data().try_to_vec::<f32>().unwrap();
-        assert!(values.contains(&0.0) && values.iter().any(|&v| v > 0.0));
-        // Burn's own product: the same up to rounding.
-        let reference = linear_relu_squared_with(KernelImpl::Reference, x, w);
-        assert!(rel_err(reference, burn_ops) < TOL);
+        for then in forms(d_out, &device) {
+            let c = linear(x.clone(), w.clone());
+            let separate = match then.clone() {
+                Then::ReluSquared => relu(c).powf_scalar(2.0),
+                Then::Tanh => tanh(c),
+                Then::Sigmoid => sigmoid(c),
+                Then::BiasSigmoid { bias, scale } => {
+                    let y = sigmoid(c + bias.unsqueeze());
+                    if scale == 1.0 { y } else { y * scale }
+                }
+            };
+            let fused = linear_then(x.clone(), w.clone(), then.clone());
+            assert_eq!(
+                bits(fused),
+                bits(separate.clone()),
+                "{then:?} [{rows}, {d_in}] · [{d_in}, {d_out}]"
+            );
+            // Burn's own product and activations: the same up to rounding.
+            let reference = linear_then_with(KernelImpl::Reference, x.clone(), w.clone(), then);
+            assert!(rel_err(reference, separate) < 1e-4);
+        }
     }
 }
 
 #[test]
-fn relu_squared_under_autodiff_runs_burn_s_ops_and_has_gradients() {
+fn then_under_autodiff_runs_the_separate_ops_and_has_gradients() {
     let device = Device::flex().autodiff();
     let mut rng = rng(21);
     let x: Tensor<2> =
         tensor(uniform(&mut rng, 20 * 8, -1.0, 1.0), [20, 8], &device).require_grad();
     let w: Tensor<2> =
         tensor(uniform(&mut rng, 8 * 16, -0.5, 0.5), [8, 16], &device).require_grad();
-    let grads = linear_relu_squared(x.clone(), w.clone()).sum().backward();
+    let grads = linear_then(x.clone(), w.clone(), Then::ReluSquared)
+        .sum()
+        .backward();
     let d_x = x.grad(&grads).expect("tracked");
     // d/dx Σ relu(x·w)² = (2·relu(x·w)) · wᵀ.
-    let (x_plain, w_plain) = (x.inner(), w.inner());
-    let want = (relu(x_plain.matmul(w_plain.clone())) * 2.0).matmul(w_plain.transpose());
+    let (x_plain, w_plain) = (x.clone().inner(), w.clone().inner());
+    let want =
+        (relu(x_plain.clone().matmul(w_plain.clone())) * 2.0).matmul(w_plain.clone().transpose());
     assert!(rel_err(d_x, want) < TOL);
+    // d/dx Σ σ(x·w + b) = (σ(1 − σ)) · wᵀ.
+    let bias = Tensor::<1>::zeros([16], &device);
+    let x = x.detach().require_grad();
+    let then = Then::BiasSigmoid { bias, scale: 1.0 };
+    let grads = linear_then(x.clone(), w.clone(), then).sum().backward();
+    let s = burn::tensor::activation::sigmoid(x_plain.matmul(w_plain.clone()));
+    let want = (s.clone() * (s.neg() + 1.0)).matmul(w_plain.transpose());
+    assert!(rel_err(x.grad(&grads).expect("tracked"), want) < TOL);
 }
 
 #[test]
 #[should_panic(expected = "no backward")]
-fn the_fused_relu_squared_refuses_autodiff_tensors() {
+fn the_fused_then_refuses_autodiff_tensors() {
     let device = Device::flex().autodiff();
-    let _ = linear_relu_squared_with(
+    let _ = linear_then_with(
         KernelImpl::FusedSerial,
         Tensor::ones([2, 4], &device),
         Tensor::ones([4, 3], &device),
+        Then::Tanh,
     );
 }
 
 #[test]
 #[should_panic(expected = "the weight is [5, 3]")]
-fn relu_squared_names_mismatched_shapes() {
+fn then_names_mismatched_shapes() {
     let device = Device::flex();
-    let _ = linear_relu_squared(Tensor::ones([2, 4], &device), Tensor::ones([5, 3], &device));
+    let _ = linear_then(
+        Tensor::ones([2, 4], &device),
+        Tensor::ones([5, 3], &device),
+        Then::Sigmoid,
+    );
+}
+
+#[test]
+#[should_panic(expected = "the bias is [4], not [3]")]
+fn then_names_a_bias_of_the_wrong_width() {
+    let device = Device::flex();
+    let then = Then::BiasSigmoid {
+        bias: Tensor::zeros([4], &device),
+        scale: 1.0,
+    };
+    let _ = linear_then(
+        Tensor::ones([2, 4], &device),
+        Tensor::ones([4, 3], &device),
+        then,
+    );
 }
