@@ -147,7 +147,11 @@ impl Rwkv {
     ) -> BlocksRead {
         let [batch, time] = tokens.dims();
         let device = tokens.device();
-        let padding = lengths.map(|lengths| Padding::new(lengths, time, &device));
+        // A batch whose sequences all fill it needs no mask: multiplying by ones and taking
+        // the last position change nothing, and the mask costs three products a block.
+        let padding = lengths
+            .filter(|lengths| time == 0 || lengths.iter().any(|&n| n != time))
+            .map(|lengths| Padding::new(lengths, time, &device));
         let state = state.unwrap_or_else(|| self.zero_state(batch, &device));
         let mut x = self.emb.forward(tokens);
         let mut v_first = None;

@@ -188,3 +188,37 @@ fn reading_the_states_alone_gives_the_full_reads_states() {
         }
     }
 }
+
+#[test]
+fn a_full_sequence_reads_the_same_bits_beside_a_padded_one_as_in_a_batch_without_padding() {
+    // A batch whose sequences all fill it skips the padding mask; beside a shorter sequence the
+    // mask multiplies the full one's rows by ones. Both must give the same bits.
+    let (model, _) = tiny_model(31);
+    let mut rng = ChaCha8Rng::seed_from_u64(32);
+    let time = 11;
+    let full = random_tokens(&mut rng, time);
+    let mut short = random_tokens(&mut rng, 6);
+    short.resize(time, 0);
+    let device = Device::flex();
+    let batch = |rows: &[&[i64]]| {
+        let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        Tensor::<2, Int>::from_data(TensorData::new(flat, [rows.len(), time]), &device)
+    };
+    let padded = model.forward(batch(&[&full, &short]), Some(&[time, 6]), None);
+    let alone = model.forward(batch(&[&full]), Some(&[time]), None);
+    let unpadded = model.forward(batch(&[&full]), None, None);
+    let first = |t: Tensor<3>| values(t.narrow(0, 0, 1));
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(
+        bits(first(padded.hidden)),
+        bits(first(alone.hidden.clone()))
+    );
+    assert_eq!(bits(values(alone.hidden)), bits(values(unpadded.hidden)));
+    for (p, a) in padded.state.layers.iter().zip(&alone.state.layers) {
+        let first4 = |t: Tensor<4>| bits(values(t.narrow(0, 0, 1)));
+        let first2 = |t: Tensor<2>| bits(values(t.narrow(0, 0, 1)));
+        assert_eq!(first4(p.wkv.clone()), first4(a.wkv.clone()));
+        assert_eq!(first2(p.att_shift.clone()), first2(a.att_shift.clone()));
+        assert_eq!(first2(p.ffn_shift.clone()), first2(a.ffn_shift.clone()));
+    }
+}

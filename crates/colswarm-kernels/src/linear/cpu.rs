@@ -11,7 +11,7 @@
 use std::mem::MaybeUninit;
 
 use crate::activation::cpu::{sigmoid_f32, tanh_f32};
-use crate::cpu::Isa;
+use crate::cpu::{Isa, written_mut};
 use crate::simd::{Scalar, Simd};
 
 /// Sizes of one product: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
@@ -22,25 +22,27 @@ pub(crate) struct Dims {
     pub n: usize,
 }
 
-/// What a product's elements go through on their way out of the registers. Each form does the
+/// What a product's elements go through on their way out of the kernel. Each form does the
 /// arithmetic of the separate ops it replaces, element by element and in their order, so the
-/// results are the same to the bit.
+/// results are the same to the bit. A form works on the vectors in the registers
+/// ([`Epilogue::vector`]) or on each tile's rows while they are in L1, as a loop the compiler
+/// vectorises ([`Epilogue::rows`]); the column tails take [`Epilogue::scalar`].
 pub(crate) trait Epilogue: Sync {
+    /// Whether [`Epilogue::rows`] does anything.
+    const ROWS: bool = false;
+
     /// On element `col` of a row of `c`.
     fn scalar(&self, x: f32, col: usize) -> f32;
 
-    /// On the vector of a row of `c` that starts at `col`: [`Epilogue::scalar`] lane by lane
-    /// unless a form has a vector path of its own.
+    /// On the vector of a row of `c` that starts at `col`, before it is written.
     #[inline(always)]
-    fn vector<S: Simd>(&self, s: S, v: S::V, col: usize) -> S::V {
-        let mut lanes = [0.0f32; 16];
-        let lanes = &mut lanes[..S::LANES];
-        s.store(lanes, v);
-        for (i, x) in lanes.iter_mut().enumerate() {
-            *x = self.scalar(*x, col + i);
-        }
-        s.load(lanes)
+    fn vector<S: Simd>(&self, _: S, v: S::V, _: usize) -> S::V {
+        v
     }
+
+    /// On a run of a row of `c` that starts at `col`, once written.
+    #[inline(always)]
+    fn rows(&self, _: &mut [f32], _: usize) {}
 
     /// The row width a form is made for (a bias's length), if any.
     fn width(&self) -> Option<usize> {
@@ -56,10 +58,6 @@ impl Epilogue for Plain {
     #[inline(always)]
     fn scalar(&self, x: f32, _: usize) -> f32 {
         x
-    }
-    #[inline(always)]
-    fn vector<S: Simd>(&self, _: S, v: S::V, _: usize) -> S::V {
-        v
     }
 }
 
@@ -86,9 +84,16 @@ impl Epilogue for ReluSquared {
 pub(crate) struct Tanh;
 
 impl Epilogue for Tanh {
+    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, _: usize) -> f32 {
         tanh_f32(x)
+    }
+    #[inline(always)]
+    fn rows(&self, run: &mut [f32], _: usize) {
+        for x in run {
+            *x = tanh_f32(*x);
+        }
     }
 }
 
@@ -97,9 +102,16 @@ impl Epilogue for Tanh {
 pub(crate) struct Sigmoid;
 
 impl Epilogue for Sigmoid {
+    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, _: usize) -> f32 {
         sigmoid_f32(x)
+    }
+    #[inline(always)]
+    fn rows(&self, run: &mut [f32], _: usize) {
+        for x in run {
+            *x = sigmoid_f32(*x);
+        }
     }
 }
 
@@ -112,9 +124,17 @@ pub(crate) struct BiasSigmoid<'a> {
 }
 
 impl Epilogue for BiasSigmoid<'_> {
+    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, col: usize) -> f32 {
         sigmoid_f32(x + self.bias[col]) * self.scale
+    }
+    #[inline(always)]
+    fn rows(&self, run: &mut [f32], col: usize) {
+        let scale = self.scale;
+        for (x, &b) in run.iter_mut().zip(&self.bias[col..]) {
+            *x = sigmoid_f32(*x + b) * scale;
+        }
     }
     fn width(&self) -> Option<usize> {
         Some(self.bias.len())
@@ -144,12 +164,16 @@ fn tile<S: Simd, E: Epilogue, const R: usize, const V: usize>(
         }
     }
     for (r, acc) in acc.iter().enumerate() {
-        let out = &mut c[(i0 + r) * d.n + j0..];
+        let out = &mut c[(i0 + r) * d.n + j0..][..V * S::LANES];
         for (v, &acc) in acc.iter().enumerate() {
             s.write(
                 &mut out[v * S::LANES..],
                 e.vector(s, acc, j0 + v * S::LANES),
             );
+        }
+        if E::ROWS {
+            // SAFETY: every element of `out` was written just above.
+            e.rows(unsafe { written_mut(out) }, j0);
         }
     }
 }
