@@ -229,13 +229,12 @@ impl NgramConfig {
 
     /// Whole tokens (not their n-grams) hashed with `salt` into buckets, and counted.
     fn token_counts(&self, salt: u8, tokens: &[String]) -> SparseFeatures {
-        let buckets = u64::from(self.buckets.max(1));
+        let bucket_of = BucketOf::new(self.buckets);
         let hashed = tokens
             .iter()
             .map(|token| {
                 let hash = token.bytes().fold(fnv1a_step(FNV_OFFSET, salt), fnv1a_step);
-                // Below `buckets`, a u32: the cast cannot truncate.
-                (mix(hash) % buckets) as u32
+                bucket_of.of(mix(hash))
             })
             .collect();
         counts(hashed)
@@ -247,7 +246,7 @@ impl NgramConfig {
         if lower.is_empty() {
             return;
         }
-        let (min_n, buckets) = (self.min_n.max(1), u64::from(self.buckets.max(1)));
+        let (min_n, bucket_of) = (self.min_n.max(1), BucketOf::new(self.buckets));
         let max_n = self.max_n.max(min_n);
         let body = &lower.as_bytes()[..lower.len().min(MAX_CELL_BYTES)];
         let mut bytes = Vec::with_capacity(body.len() + 2);
@@ -260,8 +259,7 @@ impl NgramConfig {
             for (n, &b) in bytes[start..].iter().take(max_n).enumerate() {
                 hash = fnv1a_step(hash, b);
                 if n + 1 >= min_n {
-                    // Below `buckets`, a u32: the cast cannot truncate.
-                    out.push((mix(hash) % buckets) as u32);
+                    out.push(bucket_of.of(mix(hash)));
                 }
             }
         }
@@ -453,6 +451,31 @@ fn l2(features: &[(u32, f32)]) -> f32 {
 }
 
 /// SplitMix64's finalizer: FNV's low bits are weak, and the bucket is taken modulo a power of 2.
+/// `hash % buckets`, by a mask when `buckets` is a power of two (the same number, without a
+/// 64-bit division per n-gram).
+#[derive(Clone, Copy, Debug)]
+struct BucketOf {
+    buckets: u64,
+    mask: Option<u64>,
+}
+
+impl BucketOf {
+    fn new(buckets: u32) -> Self {
+        let buckets = u64::from(buckets.max(1));
+        let mask = buckets.is_power_of_two().then(|| buckets - 1);
+        BucketOf { buckets, mask }
+    }
+
+    #[inline]
+    fn of(self, hash: u64) -> u32 {
+        // Below `buckets`, a u32: the casts cannot truncate.
+        match self.mask {
+            Some(mask) => (hash & mask) as u32,
+            None => (hash % self.buckets) as u32,
+        }
+    }
+}
+
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -462,6 +485,20 @@ fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bucket_by_mask_is_the_remainder() {
+        for buckets in [1u32, 2, 1000, 1024, 16_384, 16_385, u32::MAX] {
+            let of = BucketOf::new(buckets);
+            for hash in [0u64, 1, 16_383, 16_384, 0xdead_beef_cafe_f00d, u64::MAX] {
+                assert_eq!(
+                    u64::from(of.of(hash)),
+                    hash % u64::from(buckets),
+                    "{buckets} {hash}"
+                );
+            }
+        }
+    }
     use crate::cell::Cell;
 
     fn column(header: Option<&str>, cells: &[&str]) -> Column {
