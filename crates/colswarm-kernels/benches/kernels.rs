@@ -22,7 +22,9 @@ use colswarm_kernels::embedding_bag::{bag_sum, embedding_bag_with};
 use colswarm_kernels::layer_norm::layer_norm_with;
 use colswarm_kernels::linear::linear_with;
 use colswarm_kernels::token_shift_mix::token_shift_mix_with;
-use colswarm_kernels::{KernelImpl, fuse_states_with, wkv7_with};
+use colswarm_kernels::{
+    KernelImpl, Then, fuse_states_with, linear, linear_then, sigmoid, wkv7_with,
+};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 const BATCH: usize = 8;
@@ -147,6 +149,29 @@ fn rwkv_block_ops(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("tanh_64", name(imp)), |bench| {
             bench.iter(|| tanh_with(imp, x.clone()).into_data())
         });
+        // The decay LoRA's second product, bias, sigmoid and scale: separate ops (the
+        // reference row: the linear kernel, a sum, the fused sigmoid, a product) against one
+        // pass of the kernel with its epilogue.
+        let (lora_in, lora_out, bias) = (random([ROWS, 32]), random([32, 64]), random([1, 64]));
+        let bias = bias.reshape([64]);
+        group.bench_function(
+            BenchmarkId::new("decay_lora_out_32x64", name(imp)),
+            |bench| {
+                bench.iter(|| {
+                    let then = Then::BiasSigmoid {
+                        bias: bias.clone(),
+                        scale: -0.6,
+                    };
+                    if imp == KernelImpl::Reference {
+                        let c =
+                            linear(lora_in.clone(), lora_out.clone()) + bias.clone().unsqueeze();
+                        (sigmoid(c) * -0.6).into_data()
+                    } else {
+                        linear_then(lora_in.clone(), lora_out.clone(), then).into_data()
+                    }
+                })
+            },
+        );
         // A time mix's six token-shift mixes (eager on Flex: computed by the call).
         group.bench_function(
             BenchmarkId::new("token_shift_mix_6x64", name(imp)),

@@ -141,17 +141,6 @@ pub(crate) unsafe fn written(buffer: Vec<MaybeUninit<f32>>) -> Vec<f32> {
     unsafe { Vec::from_raw_parts(ptr.cast::<f32>(), len, capacity) }
 }
 
-/// `buffer` as the `f32`s it holds, to read back what a kernel has just written into it.
-///
-/// # Safety
-///
-/// Every element of `buffer` must have been written.
-pub(crate) unsafe fn written_mut(buffer: &mut [MaybeUninit<f32>]) -> &mut [f32] {
-    // SAFETY: `MaybeUninit<f32>` has `f32`'s size and alignment, and the caller vouches that
-    // every element was written.
-    unsafe { &mut *(buffer as *mut [MaybeUninit<f32>] as *mut [f32]) }
-}
-
 /// `out = exp(x)`, element-wise, with [`exp_f32`] (a loop the compiler vectorises).
 #[inline(always)]
 pub(crate) fn exp_into(out: &mut [f32], x: &[f32]) {

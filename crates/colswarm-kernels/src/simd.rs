@@ -43,6 +43,20 @@ pub(crate) trait Simd: Copy {
     /// `a > b ? a : b` per lane, as x86's `max` instructions: `b` when either is NaN, and when
     /// both are zeros of either sign.
     fn max(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a < b ? a : b` per lane, as x86's `min` instructions (`b` on NaN and on zeros).
+    fn min(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a + b`.
+    fn add(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a − b`.
+    fn sub(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a / b`.
+    fn div(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a < b ? yes : no` per lane (false where either is NaN).
+    fn select_lt(self, a: Self::V, b: Self::V, yes: Self::V, no: Self::V) -> Self::V;
+    /// Per lane, the float whose bits are `((bits(x) − bits(base) + 127) << 23)` in wrapping
+    /// `i32` arithmetic: `2ⁿ` for the integer `n` that adding `base` (`1.5·2²³`) to a float
+    /// leaves in its low mantissa bits ([`exp_f32`](crate::cpu::exp_f32)'s scale).
+    fn pow2_of_rounded(self, x: Self::V, base: f32) -> Self::V;
     /// Sum of the lanes.
     fn hsum(self, v: Self::V) -> f32;
     /// The first `LANES` half floats of `x`, widened to `f32` (exactly: every half is an `f32`).
@@ -91,6 +105,31 @@ impl Simd for Scalar {
     #[inline(always)]
     fn max(self, a: f32, b: f32) -> f32 {
         if a > b { a } else { b }
+    }
+    #[inline(always)]
+    fn min(self, a: f32, b: f32) -> f32 {
+        if a < b { a } else { b }
+    }
+    #[inline(always)]
+    fn add(self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(self, a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn div(self, a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    fn select_lt(self, a: f32, b: f32, yes: f32, no: f32) -> f32 {
+        if a < b { yes } else { no }
+    }
+    #[inline(always)]
+    fn pow2_of_rounded(self, x: f32, base: f32) -> f32 {
+        let n = (x.to_bits() as i32).wrapping_sub(base.to_bits() as i32);
+        f32::from_bits((n.wrapping_add(127) << 23) as u32)
     }
     #[inline(always)]
     fn hsum(self, v: f32) -> f32 {
@@ -169,6 +208,43 @@ mod x86 {
             unsafe { _mm512_max_ps(a, b) }
         }
         #[inline(always)]
+        fn min(self, a: __m512, b: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F.
+            unsafe { _mm512_min_ps(a, b) }
+        }
+        #[inline(always)]
+        fn add(self, a: __m512, b: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F.
+            unsafe { _mm512_add_ps(a, b) }
+        }
+        #[inline(always)]
+        fn sub(self, a: __m512, b: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F.
+            unsafe { _mm512_sub_ps(a, b) }
+        }
+        #[inline(always)]
+        fn div(self, a: __m512, b: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F.
+            unsafe { _mm512_div_ps(a, b) }
+        }
+        #[inline(always)]
+        fn select_lt(self, a: __m512, b: __m512, yes: __m512, no: __m512) -> __m512 {
+            // SAFETY: the token proves AVX-512F. `_CMP_LT_OQ`: false on NaN.
+            unsafe { _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b), no, yes) }
+        }
+        #[inline(always)]
+        fn pow2_of_rounded(self, x: __m512, base: f32) -> __m512 {
+            // SAFETY: the token proves AVX-512F; the integer ops wrap, as the scalar form's.
+            unsafe {
+                let n = _mm512_sub_epi32(
+                    _mm512_castps_si512(x),
+                    _mm512_set1_epi32(base.to_bits() as i32),
+                );
+                let biased = _mm512_add_epi32(n, _mm512_set1_epi32(127));
+                _mm512_castsi512_ps(_mm512_slli_epi32::<23>(biased))
+            }
+        }
+        #[inline(always)]
         fn hsum(self, v: __m512) -> f32 {
             // SAFETY: the token proves AVX-512F.
             unsafe { _mm512_reduce_add_ps(v) }
@@ -238,6 +314,43 @@ mod x86 {
         fn max(self, a: __m256, b: __m256) -> __m256 {
             // SAFETY: the token proves AVX2.
             unsafe { _mm256_max_ps(a, b) }
+        }
+        #[inline(always)]
+        fn min(self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2.
+            unsafe { _mm256_min_ps(a, b) }
+        }
+        #[inline(always)]
+        fn add(self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2.
+            unsafe { _mm256_add_ps(a, b) }
+        }
+        #[inline(always)]
+        fn sub(self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2.
+            unsafe { _mm256_sub_ps(a, b) }
+        }
+        #[inline(always)]
+        fn div(self, a: __m256, b: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2.
+            unsafe { _mm256_div_ps(a, b) }
+        }
+        #[inline(always)]
+        fn select_lt(self, a: __m256, b: __m256, yes: __m256, no: __m256) -> __m256 {
+            // SAFETY: the token proves AVX2. `_CMP_LT_OQ`: false on NaN.
+            unsafe { _mm256_blendv_ps(no, yes, _mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) }
+        }
+        #[inline(always)]
+        fn pow2_of_rounded(self, x: __m256, base: f32) -> __m256 {
+            // SAFETY: the token proves AVX2; the integer ops wrap, as the scalar form's.
+            unsafe {
+                let n = _mm256_sub_epi32(
+                    _mm256_castps_si256(x),
+                    _mm256_set1_epi32(base.to_bits() as i32),
+                );
+                let biased = _mm256_add_epi32(n, _mm256_set1_epi32(127));
+                _mm256_castsi256_ps(_mm256_slli_epi32::<23>(biased))
+            }
         }
         #[inline(always)]
         fn hsum(self, v: __m256) -> f32 {

@@ -10,8 +10,8 @@
 
 use std::mem::MaybeUninit;
 
-use crate::activation::cpu::{sigmoid_f32, tanh_f32};
-use crate::cpu::{Isa, written_mut};
+use crate::activation::cpu::{sigmoid_f32, sigmoid_v, tanh_f32, tanh_v};
+use crate::cpu::Isa;
 use crate::simd::{Scalar, Simd};
 
 /// Sizes of one product: `a` is `[m, k]`, `b` is `[k, n]`, `c` is `[m, n]`.
@@ -22,15 +22,11 @@ pub(crate) struct Dims {
     pub n: usize,
 }
 
-/// What a product's elements go through on their way out of the kernel. Each form does the
-/// arithmetic of the separate ops it replaces, element by element and in their order, so the
-/// results are the same to the bit. A form works on the vectors in the registers
-/// ([`Epilogue::vector`]) or on each tile's rows while they are in L1, as a loop the compiler
-/// vectorises ([`Epilogue::rows`]); the column tails take [`Epilogue::scalar`].
+/// What a product's elements go through on their way out of the kernel's registers. Each form
+/// does the arithmetic of the separate ops it replaces, element by element and in their
+/// order, so the results are the same to the bit: on the vectors of a tile
+/// ([`Epilogue::vector`]), and on the column tails ([`Epilogue::scalar`]).
 pub(crate) trait Epilogue: Sync {
-    /// Whether [`Epilogue::rows`] does anything.
-    const ROWS: bool = false;
-
     /// On element `col` of a row of `c`.
     fn scalar(&self, x: f32, col: usize) -> f32;
 
@@ -39,10 +35,6 @@ pub(crate) trait Epilogue: Sync {
     fn vector<S: Simd>(&self, _: S, v: S::V, _: usize) -> S::V {
         v
     }
-
-    /// On a run of a row of `c` that starts at `col`, once written.
-    #[inline(always)]
-    fn rows(&self, _: &mut [f32], _: usize) {}
 
     /// The row width a form is made for (a bias's length), if any.
     fn width(&self) -> Option<usize> {
@@ -84,16 +76,13 @@ impl Epilogue for ReluSquared {
 pub(crate) struct Tanh;
 
 impl Epilogue for Tanh {
-    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, _: usize) -> f32 {
         tanh_f32(x)
     }
     #[inline(always)]
-    fn rows(&self, run: &mut [f32], _: usize) {
-        for x in run {
-            *x = tanh_f32(*x);
-        }
+    fn vector<S: Simd>(&self, s: S, v: S::V, _: usize) -> S::V {
+        tanh_v(s, v)
     }
 }
 
@@ -102,16 +91,13 @@ impl Epilogue for Tanh {
 pub(crate) struct Sigmoid;
 
 impl Epilogue for Sigmoid {
-    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, _: usize) -> f32 {
         sigmoid_f32(x)
     }
     #[inline(always)]
-    fn rows(&self, run: &mut [f32], _: usize) {
-        for x in run {
-            *x = sigmoid_f32(*x);
-        }
+    fn vector<S: Simd>(&self, s: S, v: S::V, _: usize) -> S::V {
+        sigmoid_v(s, v)
     }
 }
 
@@ -124,17 +110,14 @@ pub(crate) struct BiasSigmoid<'a> {
 }
 
 impl Epilogue for BiasSigmoid<'_> {
-    const ROWS: bool = true;
     #[inline(always)]
     fn scalar(&self, x: f32, col: usize) -> f32 {
         sigmoid_f32(x + self.bias[col]) * self.scale
     }
     #[inline(always)]
-    fn rows(&self, run: &mut [f32], col: usize) {
-        let scale = self.scale;
-        for (x, &b) in run.iter_mut().zip(&self.bias[col..]) {
-            *x = sigmoid_f32(*x + b) * scale;
-        }
+    fn vector<S: Simd>(&self, s: S, v: S::V, col: usize) -> S::V {
+        let biased = s.add(v, s.load(&self.bias[col..]));
+        s.mul(sigmoid_v(s, biased), s.splat(self.scale))
     }
     fn width(&self) -> Option<usize> {
         Some(self.bias.len())
@@ -164,16 +147,12 @@ fn tile<S: Simd, E: Epilogue, const R: usize, const V: usize>(
         }
     }
     for (r, acc) in acc.iter().enumerate() {
-        let out = &mut c[(i0 + r) * d.n + j0..][..V * S::LANES];
+        let out = &mut c[(i0 + r) * d.n + j0..];
         for (v, &acc) in acc.iter().enumerate() {
             s.write(
                 &mut out[v * S::LANES..],
                 e.vector(s, acc, j0 + v * S::LANES),
             );
-        }
-        if E::ROWS {
-            // SAFETY: every element of `out` was written just above.
-            e.rows(unsafe { written_mut(out) }, j0);
         }
     }
 }
