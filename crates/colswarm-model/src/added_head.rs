@@ -12,8 +12,8 @@ use std::path::Path;
 use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::Linear;
-use burn::tensor::{Device, Tensor, TensorData};
-use colswarm_kernels::embedding_bag::bag_sum;
+use burn::tensor::{Device, Tensor, TensorData, f16};
+use colswarm_kernels::embedding_bag::{bag_sum, bag_sum_half};
 use colswarm_rwkv::checkpoint::CheckpointFile;
 use colswarm_rwkv::init::ParamFactory;
 use serde::{Deserialize, Serialize};
@@ -74,10 +74,39 @@ impl NgramWeights {
     }
 }
 
+/// A scorer's weights: in half floats when every one of them is a half float (readers are
+/// saved so), which halves the bytes each column's bag sum reads at random; the sums are the
+/// same to the bit ([`bag_sum_half`] widens each row exactly).
+#[derive(Clone, Debug)]
+enum ScorerWeights {
+    Full(Vec<f32>),
+    Half(Vec<f16>),
+}
+
+impl ScorerWeights {
+    fn narrowed_if_exact(weights: Vec<f32>) -> Self {
+        let exact = weights
+            .iter()
+            .all(|&w| f16::from_f32(w).to_f32().to_bits() == w.to_bits());
+        if exact {
+            ScorerWeights::Half(weights.into_iter().map(f16::from_f32).collect())
+        } else {
+            ScorerWeights::Full(weights)
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            ScorerWeights::Full(w) => w.len(),
+            ScorerWeights::Half(w) => w.len(),
+        }
+    }
+}
+
 /// The n-gram reader on the host: sparse dot products per column.
 #[derive(Clone, Debug)]
 pub struct NgramScorer {
-    weights: Vec<f32>,
+    weights: ScorerWeights,
     bias: Vec<f32>,
     share: f32,
 }
@@ -91,17 +120,21 @@ impl NgramScorer {
             return scores;
         }
         let buckets = self.weights.len() / n;
-        let rows = &self.weights[..buckets * n];
         // A bucket past the weights (a featurizer wider than them) reads nothing.
-        if features.iter().all(|&(b, _)| (b as usize) < buckets) {
-            bag_sum(&mut scores, rows, features);
+        let inside: Vec<(u32, f32)>;
+        let bag = if features.iter().all(|&(b, _)| (b as usize) < buckets) {
+            features
         } else {
-            let inside: Vec<(u32, f32)> = features
+            inside = features
                 .iter()
                 .copied()
                 .filter(|&(b, _)| (b as usize) < buckets)
                 .collect();
-            bag_sum(&mut scores, rows, &inside);
+            &inside
+        };
+        match &self.weights {
+            ScorerWeights::Full(w) => bag_sum(&mut scores, &w[..buckets * n], bag),
+            ScorerWeights::Half(w) => bag_sum_half(&mut scores, &w[..buckets * n], bag),
         }
         scores
     }
@@ -114,7 +147,7 @@ impl NgramScorer {
     /// A scorer from its weights (`buckets × labels`, row-major), biases and share.
     pub(crate) fn new(weights: Vec<f32>, bias: Vec<f32>, share: f32) -> Self {
         NgramScorer {
-            weights,
+            weights: ScorerWeights::narrowed_if_exact(weights),
             bias,
             share: share.clamp(0.0, 1.0),
         }
@@ -344,6 +377,36 @@ mod tests {
 
     fn rows(t: Tensor<2>) -> Vec<f32> {
         t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn a_scorer_of_half_float_weights_holds_them_so_and_scores_the_same_bits() {
+        let (buckets, labels) = (64, 7);
+        // Half floats (what a saved reader holds), then one weight that is not one.
+        let halves: Vec<f32> = (0..buckets * labels)
+            .map(|i| f16::from_f32(((i * 37 % 101) as f32 - 50.0) / 17.0).to_f32())
+            .collect();
+        let bias: Vec<f32> = (0..labels).map(|j| j as f32 * 0.1).collect();
+        let mut full = halves.clone();
+        full[5] = 0.1;
+        let narrow = NgramScorer::new(halves.clone(), bias.clone(), 0.5);
+        let wide = NgramScorer::new(full, bias.clone(), 0.5);
+        assert!(matches!(narrow.weights, ScorerWeights::Half(_)));
+        assert!(matches!(wide.weights, ScorerWeights::Full(_)));
+        // The same weights held as f32 (what the scorer did before it narrowed them).
+        let reference = NgramScorer {
+            weights: ScorerWeights::Full(halves),
+            bias,
+            share: 0.5,
+        };
+        // Buckets past the table are left out, as before.
+        let bag = [(3, 1.5), (17, 0.25), (40, 2.0), (63, 1.0), (70, 3.0)];
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        assert_eq!(bits(narrow.scores(&bag)), bits(reference.scores(&bag)));
+        assert_eq!(
+            bits(narrow.scores(&bag[..3])),
+            bits(reference.scores(&bag[..3]))
+        );
     }
 
     #[test]
