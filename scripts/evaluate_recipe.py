@@ -383,6 +383,7 @@ def helpers(settings, bench):
         evaluate=lambda fold, model, task, part, predictions: evaluate(settings, fold, model, task,
                                                                        part, predictions),
         counts=counts, say=settings.say, write_summary=write_summary, commit=settings.commit,
+        refit=settings.refit,
         fold=lambda k: Fold(bench, k, FOLDS[bench], settings),
         closure=lambda task: [] if closes(bench, task) else ["--no-hierarchy-closure"])
 

@@ -12,7 +12,8 @@ the best pooled micro-F1 over folds j ≠ k of the refit model's predictions mix
 reader's (the `char-ngram` peer with the reader's features, trained on fold j's whole training
 part), the smaller share on a tie. No fold is scored by a share chosen on it. The fold's refit
 model then gets its reader (`add-reader --share w`, trained on the fold's whole training part)
-and scores its held-out fold.
+and scores its held-out fold; with `--no-refit`, the model trained without the selection half
+gets a reader trained on the same tables.
 
 `scripts/peer-mix-study.py` reads the same mixing functions for its studies.
 """
@@ -83,7 +84,8 @@ def reproduces(folds, multi_label):
 def reader_stage(h, bench, tasks, summaries, multi_label):
     """Adds the reader to every fold of BENCH whose summary lacks it (or chose another share),
     each fold's share chosen on the other folds; H is the protocol's helpers (run, evaluate,
-    counts, fold, closure flags, say, write_summary, the commit). Returns the summaries."""
+    counts, fold, closure flags, say, write_summary, the commit, whether the folds were refit).
+    Returns the summaries."""
     for task in tasks:
         multi = multi_label(task)
         folds, trained = {}, {}
@@ -126,10 +128,15 @@ def reader_stage(h, bench, tasks, summaries, multi_label):
                                      "--dev", fold.spec("select"), "--json"))
             threshold = found[0]["chosen"]["threshold"]
             shutil.rmtree(half, ignore_errors=True)
+            # The scored model: the refit (trained on the whole training part, its reader too),
+            # or with `--no-refit` the model trained without the selection half, its reader
+            # trained on the same tables.
+            scored_model, reader_train = ((fold.dir / "final-all", fold.peer_train) if h.refit
+                                          else (fold.dir / "final", fold.own[0]))
             with_reader = fold.dir / "final-reader"
             shutil.rmtree(with_reader, ignore_errors=True)
-            h.run("--threads", "1", "add-reader", "--model", fold.dir / "final-all", "--out",
-                  with_reader, "--task", task, "--namespace", bench, "--train", fold.peer_train,
+            h.run("--threads", "1", "add-reader", "--model", scored_model, "--out",
+                  with_reader, "--task", task, "--namespace", bench, "--train", reader_train,
                   "--share", w, *READER_FLAGS)
             h.run("calibrate", "--model", with_reader, "--task", task, "--set",
                   f"{bench}={'none' if threshold is None else threshold}")

@@ -417,6 +417,38 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
     );
 }
 
+#[test]
+fn without_the_refit_the_reader_joins_the_model_trained_without_the_selection_half() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, results) = (dir.path().join("work"), dir.path().join("RESULTS.md"));
+    let run = protocol_with(&out, &results, "t2d", &["--no-refit"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let fold = out.join("t2d/fold0");
+    // No model was trained on the whole training part, and the fold says so.
+    assert!(!fold.join("model-all-avg").exists());
+    assert!(!fold.join("final-all").exists());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fold.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["refit"], false);
+    // The reader step scored the model it had: one entry per task, as with the refit.
+    for task in ["cta", "cpa"] {
+        let reader = &summary["reader"][task];
+        assert_eq!(reader["share"].as_f64(), Some(0.0), "{task}: {reader}");
+        assert_eq!(
+            reader["micro_f1"].as_f64(),
+            summary["results"][task]["micro_f1"].as_f64(),
+            "{task}"
+        );
+        assert!(fold.join(format!("model-reader-{task}.jsonl")).is_file());
+    }
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.contains("--no-refit"), "{text}");
+}
+
 /// Asserts that a protocol run failed and that its log says EXPECTED.
 fn assert_refused(run: std::process::Output, expected: &str) {
     assert!(!run.status.success(), "not refused");
