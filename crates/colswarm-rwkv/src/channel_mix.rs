@@ -75,6 +75,7 @@ impl ChannelMix {
         (out.reshape([batch, time, d]), new_shift)
     }
 }
+
 /// `relu(layer(x))²`, in one pass of the kernel where the layer has no bias (RWKV-7's key
 /// has none).
 fn project_relu_squared(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
