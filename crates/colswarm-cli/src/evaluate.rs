@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use colswarm_eval::{
     BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions,
-    EvalReport, Split, baseline_predictions, default_task, evaluate, load_tables, paired_bootstrap,
-    read_predictions, score_predictions, train_baseline, write_predictions,
+    EvalReport, Split, TargetPrediction, baseline_predictions, default_task, evaluate, load_tables,
+    paired_bootstrap_runs, read_predictions, score_predictions, train_baseline, write_predictions,
 };
 use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, cta_kind};
 
@@ -105,6 +105,11 @@ pub(crate) struct CompareArgs {
     a: PathBuf,
     /// Predictions of system B, on the same targets.
     b: PathBuf,
+    /// Another run of A and of B (another seed of each, say), in that order: its targets are
+    /// pooled with the others, and each table's targets from every run are drawn together
+    /// (repeatable).
+    #[arg(long = "run", num_args = 2, value_names = ["A", "B"], action = clap::ArgAction::Append)]
+    runs: Vec<PathBuf>,
     /// Bootstrap resamples (tables drawn with replacement).
     #[arg(long, default_value_t = 10_000)]
     resamples: usize,
@@ -303,19 +308,34 @@ pub(crate) fn cmd_baseline(args: BaselineArgs) -> Result<()> {
 
 pub(crate) fn cmd_compare(args: CompareArgs) -> Result<()> {
     let read = |path: &PathBuf| read_predictions(path).map_err(anyhow::Error::from);
-    let (a, b) = (read(&args.a)?, read(&args.b)?);
+    let files: Vec<(&PathBuf, &PathBuf)> = std::iter::once((&args.a, &args.b))
+        .chain(args.runs.chunks_exact(2).map(|pair| (&pair[0], &pair[1])))
+        .collect();
+    let mut runs = Vec::with_capacity(files.len());
+    for (a, b) in &files {
+        runs.push((read(a)?, read(b)?));
+    }
     let config = BootstrapConfig {
         resamples: args.resamples,
         confidence: args.confidence,
         seed: args.seed,
     };
-    let c = paired_bootstrap(&a, &b, &config)
-        .with_context(|| format!("comparing {} with {}", args.a.display(), args.b.display()))?;
+    let pairs: Vec<(&[TargetPrediction], &[TargetPrediction])> = runs
+        .iter()
+        .map(|(a, b)| (a.as_slice(), b.as_slice()))
+        .collect();
+    let c = paired_bootstrap_runs(&pairs, &config).with_context(|| {
+        let named: Vec<String> = files
+            .iter()
+            .map(|(a, b)| format!("{} with {}", a.display(), b.display()))
+            .collect();
+        format!("comparing {}", named.join(", and "))
+    })?;
     if args.json {
         out!("{}", serde_json::to_string(&c)?);
     } else {
         out!(
-            "micro-F1 A {:.4}  B {:.4}  A − B {:+.4}  ({:.0}% interval {:+.4} to {:+.4}; {} tables, {} targets, {} resamples)",
+            "micro-F1 A {:.4}  B {:.4}  A − B {:+.4}  ({:.0}% interval {:+.4} to {:+.4}; {} tables, {} targets{}, {} resamples)",
             c.micro_f1_a,
             c.micro_f1_b,
             c.difference,
@@ -324,6 +344,11 @@ pub(crate) fn cmd_compare(args: CompareArgs) -> Result<()> {
             c.ci_high,
             c.n_tables,
             c.n_targets,
+            if c.runs > 1 {
+                format!(" of {} runs", c.runs)
+            } else {
+                String::new()
+            },
             c.resamples
         );
         out!(

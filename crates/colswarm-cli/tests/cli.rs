@@ -263,6 +263,39 @@ fn compare_matches_eval_and_baseline_predictions_target_by_target() {
         (Some(0.0), Some(0.0))
     );
 
+    // A second run of each (`--run A B`) pools its targets; each table stays one unit.
+    let (m, b) = (
+        model_file.to_str().unwrap(),
+        baseline_file.to_str().unwrap(),
+    );
+    let out = colswarm(&[
+        "compare",
+        m,
+        b,
+        "--run",
+        m,
+        b,
+        "--resamples",
+        "500",
+        "--json",
+    ]);
+    let pooled: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(pooled["runs"], 2);
+    assert_eq!(
+        pooled["n_targets"].as_u64(),
+        c["n_targets"].as_u64().map(|n| 2 * n)
+    );
+    assert_eq!(pooled["n_tables"], c["n_tables"]);
+    assert_eq!(pooled["difference"], c["difference"]);
+    let text = std::fs::read_to_string(&model_file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let half = dir.path().join("half.jsonl");
+    std::fs::write(&half, lines[..lines.len() / 2].join("\n")).unwrap();
+    let out = colswarm(&["compare", m, b, "--run", m, half.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(error.contains("run 2:"), "{error}");
+
     // A broken line is named with its file and line number; fewer targets are refused.
     let text = std::fs::read_to_string(&baseline_file).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();

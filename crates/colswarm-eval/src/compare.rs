@@ -160,8 +160,11 @@ impl Default for BootstrapConfig {
 pub struct Comparison {
     /// Tables the targets come from (the resampled unit).
     pub n_tables: usize,
-    /// Targets scored.
+    /// Targets scored, summed over the runs.
     pub n_targets: usize,
+    /// Runs of each system pooled ([`paired_bootstrap_runs`]); 1 for [`paired_bootstrap`].
+    #[serde(default = "one_run")]
+    pub runs: usize,
     /// A's micro-F1 on all targets.
     pub micro_f1_a: f64,
     /// B's micro-F1 on all targets.
@@ -190,6 +193,17 @@ struct Counts {
     predicted: usize,
 }
 
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.tp += other.tp;
+        self.predicted += other.predicted;
+    }
+}
+
+fn one_run() -> usize {
+    1
+}
+
 fn micro_f1(tp: usize, predicted: usize, gold: usize) -> f64 {
     let denominator = predicted + gold;
     if denominator == 0 {
@@ -207,12 +221,22 @@ pub fn paired_bootstrap(
     b: &[TargetPrediction],
     config: &BootstrapConfig,
 ) -> Result<Comparison, EvalError> {
+    paired_bootstrap_runs(&[(a, b)], config)
+}
+
+/// Compares A and B over several runs of each: run `i` of A (another seed, say) is paired
+/// with run `i` of B, target by target, as [`paired_bootstrap`] pairs them, and every run's
+/// targets are pooled. A table's targets from every run are drawn together, so a table that
+/// each run scores is still one unit of the bootstrap: more runs narrow the interval by what
+/// the runs disagree on, not by counting a table once per run. Errors name the run (from 1)
+/// when there is more than one.
+pub fn paired_bootstrap_runs(
+    runs: &[(&[TargetPrediction], &[TargetPrediction])],
+    config: &BootstrapConfig,
+) -> Result<Comparison, EvalError> {
     let mismatch = |reason: String| Err(EvalError::PredictionsMismatch(reason));
-    if a.len() != b.len() {
-        return mismatch(format!("A has {} targets, B has {}", a.len(), b.len()));
-    }
-    if a.is_empty() {
-        return mismatch("no target to compare".into());
+    if runs.is_empty() {
+        return mismatch("no run to compare".into());
     }
     if config.resamples == 0 || !(config.confidence > 0.0 && config.confidence < 1.0) {
         return mismatch(format!(
@@ -220,15 +244,30 @@ pub fn paired_bootstrap(
             config.resamples, config.confidence
         ));
     }
-    let tables = table_counts(a, b)?;
+    let mut pooled: BTreeMap<&str, (Counts, Counts, usize)> = BTreeMap::new();
+    let mut n_targets = 0;
+    for (i, (a, b)) in runs.iter().enumerate() {
+        let in_run = |error: EvalError| match error {
+            EvalError::PredictionsMismatch(reason) if runs.len() > 1 => {
+                EvalError::PredictionsMismatch(format!("run {}: {reason}", i + 1))
+            }
+            other => other,
+        };
+        for (table, (ta, tb, gold)) in table_counts(a, b).map_err(in_run)? {
+            let entry = pooled.entry(table).or_default();
+            entry.0.add(ta);
+            entry.1.add(tb);
+            entry.2 += gold;
+        }
+        n_targets += a.len();
+    }
+    let tables: Vec<(Counts, Counts, usize)> = pooled.into_values().collect();
     let difference_of = |picks: &mut dyn Iterator<Item = usize>| {
         let (mut a, mut b, mut gold) = (Counts::default(), Counts::default(), 0);
         for i in picks {
             let (ta, tb, g) = tables[i];
-            a.tp += ta.tp;
-            a.predicted += ta.predicted;
-            b.tp += tb.tp;
-            b.predicted += tb.predicted;
+            a.add(ta);
+            b.add(tb);
             gold += g;
         }
         let (fa, fb) = (
@@ -249,7 +288,8 @@ pub fn paired_bootstrap(
     let (ci_low, ci_high) = percentile_interval(&draws, config.confidence);
     Ok(Comparison {
         n_tables: tables.len(),
-        n_targets: a.len(),
+        n_targets,
+        runs: runs.len(),
         micro_f1_a,
         micro_f1_b,
         difference,
@@ -262,13 +302,19 @@ pub fn paired_bootstrap(
     })
 }
 
-/// Per table (in id order): A's counts, B's counts and the number of gold labels, after
-/// checking that A and B score the same targets with the same gold labels, each once.
-fn table_counts(
-    a: &[TargetPrediction],
-    b: &[TargetPrediction],
-) -> Result<Vec<(Counts, Counts, usize)>, EvalError> {
+/// Per table: A's counts, B's counts and the number of gold labels, after checking that A and
+/// B score the same targets with the same gold labels, each once.
+fn table_counts<'a>(
+    a: &'a [TargetPrediction],
+    b: &'a [TargetPrediction],
+) -> Result<BTreeMap<&'a str, (Counts, Counts, usize)>, EvalError> {
     let mismatch = |reason: String| Err(EvalError::PredictionsMismatch(reason));
+    if a.len() != b.len() {
+        return mismatch(format!("A has {} targets, B has {}", a.len(), b.len()));
+    }
+    if a.is_empty() {
+        return mismatch("no target to compare".into());
+    }
     let (a_sorted, b_sorted) = (sorted(a), sorted(b));
     for (side, list) in [("A", &a_sorted), ("B", &b_sorted)] {
         if let Some(pair) = list.windows(2).find(|w| w[0].key() == w[1].key()) {
@@ -294,7 +340,7 @@ fn table_counts(
         }
         entry.2 += gold.len();
     }
-    Ok(tables.into_values().collect())
+    Ok(tables)
 }
 
 /// The central `confidence` interval of sorted, non-empty `draws`: as many draws left out below
@@ -426,6 +472,64 @@ mod tests {
             (0.3..0.8).contains(&wide.p_a_not_better),
             "equally good: {wide:?}"
         );
+    }
+
+    #[test]
+    fn runs_pool_their_targets_and_keep_each_table_one_unit() {
+        let (a, b) = a_better();
+        let config = BootstrapConfig::default();
+        // The same run twice: the same micro-F1s and difference, twice the targets, and no
+        // more tables, so the interval cannot narrow (a bootstrap over runs × tables would).
+        let once = paired_bootstrap(&a, &b, &config).unwrap();
+        let twice = paired_bootstrap_runs(&[(&a, &b), (&a, &b)], &config).unwrap();
+        assert_eq!((twice.n_tables, twice.n_targets, twice.runs), (40, 160, 2));
+        assert_eq!(
+            (
+                twice.micro_f1_a,
+                twice.micro_f1_b,
+                twice.ci_low,
+                twice.ci_high
+            ),
+            (once.micro_f1_a, once.micro_f1_b, once.ci_low, once.ci_high)
+        );
+        assert_eq!(once.runs, 1);
+        // A second run where B is as good as A: the pooled difference is the pooled counts'.
+        let (mut tp_a, mut tp_b, mut predicted_a, mut predicted_b, mut gold) = (0, 0, 0, 0, 0);
+        for (x, y) in a.iter().zip(&b).chain(a.iter().zip(&a)) {
+            let g = set(&x.gold);
+            tp_a += set(&x.predicted).intersection(&g).count();
+            tp_b += set(&y.predicted).intersection(&g).count();
+            predicted_a += x.predicted.len();
+            predicted_b += y.predicted.len();
+            gold += g.len();
+        }
+        let mixed = paired_bootstrap_runs(&[(&a, &b), (&a, &a)], &config).unwrap();
+        assert_eq!(mixed.micro_f1_a, micro_f1(tp_a, predicted_a, gold));
+        assert_eq!(mixed.micro_f1_b, micro_f1(tp_b, predicted_b, gold));
+        assert!(0.0 < mixed.difference && mixed.difference < once.difference);
+        // A run of other tables adds tables.
+        let renamed = |list: &[TargetPrediction]| -> Vec<TargetPrediction> {
+            let mut list = list.to_vec();
+            list.iter_mut().for_each(|t| t.table.push_str("-other"));
+            list
+        };
+        let (a2, b2) = (renamed(&a), renamed(&b));
+        let wider = paired_bootstrap_runs(&[(&a, &b), (&a2, &b2)], &config).unwrap();
+        assert_eq!((wider.n_tables, wider.n_targets), (80, 160));
+    }
+
+    #[test]
+    fn a_mismatch_names_its_run() {
+        let (a, b) = a_better();
+        let error = paired_bootstrap_runs(&[(&a, &b), (&a, &b[1..])], &BootstrapConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("run 2: A has 80 targets, B has 79"),
+            "{error}"
+        );
+        let none = paired_bootstrap_runs(&[], &BootstrapConfig::default()).unwrap_err();
+        assert!(none.to_string().contains("no run"), "{none}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! - [`train_baseline`]: majority, character n-gram and header-rule peers, scored the same way.
 //! - [`write_predictions`], [`read_predictions`] and [`paired_bootstrap`]: two systems'
 //!   predictions compared target by target, with a 95% interval of their micro-F1 difference
-//!   over tables.
+//!   over tables; [`paired_bootstrap_runs`] pools several runs of each (seeds).
 //!
 //! Nothing here trains a swarm: `colswarm eval`, `baseline` and `compare`, and the Python
 //! package's `evaluate`, depend on this crate and `colswarm-model` only.
@@ -44,8 +44,8 @@ pub use baseline::{
 pub use colswarm_tables::DataSpec;
 pub use colswarm_tables::{DatasetFormat, LoadedData, Split, load_tables};
 pub use compare::{
-    BootstrapConfig, Comparison, TargetPrediction, paired_bootstrap, read_predictions,
-    score_predictions, write_predictions,
+    BootstrapConfig, Comparison, TargetPrediction, paired_bootstrap, paired_bootstrap_runs,
+    read_predictions, score_predictions, write_predictions,
 };
 pub use error::EvalError;
 pub use eval::{EvalOptions, EvalReport, default_task, evaluate, pick_namespace};
