@@ -226,10 +226,10 @@ pub fn paired_bootstrap(
 
 /// Compares A and B over several runs of each: run `i` of A (another seed, say) is paired
 /// with run `i` of B, target by target, as [`paired_bootstrap`] pairs them, and every run's
-/// targets are pooled. A table's targets from every run are drawn together, so a table that
-/// each run scores is still one unit of the bootstrap: more runs narrow the interval by what
-/// the runs disagree on, not by counting a table once per run. Errors name the run (from 1)
-/// when there is more than one.
+/// targets are pooled. Pooling averages out what one seed adds by chance; a table's targets
+/// from every run are drawn together, so a table that each run scores is still one unit of
+/// the bootstrap and more runs never make the interval narrower than the tables allow. Errors
+/// name the run (from 1) when there is more than one.
 pub fn paired_bootstrap_runs(
     runs: &[(&[TargetPrediction], &[TargetPrediction])],
     config: &BootstrapConfig,
