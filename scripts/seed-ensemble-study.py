@@ -4,8 +4,8 @@ differ only in the model's seed (`evaluate-recipe.sh --no-refit --set run.seed=S
 no training.
 
 Each target's label probabilities are averaged over the runs with equal weights (nothing is
-chosen) and decoded as the model decodes a single-label namespace (the best label); a target a
-run scored without probabilities (a pair whose subject the model did not choose) keeps the first
+chosen) and decoded as the model decodes (the best label; WikiTables types, multi-label, every
+label above 0.5 and at least the best); a target a run scored without probabilities (a pair whose subject the model did not choose) keeps the first
 run's labels. The ensemble's pooled held-out predictions are written beside the first run and
 paired (`colswarm compare`) against each run alone, and against a peer when one is named.
 
@@ -21,7 +21,10 @@ from pathlib import Path
 from recipe_reader import decode, read
 
 
-def averaged(runs):
+MULTI_LABEL = {"wikitables"}
+
+
+def averaged(runs, multi_label):
     """The first run's targets with every run's probabilities averaged into their labels."""
     out = []
     for key, target in runs[0].items():
@@ -30,7 +33,7 @@ def averaged(runs):
         if all(kept):
             labels = set().union(*kept)
             mean = {label: sum(p.get(label, 0.0) for p in kept) / len(kept) for label in labels}
-            row["predicted"] = decode(mean, False)
+            row["predicted"] = decode(mean, multi_label)
         else:
             row["predicted"] = target["predicted"]
         out.append(row)
@@ -47,7 +50,9 @@ def main():
     parser.add_argument("--bin", default="target/release/colswarm", help="the colswarm command")
     args = parser.parse_args()
     files = [Path(d) / f"{args.task}-{args.kind}.jsonl" for d in args.runs]
-    ensemble = averaged([read(f) for f in files])
+    # A run's benchmark directory is named after its benchmark (`OUT/wikitables`).
+    multi_label = args.task == "cta" and Path(args.runs[0]).name in MULTI_LABEL
+    ensemble = averaged([read(f) for f in files], multi_label)
     out = Path(args.runs[0]) / f"{args.task}-{args.kind}-seed-ensemble.jsonl"
     out.write_text("".join(json.dumps(row) + "\n" for row in ensemble))
     print(f"{args.task} {args.kind}: {len(files)} runs, {len(ensemble)} targets -> {out}")
