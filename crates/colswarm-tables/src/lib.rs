@@ -53,7 +53,6 @@ mod fnv;
 pub mod fuzzing;
 #[cfg(feature = "parquet")]
 mod gittables;
-mod html_entities;
 mod label_set;
 mod labelled;
 mod ngrams;
@@ -88,7 +87,6 @@ pub use fnv::fnv1a;
 pub use gittables::in_guarded_decoder;
 #[cfg(feature = "parquet")]
 pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
-pub use html_entities::decode_html_entities;
 pub use label_set::{LabelHierarchy, LabelSet};
 pub use labelled::read_labelled_tables;
 pub use ngrams::{NgramConfig, SparseFeatures, TableNgrams};

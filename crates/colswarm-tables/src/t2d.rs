@@ -9,14 +9,9 @@
 //! first-column cells better than header cells) and transposes them, so annotations always
 //! refer to columns ([`TableContext::transposed`](crate::TableContext) is then true).
 //!
-//! Headers and cells are read with their HTML character references decoded
-//! ([`decode_html_entities`]): the tables were scraped from web pages and keep `&auml;` and
-//! `&nbsp;`.
-//!
 //! Every annotated column gets its property URI as its label; each annotated non-key column of
 //! a table with a key column becomes a CPA target (subject → column, property).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -25,7 +20,6 @@ use crate::cell::Cell;
 use crate::compressed::{DataFolder, file_stem_uncompressed};
 use crate::delimited::{CsvOptions, Delimiter, RaggedRows, read_csv_from_reader};
 use crate::error::Result;
-use crate::html_entities::decode_html_entities;
 use crate::label_set::LabelSet;
 use crate::options::{ReadOptions, ReadReport};
 use crate::records::{RecordReader, field, parse_index};
@@ -98,7 +92,6 @@ pub fn load_t2d(root: impl AsRef<Path>, options: &ReadOptions) -> Result<T2dData
             &csv_options,
         )?;
         dataset.report.merge(report);
-        decode_entities(&mut table);
         let attributes = read_attributes(
             RecordReader::new(
                 folder.open_file(&attribute_file)?,
@@ -157,30 +150,13 @@ fn read_attributes<R: BufRead>(
     while let Some(line) = records.next_record(&mut record)? {
         attributes.push(Attribute {
             property: field(path, line, &record, 0)?.to_string(),
-            header: decode_html_entities(field(path, line, &record, 1)?).into_owned(),
+            header: field(path, line, &record, 1)?.to_string(),
             is_key: field(path, line, &record, 2)?.eq_ignore_ascii_case("true"),
             column: parse_index(path, line, "column", field(path, line, &record, 3)?)?,
             line,
         });
     }
     Ok(attributes)
-}
-
-/// Decodes the HTML character references T2D's scraped headers and cells keep (`h&ouml;he`,
-/// 73,000 cells of `&nbsp;`); a cell that decodes to blank space becomes a null.
-fn decode_entities(table: &mut Table) {
-    for column in &mut table.columns {
-        if let Some(header) = &mut column.header
-            && let Cow::Owned(decoded) = decode_html_entities(header)
-        {
-            *header = decoded;
-        }
-        for cell in &mut column.cells {
-            if let Cow::Owned(decoded) = decode_html_entities(cell.text()) {
-                *cell = Cell::new(decoded);
-            }
-        }
-    }
 }
 
 fn same_name(a: &str, b: &str) -> bool {
@@ -332,19 +308,5 @@ mod tests {
             vec![vec!["Ann".into(), "Oslo".into()]],
         );
         assert!(!is_vertical(&table, &[attribute("city", 1)]));
-    }
-
-    #[test]
-    fn entities_in_headers_and_cells_are_decoded() {
-        let mut table = Table::from_rows(
-            "e",
-            Some(vec!["h&ouml;he".into(), "AT&T".into()]),
-            vec![vec!["&nbsp;".into(), "5&nbsp;m".into()]],
-        );
-        decode_entities(&mut table);
-        assert_eq!(table.columns[0].header.as_deref(), Some("höhe"));
-        assert_eq!(table.columns[1].header.as_deref(), Some("AT&T"));
-        assert!(table.columns[0].cells[0].is_null());
-        assert_eq!(table.cell(0, 1).map(Cell::text), Some("5 m"));
     }
 }
