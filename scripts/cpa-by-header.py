@@ -5,7 +5,8 @@ header spells a relation's name; no training, nothing chosen.
 
 A pair's header words and each relation's name words are split as the label-name prior and the
 `header-rule` peer split them (maximal runs of letters, lower-cased, camelCase split; a
-relation is named by the part of its URI after the last `/` or `#`). The pair's bucket is its
+relation is named by the part of its URI after the last `/` or `#`; each word compared in its
+singular form, `Countries` / `country`). The pair's bucket is its
 best Jaccard overlap with the relations its fold's model knows (the labels of its
 probabilities): `exact` (1: the header spells a name, `Population` / `population`), `half`
 (at least 0.5), `some` (above 0) or `none`. In each bucket the recipe (with its reader when the
@@ -59,6 +60,22 @@ def name_words(text):
 
 def label_words(label):
     return name_words(label.replace("#", "/").rsplit("/", 1)[-1])
+
+
+def word_form(word):
+    """The form the prior compares a word in, one for singular and regular English plural
+    (`colswarm_model::label_names::word_form`): `countries`, `country` → `countrie`."""
+    if len(word) >= 5 and word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        word = word[:-2]
+    elif len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) >= 3 and word.endswith("y") and word[-2] not in "aeiou":
+        word = word[:-1] + "ie"
+    return word
+
+
+def forms(words):
+    return {word_form(w) for w in words}
 
 
 def jaccard(a, b):
@@ -121,9 +138,9 @@ def main():
     buckets = []
     for row in rows["recipe"]:
         header = header_rows[row["table"]]
-        words = name_words(header[row["column"]] if row["column"] < len(header) else "")
+        words = forms(name_words(header[row["column"]] if row["column"] < len(header) else ""))
         known = row.get("probabilities", {})
-        buckets.append(bucket(max((jaccard(words, label_words(l)) for l in known), default=0.0)))
+        buckets.append(bucket(max((jaccard(words, forms(label_words(l))) for l in known), default=0.0)))
 
     print(f"T2D CPA, {len(order)} pairs pooled over the folds ({recipe_file.name}); the recipe "
           "against each peer, micro-F1 and the difference with its 95% interval over tables")

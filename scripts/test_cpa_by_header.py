@@ -25,6 +25,20 @@ class Words(unittest.TestCase):
         self.assertEqual(label_words("http://www.w3.org/2000/01/rdf-schema#label"), {"label"})
         self.assertEqual(label_words("film.director"), {"film", "director"})
 
+    def test_singular_and_regular_plural_share_a_form(self):
+        form = cpa_by_header.word_form
+        for plural, singular in [("countries", "country"), ("cities", "city"),
+                                 ("languages", "language"), ("movies", "movie"),
+                                 ("matches", "match"), ("boxes", "box"),
+                                 ("addresses", "address"), ("headquarters", "headquarter"),
+                                 ("days", "day")]:
+            self.assertEqual(form(plural), form(singular), plural)
+        self.assertEqual(form("status"), "status")
+        self.assertEqual(form("address"), "address")
+        self.assertEqual(form("analysis"), "analysis")
+        self.assertEqual(form("gas"), "gas")
+        self.assertNotEqual(form("state"), form("status"))
+
     def test_buckets_follow_the_best_overlap(self):
         jaccard, bucket = cpa_by_header.jaccard, cpa_by_header.bucket
         a = {"release", "date"}

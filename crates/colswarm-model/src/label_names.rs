@@ -11,7 +11,10 @@
 //!
 //! Words are maximal runs of letters, lower-cased, with camelCase split (`releaseDate` →
 //! `release`, `date`). A label's name is the part after its last `/` or `#`, so
-//! `http://dbpedia.org/ontology/PopulatedPlace/area` is named `area`.
+//! `http://dbpedia.org/ontology/PopulatedPlace/area` is named `area`. The prior compares
+//! words in one form for singular and regular English plural ([`word_form`]): headers name
+//! a column by what each cell holds (`Languages`, `Countries`, `Matches`), labels by the
+//! property (`language`, `country`, `match`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -49,6 +52,45 @@ pub fn label_words(label: &str) -> BTreeSet<String> {
     name_words(local)
 }
 
+/// The form a word is compared in, the same for its singular and its regular English plural:
+/// `countries` and `country` → `countrie`, `matches` and `match` → `match`, `languages` →
+/// `language`, `movies` → `movie`. Words that only end like a plural keep their end (`status`,
+/// `address`, `analysis`, and words of three letters or fewer). Irregular plurals (`people`)
+/// and other languages' plurals are not matched. Not a dictionary form: it only ever meets
+/// another word's form.
+pub fn word_form(word: &str) -> String {
+    let chars: Vec<char> = word.chars().collect();
+    let n = chars.len();
+    let ends = |suffix: &str| word.ends_with(suffix);
+    let vowel = |c: char| "aeiou".contains(c);
+    let mut form: String = if n >= 5
+        && ["sses", "ches", "shes", "xes", "zes"]
+            .iter()
+            .any(|s| ends(s))
+    {
+        chars[..n - 2].iter().collect()
+    } else if n >= 4 && ends("s") && !["ss", "us", "is"].iter().any(|s| ends(s)) {
+        chars[..n - 1].iter().collect()
+    } else {
+        word.to_string()
+    };
+    // `country` meets `countries` (now `countrie`): a final `y` after a consonant becomes `ie`.
+    let form_chars: Vec<char> = form.chars().collect();
+    if let [.., before, 'y'] = form_chars[..]
+        && form_chars.len() >= 3
+        && !vowel(before)
+    {
+        form.pop();
+        form.push_str("ie");
+    }
+    form
+}
+
+/// [`name_words`] of `text`, each in its [`word_form`].
+fn word_forms(text: &str) -> BTreeSet<String> {
+    name_words(text).iter().map(|w| word_form(w)).collect()
+}
+
 /// Shared words over all words of the two sets; 0 when either is empty.
 pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     let shared = a.intersection(b).count();
@@ -78,7 +120,8 @@ impl LabelNames {
             .iter()
             .enumerate()
             .map(|(i, label)| {
-                let words = label_words(label);
+                let local = label.rsplit(['/', '#']).next().unwrap_or(label);
+                let words = word_forms(local);
                 for word in &words {
                     labels_of.entry(word.clone()).or_default().push(i);
                 }
@@ -89,12 +132,12 @@ impl LabelNames {
     }
 
     /// Adds `weight · jaccard(header, label)` to each label's logit (`logits[i]` is label
-    /// `i`'s).
+    /// `i`'s), both named by their words' [`word_form`]s.
     ///
     /// # Shapes
     /// - `logits`: `[labels]`
     pub fn add_prior(&self, logits: &mut [f32], header: &str, weight: f32) {
-        let header = name_words(header);
+        let header = word_forms(header);
         if header.is_empty() || weight == 0.0 {
             return;
         }
@@ -174,11 +217,58 @@ mod tests {
         ] {
             let mut logits = vec![0.5; labels.len()];
             names.add_prior(&mut logits, header, 3.0);
-            let words = name_words(header);
+            let forms = |words: BTreeSet<String>| words.iter().map(|w| word_form(w)).collect();
+            let words = forms(name_words(header));
             let expected: Vec<f32> = labels
                 .iter()
-                .map(|l| 0.5 + 3.0 * jaccard(&words, &label_words(l)))
+                .map(|l| 0.5 + 3.0 * jaccard(&words, &forms(label_words(l))))
                 .collect();
+            assert_eq!(logits, expected, "{header}");
+        }
+    }
+
+    #[test]
+    fn singular_and_regular_plural_share_a_form() {
+        for (plural, singular) in [
+            ("countries", "country"),
+            ("cities", "city"),
+            ("languages", "language"),
+            ("movies", "movie"),
+            ("matches", "match"),
+            ("boxes", "box"),
+            ("addresses", "address"),
+            ("headquarters", "headquarter"),
+            ("days", "day"),
+        ] {
+            assert_eq!(
+                word_form(plural),
+                word_form(singular),
+                "{plural} / {singular}"
+            );
+        }
+        // Words that only end like a plural keep their end.
+        assert_eq!(word_form("status"), "status");
+        assert_eq!(word_form("address"), "address");
+        assert_eq!(word_form("analysis"), "analysis");
+        assert_eq!(word_form("gas"), "gas");
+        assert_ne!(word_form("state"), word_form("status"));
+    }
+
+    #[test]
+    fn a_plural_header_names_its_singular_label() {
+        let labels: Vec<String> = [
+            "http://dbpedia.org/ontology/language",
+            "http://dbpedia.org/ontology/country",
+            "http://dbpedia.org/ontology/headquarter",
+        ]
+        .map(String::from)
+        .to_vec();
+        let names = LabelNames::new(&labels);
+        for (header, named) in [("Languages", 0), ("Countries", 1), ("HEADQUARTERS", 2)] {
+            let mut logits = vec![0.0; 3];
+            names.add_prior(&mut logits, header, 2.0);
+            let mut expected = vec![0.0; 3];
+            expected[named] = 2.0;
             assert_eq!(logits, expected, "{header}");
         }
     }
