@@ -6,7 +6,8 @@
 # rerun it after an interruption and it redoes only what is missing (work in
 # runs/evaluate-recipe). Two folds at a time, one thread each.
 # Usage: scripts/evaluate-recipe.sh [--benchmarks t2d,gittables,wikitables] [--jobs 2] [--tiny]
-#        [--set KEY=VALUE ... --expert-set KEY=VALUE ... --out DIR --results FILE]: a variant
+#        [--set KEY=VALUE ... --expert-set KEY=VALUE ... --specialist NAME=DIR ...
+#         --out DIR --results FILE]: a variant
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${BIN:-}" ]; then

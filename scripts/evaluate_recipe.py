@@ -69,6 +69,10 @@ class Settings:
         self.tiny = args.tiny
         # Changes to the model's and to the expert's recipes (`train --set`), in every fold.
         self.recipe_sets = {"model": list(args.set), "expert": list(args.expert_set)}
+        # More specialists beside each fold's experts (`--specialist`), recorded with the
+        # changes only when there are some, so that older work directories still match.
+        if args.specialist:
+            self.recipe_sets["specialists"] = list(args.specialist)
         self.folds = args.folds
         self.prior_grid = [0, 12] if args.tiny else [0, 4, 8, 12, 16, 24]
         # (Tiny runs always open the experts, so that every step of the recipe runs.)
@@ -200,13 +204,27 @@ def with_experts(settings, model, out, experts, open_below):
     for i, expert in enumerate(experts):
         step = Path(f"{out}-{i}") if i + 1 < len(experts) else Path(out)
         shutil.rmtree(step, ignore_errors=True)
-        rule = [] if open_below == ALWAYS else ["--open-below", open_below]
+        name, options, path = specialist_options(expert)
+        expert = f"{name}={path}"
+        rule = [] if open_below == ALWAYS or "always" in options else ["--open-below", open_below]
         run(settings, "add-specialist", "--model", current, "--specialist", expert, *rule,
             "--out", step)
         if current != Path(model):
             shutil.rmtree(current)
         current = step
     return current
+
+
+def specialist_options(expert):
+    """(name, options, dir) of an expert NAME[:OPTION...]=DIR: `always` opens it on every table
+    where the experts open, `average` keeps its mix weight at the plain average (θ = 1)."""
+    name, path = expert.split("=", 1)
+    name, *options = name.split(":")
+    unknown = set(options) - {"always", "average"}
+    if unknown:
+        raise RuntimeError(f"{expert}: unknown option(s) {', '.join(sorted(unknown))} "
+                           "(expected always, average)")
+    return name, set(options), path
 
 
 def prior_args(weights):
@@ -275,7 +293,23 @@ def train_pair(settings, fold, suffix, own, what):
     expert = train(settings, fold.dir / f"expert{suffix}", "recipes/expert.toml",
                    own + fold.expert_more[suffix], fold.expert_shape + set_flags(settings.recipe_sets["expert"]),
                    f"{name}: training its {fold.bench} expert{what}")
-    return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts
+    more = [fold_specialist(template, fold, suffix)
+            for template in settings.recipe_sets.get("specialists", [])]
+    return model, [f"{fold.bench}-expert={expert}"] + fold.extra_experts + more
+
+
+def fold_specialist(template, fold, suffix):
+    """A `--specialist NAME[:always][:average]=DIR` of one fold: DIR with `{bench}`, `{k}` and
+    `{all}` (`-all` in the refit, else empty) filled in. It must exist and have been trained
+    without the fold's held-out tables (and, outside the refit, without its selection half):
+    the protocol cannot check that."""
+    name, sep, path = template.partition("=")
+    if not sep or not name or not path:
+        raise RuntimeError(f"--specialist {template}: expected NAME=DIR")
+    path = Path(path.format(bench=fold.bench, k=fold.k, all=suffix))
+    if not path.is_dir():
+        raise RuntimeError(f"--specialist {template}: {path} is not a model directory")
+    return f"{name}={path}"
 
 
 def set_flags(changes):
@@ -323,6 +357,10 @@ def model_fold(settings, fold):
     chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
     shutil.copytree(chosen, final, symlinks=True)
     mix = learn_mix(settings, fold, final) if open_below is not None else {}
+    averaged = {specialist_options(e)[0] for e in experts if "average" in specialist_options(e)[1]}
+    if averaged and mix:
+        mix = {pair: 1.0 if pair.split("@")[0] in averaged else theta for pair, theta in mix.items()}
+        set_mix(settings, final, mix)
     cpa_priors = None
     if "cpa" in fold.tasks:
         cpa_priors, selection["cpa_priors"] = choose_cpa_priors(settings, fold, final)
@@ -503,8 +541,21 @@ def main():
                         help="change the model's recipe in every fold, as `colswarm train --set` (repeatable)")
     parser.add_argument("--expert-set", action="append", default=[], metavar="KEY=VALUE",
                         help="change the benchmark expert's recipe in every fold (repeatable)")
+    parser.add_argument("--specialist", action="append", default=[], metavar="NAME=DIR",
+                        help="one more specialist beside each fold's experts, opening by the same rule "
+                             "(NAME:always=DIR: on every table where they open; NAME:average=DIR: "
+                             "its mix weight kept at the plain average); "
+                             "DIR may hold {bench}, {k} and {all} (`-all` in the refit), e.g. a twin "
+                             "trained on the same folds with another seed (repeatable)")
     args = parser.parse_args()
     args.bin = args.bin.split()
+    for template in args.specialist:
+        if "=" not in template:
+            sys.exit(f"--specialist {template}: expected NAME=DIR")
+        try:
+            specialist_options(template)
+        except RuntimeError as e:
+            sys.exit(f"--specialist {e}")
     settings = Settings(args)
     settings.out.mkdir(parents=True, exist_ok=True)
     # The recipe changes a work directory's models were trained with: reusing them under other

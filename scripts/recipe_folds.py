@@ -173,7 +173,8 @@ NO_CHANGES = {"model": [], "expert": []}
 
 def change_flags(changes):
     """The protocol's flags that give CHANGES, as the results and messages show them."""
-    return [f"--set {c}" for c in changes["model"]] + [f"--expert-set {c}" for c in changes["expert"]]
+    return ([f"--set {c}" for c in changes["model"]] + [f"--expert-set {c}" for c in changes["expert"]]
+            + [f"--specialist {c}" for c in changes.get("specialists", [])])
 
 
 def run(settings, *args, out=None):

@@ -93,6 +93,8 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
         "model.value_stats=true",
         "--expert-set",
         "model.ngram_cells=30",
+        "--specialist",
+        "shipped:always:average=models/colswarm-small/experts/{bench}-expert",
     ];
     let run = protocol_with(&out, &results, "gittables", &change);
     assert!(
@@ -103,9 +105,30 @@ fn a_recipe_change_trains_every_fold_model_and_is_named_in_the_results() {
     let text = std::fs::read_to_string(&results).unwrap();
     assert!(
         text.contains(
-            "with `--set model.value_stats=true` with `--expert-set model.ngram_cells=30`"
+            "with `--set model.value_stats=true` with `--expert-set model.ngram_cells=30` \
+             with `--specialist shipped:always:average=models/colswarm-small/experts/{bench}-expert`"
         ),
         "{text}"
+    );
+    // The added specialist stands beside the fold's own expert, opens on every table (no
+    // rule in the manifest) and keeps the plain average's weight in the mix.
+    let fold = out.join("gittables/fold0");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fold.join("final-all/swarm.json")).unwrap())
+            .unwrap();
+    let listed = manifest["specialists"].as_array().unwrap();
+    let shipped = listed
+        .iter()
+        .find(|s| s["name"] == "shipped")
+        .expect("listed");
+    assert!(shipped.get("open_below").is_none(), "{shipped}");
+    assert!(listed.iter().any(|s| s["name"] == "gittables-expert"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fold.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["mix"]["shipped@cta:gittables"], 1.0,
+        "{}",
+        summary["mix"]
     );
     // The fold's model itself (not only its expert, whose shape has them) reads the statistics.
     for model in ["model-avg", "model-all-avg"] {
