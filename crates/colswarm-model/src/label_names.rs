@@ -165,6 +165,10 @@ mod tests {
         words.iter().map(|w| w.to_string()).collect()
     }
 
+    fn labels(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
     #[test]
     fn words_split_on_non_letters_and_camel_case() {
         assert_eq!(name_words("Release date:"), set(&["release", "date"]));
@@ -195,16 +199,14 @@ mod tests {
 
     #[test]
     fn the_indexed_prior_adds_each_labels_jaccard() {
-        let labels: Vec<String> = [
+        let labels = labels(&[
             "http://dbpedia.org/ontology/populationTotal",
             "http://dbpedia.org/ontology/PopulatedPlace/populationDensity",
             "http://dbpedia.org/ontology/releaseDate",
             "http://www.w3.org/2000/01/rdf-schema#label",
             "people.person",
             "date",
-        ]
-        .map(String::from)
-        .to_vec();
+        ]);
         let names = LabelNames::new(&labels);
         for header in [
             "Population (total)",
@@ -256,14 +258,9 @@ mod tests {
 
     #[test]
     fn a_plural_header_names_its_singular_label() {
-        let labels: Vec<String> = [
-            "http://dbpedia.org/ontology/language",
-            "http://dbpedia.org/ontology/country",
-            "http://dbpedia.org/ontology/headquarter",
-        ]
-        .map(String::from)
-        .to_vec();
-        let names = LabelNames::new(&labels);
+        let properties = ["language", "country", "headquarter"];
+        let uris = properties.map(|p| format!("http://dbpedia.org/ontology/{p}"));
+        let names = LabelNames::new(&uris);
         for (header, named) in [("Languages", 0), ("Countries", 1), ("HEADQUARTERS", 2)] {
             let mut logits = vec![0.0; 3];
             names.add_prior(&mut logits, header, 2.0);
@@ -275,13 +272,11 @@ mod tests {
 
     #[test]
     fn the_prior_raises_the_labels_the_header_names_in_proportion() {
-        let labels: Vec<String> = [
+        let labels = labels(&[
             "http://dbpedia.org/ontology/populationTotal",
             "http://dbpedia.org/ontology/PopulatedPlace/area",
             "http://dbpedia.org/ontology/country",
-        ]
-        .map(String::from)
-        .to_vec();
+        ]);
         let names = LabelNames::new(&labels);
         let mut logits = vec![1.0, 2.0, 3.0];
         names.add_prior(&mut logits, "Total population", 4.0);
