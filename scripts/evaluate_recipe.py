@@ -357,7 +357,7 @@ def model_fold(settings, fold):
     chosen = with_experts(settings, base, fold.dir / "final-swarm", experts, open_below)
     shutil.copytree(chosen, final, symlinks=True)
     mix = learn_mix(settings, fold, final) if open_below is not None else {}
-    averaged = {specialist_options(e)[0] for e in experts if "average" in specialist_options(e)[1]}
+    averaged = {name for name, options, _ in map(specialist_options, experts) if "average" in options}
     if averaged and mix:
         mix = {pair: 1.0 if pair.split("@")[0] in averaged else theta for pair, theta in mix.items()}
         set_mix(settings, final, mix)
