@@ -120,8 +120,8 @@ impl LabelNames {
             .iter()
             .enumerate()
             .map(|(i, label)| {
-                let local = label.rsplit(['/', '#']).next().unwrap_or(label);
-                let words = word_forms(local);
+                let words: BTreeSet<String> =
+                    label_words(label).iter().map(|w| word_form(w)).collect();
                 for word in &words {
                     labels_of.entry(word.clone()).or_default().push(i);
                 }
