@@ -217,9 +217,13 @@ def with_experts(settings, model, out, experts, open_below):
 
 def specialist_options(expert):
     """(name, options, dir) of an expert NAME[:OPTION...]=DIR: `always` opens it on every table
-    where the experts open, `average` keeps its mix weight at the plain average (θ = 1)."""
-    name, path = expert.split("=", 1)
+    where the experts open, `average` sets its mix weight to the plain average (θ = 1) once the
+    mix is learned (the other experts' weights are learned beside its learned weight: the mix
+    cannot hold one weight fixed while it learns)."""
+    name, sep, path = expert.partition("=")
     name, *options = name.split(":")
+    if not sep or not name or not path:
+        raise RuntimeError(f"{expert}: expected NAME=DIR")
     unknown = set(options) - {"always", "average"}
     if unknown:
         raise RuntimeError(f"{expert}: unknown option(s) {', '.join(sorted(unknown))} "
@@ -303,9 +307,7 @@ def fold_specialist(template, fold, suffix):
     `{all}` (`-all` in the refit, else empty) filled in. It must exist and have been trained
     without the fold's held-out tables (and, outside the refit, without its selection half):
     the protocol cannot check that."""
-    name, sep, path = template.partition("=")
-    if not sep or not name or not path:
-        raise RuntimeError(f"--specialist {template}: expected NAME=DIR")
+    name, _, path = template.partition("=")
     path = Path(path.format(bench=fold.bench, k=fold.k, all=suffix))
     if not path.is_dir():
         raise RuntimeError(f"--specialist {template}: {path} is not a model directory")
@@ -550,8 +552,6 @@ def main():
     args = parser.parse_args()
     args.bin = args.bin.split()
     for template in args.specialist:
-        if "=" not in template:
-            sys.exit(f"--specialist {template}: expected NAME=DIR")
         try:
             specialist_options(template)
         except RuntimeError as e:
