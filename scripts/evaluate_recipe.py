@@ -125,6 +125,7 @@ def train(settings, out, recipe, specs, extra=(), message=None):
     # counts it in the benchmark's run time.
     record = json.loads(Path(f"{out}.json").read_text())
     record["seconds"] = round(time.time() - started, 1)
+    record["commit"] = settings.commit
     Path(f"{out}.json").write_text(json.dumps(record, indent=2))
     Path(out, "averaged").rename(done)
     # The run's checkpoints were only for resuming it.
@@ -155,6 +156,16 @@ def training_seconds(done):
     where its record predates the protocol's timing."""
     record = done.parent / (done.name.removesuffix("-avg") + ".json")
     return json.loads(record.read_text()).get("seconds") if record.exists() else None
+
+
+def training_commits(fold):
+    """The commits the fold's four models were trained at, as their records name them (None
+    for a record that predates the protocol's naming them)."""
+    commits = set()
+    for done in training_sets(fold):
+        record = done.parent / (done.name.removesuffix("-avg") + ".json")
+        commits.add(json.loads(record.read_text()).get("commit") if record.exists() else None)
+    return commits
 
 
 def fold_work(fold, other_seconds):
@@ -516,6 +527,10 @@ def do_fold(settings, bench, k, n):
     trained_now = sum(training_seconds(done) or 0 for done in training_sets(fold) if done not in kept)
     summary["work_seconds"] = fold_work(fold, summary["seconds"] - trained_now)
     summary["commit"], summary["jobs"] = settings.commit, settings.jobs
+    # Models kept from a run at another commit: the results say which trained them.
+    models = training_commits(fold)
+    if models != {settings.commit}:
+        summary["models_commit"] = " and ".join(sorted(c or "an unrecorded commit" for c in models))
     write_summary(summary_file, summary)
     r = summary["results"]
     settings.say(f"{bench} fold {k} done: " + ", ".join(f"{t} {r[t]['micro_f1']:.3f}" for t in r))

@@ -225,7 +225,10 @@ def made_by_one(record):
     else:
         took = (f"{duration(record['seconds'])} of run time: its work directory's when the record"
                 " was made, every run in it added up, of every benchmark")
-    text = (f"models, choices, scores and peers at {commits}"
+    # Folds whose models were kept from a run at another commit name both.
+    models = sorted({f["models_commit"] for f in folds if f.get("models_commit")})
+    text = ((f"models trained at {' and '.join(models)}, choices, scores and peers at {commits}"
+             if models else f"models, choices, scores and peers at {commits}")
             + (" (tiny mode: a test of the protocol, not a result)" if record["tiny"] else "")
             + "".join(f" with `{flag}`" for flag in change_flags(record.get("recipe_sets", NO_CHANGES)))
             + ("" if record["refit"] else " with `--no-refit`: each fold's model and expert trained"
@@ -251,7 +254,8 @@ def made_by(records):
 
 def fold_record(summary, k):
     return {"fold": k, "commit": summary.get("commit"), "work_seconds": summary.get("work_seconds"),
-            "jobs": summary.get("jobs"), "peers_commit": summary.get("peers_commit")}
+            "jobs": summary.get("jobs"), "peers_commit": summary.get("peers_commit"),
+            "models_commit": summary.get("models_commit")}
 
 
 def reader_record(summaries):
