@@ -7,8 +7,8 @@
 //!   a header that shares no word with any label name (or no header at all) gets no label.
 //! - The header-memory peer is the model's own [`colswarm_model::HeaderMemory`] read alone: per header, the
 //!   label seen most often with it in training (headers compared by their words, so `Release
-//!   date` and `release_date:` are one header, and `Languages` and `language`; ties go to the
-//!   label first in namespace order). An unseen header gets no label.
+//!   date` and `release_date:` are one header; ties go to the label first in namespace
+//!   order). An unseen header gets no label.
 //!
 //! For CPA both read the object column's header. On sets without headers (the GitTables folds,
 //! SOTAB) both answer nothing, and score 0: that is what a header rule can do there.

@@ -6,8 +6,7 @@
 //! `weight · n(header, label) / n(header)` to every label's logit, the counts taken from the
 //! model's own training tables (`colswarm calibrate --header-memory-from`), the weight chosen
 //! on held-out tables. Headers are compared by their words ([`header_key`]), so `Release date`
-//! and `release_date:` are one header, and so are `Language` and `Languages` (each word in its
-//! [`word_form`], as the label-name prior compares them). An unseen header changes nothing.
+//! and `release_date:` are one header. An unseen header changes nothing.
 //!
 //! For a relation (CPA) the header is the object column's, and the counts are the relations
 //! that column held.
@@ -17,63 +16,25 @@ use std::collections::{BTreeMap, HashMap};
 use colswarm_tables::Table;
 use serde::{Deserialize, Serialize};
 
-use crate::label_names::word_forms;
+use crate::label_names::name_words;
 use crate::task::Task;
 
-/// A header's words, each in its [`word_form`], sorted and joined: headers that differ only in
-/// case, punctuation, camelCase or a regular plural are one key (`Countries:` and `country`).
-/// `None` for a header without words.
-///
-/// [`word_form`]: crate::label_names::word_form
+/// A header's words, sorted and joined: headers that differ only in case, punctuation or
+/// camelCase are one key. `None` for a header without words.
 pub fn header_key(header: &str) -> Option<String> {
-    let words = word_forms(header);
+    let words = name_words(header);
     (!words.is_empty()).then(|| words.into_iter().collect::<Vec<_>>().join(" "))
 }
 
 /// Per header seen in training, how often each label went with it, and the prior's weight.
-///
-/// A memory is keyed again by [`header_key`] when it is read, so one stored before headers
-/// were compared in their word forms (`countries`, `country` as two keys) loads with the two
-/// merged, as counting its tables now would merge them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, from = "StoredHeaderMemory")]
+#[serde(deny_unknown_fields)]
 pub struct HeaderMemory {
     /// `weight · n(header, label) / n(header)` is added to a label's logit.
     pub weight: f32,
     /// Per header key ([`header_key`]), `(label position in the namespace, count)` pairs,
     /// by position.
     pub headers: BTreeMap<String, Vec<(usize, u32)>>,
-}
-
-/// A header memory as stored, before its keys are made [`header_key`]s again.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoredHeaderMemory {
-    weight: f32,
-    headers: BTreeMap<String, Vec<(usize, u32)>>,
-}
-
-impl From<StoredHeaderMemory> for HeaderMemory {
-    fn from(stored: StoredHeaderMemory) -> Self {
-        let mut headers: BTreeMap<String, BTreeMap<usize, u32>> = BTreeMap::new();
-        for (key, row) in stored.headers {
-            let Some(key) = header_key(&key) else {
-                continue;
-            };
-            let merged = headers.entry(key).or_default();
-            for (label, n) in row {
-                *merged.entry(label).or_default() += n;
-            }
-        }
-        let headers = headers
-            .into_iter()
-            .map(|(key, row)| (key, row.into_iter().collect()))
-            .collect();
-        HeaderMemory {
-            weight: stored.weight,
-            headers,
-        }
-    }
 }
 
 impl HeaderMemory {
@@ -200,50 +161,6 @@ mod tests {
         assert_eq!(header_key("date release"), Some("date release".into()));
         assert_eq!(header_key("releaseDate"), Some("date release".into()));
         assert_eq!(header_key("1,234"), None);
-        assert_eq!(header_key("Countries:"), header_key("country"));
-        assert_eq!(header_key("Languages"), header_key("language"));
-        assert_ne!(header_key("Status"), header_key("state"));
-    }
-
-    #[test]
-    fn a_key_is_its_own_key_so_reading_a_memory_again_changes_nothing() {
-        for header in [
-            "Countries",
-            "Matches",
-            "Boxes",
-            "Classes",
-            "Days",
-            "Flies",
-            "Status",
-            "Buses",
-            "Cities and towns",
-            "Release date",
-            "Analysis",
-            "gas",
-        ] {
-            let key = header_key(header).unwrap();
-            assert_eq!(header_key(&key).as_ref(), Some(&key), "{header}");
-        }
-    }
-
-    #[test]
-    fn a_memory_stored_with_plain_words_loads_with_its_plurals_merged() {
-        // Keys as an older version stored them: each word as spelled, `countries` apart.
-        let stored = r#"{"weight": 2.0, "headers": {"country": [[0, 2]], "countries": [[0, 1], [1, 1]], "city": [[2, 3]]}}"#;
-        let memory: HeaderMemory = serde_json::from_str(stored).unwrap();
-        assert_eq!(memory.len(), 2);
-        assert_eq!(
-            memory.headers[&header_key("country").unwrap()],
-            [(0, 3), (1, 1)]
-        );
-        assert_eq!(memory.most_frequent("City"), Some(2));
-        let mut logits = [0.0f32; 3];
-        memory.add_prior(&mut logits, "Countries");
-        assert_eq!(logits, [1.5, 0.5, 0.0]);
-        // Written and read again, it is the same memory.
-        let again: HeaderMemory =
-            serde_json::from_str(&serde_json::to_string(&memory).unwrap()).unwrap();
-        assert_eq!(again, memory);
     }
 
     #[test]

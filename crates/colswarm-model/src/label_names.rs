@@ -87,7 +87,7 @@ pub fn word_form(word: &str) -> String {
 }
 
 /// [`name_words`] of `text`, each in its [`word_form`].
-pub(crate) fn word_forms(text: &str) -> BTreeSet<String> {
+fn word_forms(text: &str) -> BTreeSet<String> {
     name_words(text).iter().map(|w| word_form(w)).collect()
 }
 
