@@ -63,4 +63,4 @@ COLSWARM_FEATURES=wgpu scripts/python-test.sh
 python3 -m unittest discover -s scripts/knowledge -p 'test_*.py'
 python3 -m unittest discover -s scripts/corpora -p 'test_*.py'
 # The protocol studies' own helpers (the studies read a protocol's work directory).
-python3 -m unittest discover -s scripts -p 'test_cpa_by_header.py'
+python3 -m unittest discover -s scripts -p 'test_*.py'

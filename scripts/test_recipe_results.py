@@ -1,0 +1,38 @@
+"""scripts/recipe_results.py's "Made by" line: which commits it names for a benchmark's folds,
+their models and their reader stage."""
+
+import unittest
+
+from recipe_results import made_by_one
+
+
+def record(folds, reader=None):
+    return {"folds": folds, "tiny": False, "refit": True, "seconds": 1.0,
+            "recipe_sets": {"model": [], "expert": []}, "reader": reader}
+
+
+def fold(k, commit="abc1234", models=None):
+    return {"fold": k, "commit": commit, "work_seconds": 3600.0, "jobs": 1, "peers_commit": None,
+            "models_commit": models}
+
+
+class MadeBy(unittest.TestCase):
+    def test_folds_that_trained_their_own_models_name_one_commit(self):
+        text = made_by_one(record([fold(0), fold(1)]))
+        self.assertTrue(text.startswith("models, choices, scores and peers at commit abc1234 ("), text)
+        self.assertIn("2 h 0 min of run time on one thread", text)
+
+    def test_models_kept_from_another_commit_are_named_apart(self):
+        text = made_by_one(record([fold(0, models="92c230e"), fold(1, models="92c230e")],
+                                  reader={"commits": ["abc1234"], "seconds": 30.0}))
+        self.assertTrue(text.startswith(
+            "models trained at 92c230e, choices, scores and peers at commit abc1234 ("), text)
+        self.assertIn("the n-gram reader, the recipe's last step, at abc1234 (30 s)", text)
+
+    def test_folds_of_two_commits_say_which_fold_is_which(self):
+        text = made_by_one(record([fold(0), fold(1, commit="def5678")]))
+        self.assertIn("commit abc1234 (fold 0) and commit def5678 (fold 1)", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
