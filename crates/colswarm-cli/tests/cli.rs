@@ -484,7 +484,7 @@ fn inspect_names_the_experts_own_ngrams_and_their_routing() {
     assert!(!t2d.contains("n-grams"), "{out}");
     // Its gate, the rule it follows, and its weights in the mix.
     assert!(
-        t2d.contains("below 0.9 (the router's rule)") && t2d.contains("1.43 in cpa:t2d"),
+        t2d.contains("below 0.8 (the router's rule)") && t2d.contains("1.36 in cpa:t2d"),
         "{t2d}"
     );
 }
