@@ -151,8 +151,11 @@ def stored_settings(bench, task, summaries, folds):
     if chosen_mix:
         parts.append("mix weights " + ", ".join(
             f"{e} {median(t):.2f}" for e, t in sorted(chosen_mix.items())))
+        # A specialist only the protocol added (`--specialist`) is not in the shipped model.
+        shipped = {x["name"] for x in experts}
         stored.append("mix weights " + ", ".join(
-            f"{e} {shipped_mix.get(f'{e}@{task}:{bench}', 1.0):.2f}" for e in sorted(chosen_mix)))
+            f"{e} {shipped_mix.get(f'{e}@{task}:{bench}', 1.0):.2f}" if e in shipped
+            else f"{e} none (not in the shipped model)" for e in sorted(chosen_mix)))
     if bench == "t2d":
         parts.insert(0, f"prior {median([summaries[k]['weights'][task] for k in folds])}")
         stored.insert(0, f"prior {namespace.get('label_name_weight')}")

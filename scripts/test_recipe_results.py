@@ -3,7 +3,7 @@ their models and their reader stage."""
 
 import unittest
 
-from recipe_results import made_by_one
+from recipe_results import made_by_one, stored_settings
 
 
 def record(folds, reader=None):
@@ -32,6 +32,17 @@ class MadeBy(unittest.TestCase):
     def test_folds_of_two_commits_say_which_fold_is_which(self):
         text = made_by_one(record([fold(0), fold(1, commit="def5678")]))
         self.assertIn("commit abc1234 (fold 0) and commit def5678 (fold 1)", text)
+
+
+class Stored(unittest.TestCase):
+    def test_a_specialist_the_shipped_model_lacks_is_said_to_be_absent(self):
+        # Two folds' choices for T2D types, beside the shipped model's own settings.
+        summary = {"open_below": 0.8, "weights": {"cta": 12}, "results": {"cta": {"threshold": 0.4}},
+                   "mix": {"t2d-expert@cta:t2d": 1.4, "twin@cta:t2d": 1.0}}
+        text = stored_settings("t2d", "cta", {0: summary, 1: summary}, [0, 1])
+        stored = text.split("the shipped model stores ")[1]
+        self.assertIn("twin none (not in the shipped model)", stored)
+        self.assertRegex(stored, r"t2d-expert \d\.\d\d")
 
 
 if __name__ == "__main__":
