@@ -151,21 +151,21 @@ def training_sets(fold):
             for kind, specs in (("model", fold.context + own), ("expert", own + fold.expert_more[suffix]))}
 
 
-def training_seconds(done):
-    """The wall time of the training that made DONE (a model's `-avg` directory), or None
-    where its record predates the protocol's timing."""
+def training_record(done, key):
+    """KEY of the record of the training that made DONE (a model's `-avg` directory), or None
+    where there is no record or it predates the protocol's keeping KEY."""
     record = done.parent / (done.name.removesuffix("-avg") + ".json")
-    return json.loads(record.read_text()).get("seconds") if record.exists() else None
+    return json.loads(record.read_text()).get(key) if record.exists() else None
+
+
+def training_seconds(done):
+    """The wall time of the training that made DONE, or None where it was not recorded."""
+    return training_record(done, "seconds")
 
 
 def training_commits(fold):
-    """The commits the fold's four models were trained at, as their records name them (None
-    for a record that predates the protocol's naming them)."""
-    commits = set()
-    for done in training_sets(fold):
-        record = done.parent / (done.name.removesuffix("-avg") + ".json")
-        commits.add(json.loads(record.read_text()).get("commit") if record.exists() else None)
-    return commits
+    """The commits the fold's four models were trained at (None where not recorded)."""
+    return {training_record(done, "commit") for done in training_sets(fold)}
 
 
 def fold_work(fold, other_seconds):
