@@ -318,7 +318,8 @@ pub fn evaluate(
     let typed = Vec::from_iter(predictor.decoder.type_namespace());
     let wanted = wanted(options.task, &only, &typed);
     let mut progress = Progress::new("eval", tables.len(), options.progress);
-    for (done, chunk) in tables.chunks(options.batch_size.max(1)).enumerate() {
+    let mut done = 0;
+    for chunk in colswarm_model::passes(&tables, options.batch_size) {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
         let subjects = subjects(chunk, options.task);
@@ -342,7 +343,8 @@ pub fn evaluate(
                 Task::Cpa => scored.extend(predictor.cpa_targets(&read)),
             }
         }
-        progress.set((done + 1) * options.batch_size.max(1), "");
+        done += chunk.len();
+        progress.set(done, "");
     }
     progress.finish("done");
     let f1 = score_predictions(&scored, namespace);

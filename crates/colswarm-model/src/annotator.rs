@@ -9,7 +9,7 @@ use colswarm_tables::Table;
 use serde::Serialize;
 
 use crate::annotation::{AnnotateOptions, TableAnnotation};
-use crate::encode::{Columns, Example};
+use crate::encode::{Columns, Example, passes};
 use crate::error::ModelError;
 use crate::model::{Model, SpecialistUse, rows_of};
 
@@ -179,10 +179,10 @@ impl Annotator {
     }
 
     /// Annotates any number of tables (one result per table, in order). They are cut into
-    /// forward passes of the annotator's batch size, and the passes are shared among its
-    /// threads in contiguous runs.
+    /// forward passes of the annotator's batch size (a very wide table gets one of its own:
+    /// [`passes`]), and the passes are shared among its threads in contiguous runs.
     pub fn annotate_all(&self, tables: &[Table]) -> Result<Vec<TableAnnotation>, ModelError> {
-        let passes: Vec<&[Table]> = tables.chunks(self.options.batch_size.max(1)).collect();
+        let passes = passes(tables, self.options.batch_size);
         if self.threads <= 1 || passes.len() <= 1 {
             return self.model.annotate(tables, &self.options);
         }
@@ -230,7 +230,7 @@ impl Annotator {
     /// ```
     pub fn embed(&self, tables: &[Table]) -> Result<Vec<TableEmbedding>, ModelError> {
         let mut embedded = Vec::with_capacity(tables.len());
-        for pass in tables.chunks(self.options.batch_size.max(1)) {
+        for pass in passes(tables, self.options.batch_size) {
             let examples = self.model.encode(pass, Columns::All);
             let refs: Vec<&Example> = examples.iter().collect();
             let out = self.model.forward(&refs, SpecialistUse::Off)?;

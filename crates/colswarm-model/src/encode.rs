@@ -1,5 +1,6 @@
 //! Labelled tables → token ids and head targets.
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use colswarm_swarm::{
@@ -258,6 +259,36 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
     }
 }
 
+/// The most columns one forward pass holds, counted as its tables times its widest table's
+/// columns (what a pass pads its tables to). A pass of sixteen tables of thousands of columns
+/// each would need gigabytes; a table wider than this gets a pass of its own.
+pub const PASS_COLUMNS: usize = 2048;
+
+/// `tables` cut into forward passes, in order: runs of at most `batch_size` tables (at least
+/// one) whose count times the widest one's columns stays within [`PASS_COLUMNS`]. A pass's
+/// answers do not depend on the tables beside it beyond float rounding, so how a list is cut
+/// changes no answer.
+pub fn passes<T: Borrow<Table>>(tables: &[T], batch_size: usize) -> Vec<&[T]> {
+    let mut passes = Vec::new();
+    let (mut start, mut widest) = (0, 0);
+    for (i, table) in tables.iter().enumerate() {
+        let width = table.borrow().n_columns().max(1);
+        let wider = widest.max(width);
+        let count = i - start + 1;
+        if count > 1 && (count > batch_size.max(1) || count * wider > PASS_COLUMNS) {
+            passes.push(&tables[start..i]);
+            start = i;
+            widest = width;
+        } else {
+            widest = wider;
+        }
+    }
+    if start < tables.len() {
+        passes.push(&tables[start..]);
+    }
+    passes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,5 +445,48 @@ mod tests {
                 "{with:?}"
             );
         }
+    }
+
+    #[test]
+    fn passes_cut_by_count_and_by_padded_columns_and_keep_the_order() {
+        let wide = |id: &str, n: usize| {
+            let columns = (0..n)
+                .map(|c| Column::new(Some(format!("c{c}")), vec![Cell::new("a")]))
+                .collect();
+            Table::new(id, columns)
+        };
+        let tables = vec![
+            wide("a", 3),
+            wide("b", 3),
+            wide("c", 3),
+            wide("d", PASS_COLUMNS),
+            wide("e", 2),
+            wide("f", PASS_COLUMNS / 2),
+            wide("g", 1),
+        ];
+        let ids = |passes: Vec<&[Table]>| -> Vec<Vec<String>> {
+            passes
+                .iter()
+                .map(|p| p.iter().map(|t| t.id.clone()).collect())
+                .collect()
+        };
+        // Two tables a pass, and never a wide table beside another.
+        assert_eq!(
+            ids(passes(&tables, 2)),
+            [
+                vec!["a", "b"],
+                vec!["c"],
+                vec!["d"],
+                vec!["e", "f"],
+                vec!["g"]
+            ]
+        );
+        // Sixteen a pass: the width alone cuts.
+        assert_eq!(
+            ids(passes(&tables, 16)),
+            [vec!["a", "b", "c"], vec!["d"], vec!["e", "f"], vec!["g"]]
+        );
+        assert!(passes::<Table>(&[], 16).is_empty());
+        assert_eq!(ids(passes(&tables[..1], 0)), [vec!["a"]]);
     }
 }

@@ -65,7 +65,9 @@ pub use colswarm_tables::DatasetFormat;
 pub use decode::{
     Decoder, Place, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
 };
-pub use encode::{Columns, Example, Featurizer, encode, featurizer, ngram_config, to_batch};
+pub use encode::{
+    Columns, Example, Featurizer, PASS_COLUMNS, encode, featurizer, ngram_config, passes, to_batch,
+};
 pub use error::ModelError;
 pub use expert_routing::{ExpertRouting, ROUTING_FILE, mix_namespace};
 pub use experts::{ExpertList, ExpertRef};

@@ -9,7 +9,7 @@ use crate::annotation::{
     TypeAnnotation,
 };
 use crate::decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs, subject_column};
-use crate::encode::{Columns, Example};
+use crate::encode::{Columns, Example, passes};
 use crate::error::ModelError;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
@@ -70,7 +70,7 @@ impl Model {
             cpa: &cpa_wanted,
         };
         let mut annotations = Vec::with_capacity(tables.len());
-        for chunk in tables.chunks(options.batch_size.max(1)) {
+        for chunk in passes(tables, options.batch_size) {
             // With the specialists off no expert reads the tables: their bags are not needed.
             let experts = options.specialists != SpecialistUse::Off;
             let examples = self.encode_for(chunk, Columns::All, experts);

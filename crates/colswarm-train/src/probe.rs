@@ -115,7 +115,7 @@ fn targets(
         keys: Vec::new(),
         features: vec![(Vec::new(), 0); specialists.len() + 1],
     };
-    for chunk in tables.chunks(batch_size.max(1)) {
+    for chunk in colswarm_model::passes(tables, batch_size) {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
         let mut systems = vec![rows_of(model.forward(&refs, SpecialistUse::Off)?.columns)];

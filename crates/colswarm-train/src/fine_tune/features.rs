@@ -51,7 +51,7 @@ pub(super) fn extract(
     };
     let mut progress = Progress::new("features", tables.len(), config.progress);
     let mut done = 0;
-    for chunk in tables.chunks(config.batch_size.max(1)) {
+    for chunk in colswarm_model::passes(tables, config.batch_size) {
         let examples: Vec<Example> = model.encode(chunk, Columns::All);
         let refs: Vec<&Example> = examples.iter().collect();
         let rows = rows_of(model.column_features(&refs)?);
