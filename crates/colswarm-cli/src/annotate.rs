@@ -115,8 +115,8 @@ fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<Table>> {
             if path.as_os_str() == "-" {
                 Ok(read_table_from(std::io::stdin().lock(), "stdin", &options)?)
             } else {
-                read_table_with(path, &options)
-                    .with_context(|| format!("reading {}", path.display()))
+                // The reader's errors name the file (and the line and column) already.
+                Ok(read_table_with(path, &options)?)
             }
         })
         .collect()
