@@ -56,6 +56,10 @@ pub(crate) struct AnnotateArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
+    /// Skip a table file that cannot be read (its error goes to stderr) and annotate the rest;
+    /// the command still fails at the end, saying how many it skipped.
+    #[arg(long)]
+    keep_going: bool,
     /// Tables per forward pass (each thread runs its own passes).
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
@@ -74,6 +78,10 @@ pub(crate) struct EmbedArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
+    /// Skip a table file that cannot be read (its error goes to stderr) and embed the rest;
+    /// the command still fails at the end, saying how many it skipped.
+    #[arg(long)]
+    keep_going: bool,
     /// Tables per forward pass.
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
@@ -104,22 +112,60 @@ pub(crate) struct BenchArgs {
     device: DeviceArg,
 }
 
-fn read_inputs(inputs: &[PathBuf], lossy: bool) -> Result<Vec<Table>> {
-    let options = ReadTableOptions {
-        lossy,
-        ..ReadTableOptions::default()
-    };
-    inputs
-        .iter()
-        .map(|path| {
-            if path.as_os_str() == "-" {
-                Ok(read_table_from(std::io::stdin().lock(), "stdin", &options)?)
+/// How the table files of `annotate`, `embed` and `bench` are read, and what a file that cannot
+/// be read does.
+struct Reading {
+    lossy: bool,
+    /// Report it on stderr and go on (`--keep-going`), counting it in `skipped`.
+    keep_going: bool,
+    skipped: usize,
+}
+
+impl Reading {
+    fn new(lossy: bool, keep_going: bool) -> Self {
+        Reading {
+            lossy,
+            keep_going,
+            skipped: 0,
+        }
+    }
+
+    /// The tables of `inputs`, in order; with `keep_going`, those that could be read.
+    fn read_inputs(&mut self, inputs: &[PathBuf]) -> Result<Vec<Table>> {
+        let options = ReadTableOptions {
+            lossy: self.lossy,
+            ..ReadTableOptions::default()
+        };
+        let mut tables = Vec::with_capacity(inputs.len());
+        for path in inputs {
+            // The reader's errors name the file (and the line and column) already.
+            let read = if path.as_os_str() == "-" {
+                read_table_from(std::io::stdin().lock(), "stdin", &options)
             } else {
-                // The reader's errors name the file (and the line and column) already.
-                Ok(read_table_with(path, &options)?)
+                read_table_with(path, &options)
+            };
+            match read {
+                Ok(table) => tables.push(table),
+                Err(error) if self.keep_going => {
+                    eprintln!("skipped: {error}");
+                    self.skipped += 1;
+                }
+                Err(error) => return Err(error.into()),
             }
-        })
-        .collect()
+        }
+        Ok(tables)
+    }
+
+    /// An error once every readable table is done, if any file was skipped.
+    fn finish(&self, total: usize) -> Result<()> {
+        if self.skipped > 0 {
+            anyhow::bail!(
+                "{} of {total} table files could not be read and were skipped (each is named above)",
+                self.skipped
+            );
+        }
+        Ok(())
+    }
 }
 
 fn load_annotator(
@@ -162,8 +208,9 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     let mut done = 0;
     // Read one forward pass per thread at a time (the annotator cuts them), so a directory of
     // any size streams in bounded memory.
+    let mut reading = Reading::new(args.lossy, args.keep_going);
     for chunk in files.chunks(annotator.tables_per_round()) {
-        let tables = read_inputs(chunk, args.lossy)?;
+        let tables = reading.read_inputs(chunk)?;
         let annotations = annotator.annotate_all(&tables)?;
         for annotation in &annotations {
             match args.output {
@@ -175,7 +222,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         progress.set(done, "");
     }
     progress.finish("");
-    Ok(())
+    reading.finish(files.len())
 }
 
 pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
@@ -184,8 +231,9 @@ pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
     let mut out = Stdout::lock();
     let mut progress = Progress::on_terminal("embed: tables", files.len());
     let mut done = 0;
+    let mut reading = Reading::new(args.lossy, args.keep_going);
     for chunk in files.chunks(annotator.tables_per_round()) {
-        let tables = read_inputs(chunk, args.lossy)?;
+        let tables = reading.read_inputs(chunk)?;
         for embedded in annotator.embed(&tables)? {
             writeln!(out, "{}", serde_json::to_string(&embedded)?)?;
         }
@@ -193,7 +241,7 @@ pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
         progress.set(done, "");
     }
     progress.finish("");
-    Ok(())
+    reading.finish(files.len())
 }
 
 fn csv_field(text: &str) -> String {
@@ -447,7 +495,7 @@ fn inspect_checkpoint(path: &Path) -> Result<()> {
 
 pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
     let annotator = load_annotator(&args.model, 3, args.batch_size, args.device)?;
-    let tables = read_inputs(&table_files(&args.inputs)?, false)?;
+    let tables = Reading::new(false, false).read_inputs(&table_files(&args.inputs)?)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
     let runs = [
         (SpecialistUse::Off, "primary alone"),

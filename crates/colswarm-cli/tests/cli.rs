@@ -379,6 +379,47 @@ fn shards_concatenate_to_the_unsharded_output() {
 }
 
 #[test]
+fn keep_going_skips_an_unreadable_file_names_it_and_still_fails() {
+    let model = tiny_model().to_str().unwrap().to_string();
+    let tables = tables_dir(2);
+    // Sorted between the two T2D tables.
+    let bad = tables.path().join("10060000-not-utf8.csv");
+    std::fs::write(&bad, [0xff, 0xfe, b',', b'b', b'\n']).unwrap();
+    let dir = tables.path().to_str().unwrap();
+    for command in ["annotate", "embed"] {
+        let stopped = colswarm(&[command, "--model", &model, dir]);
+        assert!(!stopped.status.success());
+        assert!(
+            stopped.stdout.is_empty(),
+            "{command}: the round with the bad file stops"
+        );
+
+        let out = colswarm(&[command, "--model", &model, dir, "--keep-going"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{command}: a skipped file still fails the command"
+        );
+        assert!(
+            stderr.contains("skipped: ") && stderr.contains("10060000-not-utf8.csv"),
+            "{command}: {stderr}"
+        );
+        assert!(stderr.contains("1 of 3 table files"), "{command}: {stderr}");
+        let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{command}: the two readable tables");
+        let ids: Vec<&str> = lines.iter().map(|l| l["table"].as_str().unwrap()).collect();
+        assert!(
+            ids[0] < ids[1] && ids[1] > "10060000",
+            "{command}: in order, {ids:?}"
+        );
+    }
+}
+
+#[test]
 fn embed_writes_each_column_s_vector_one_line_per_table() {
     let model = tiny_model().to_str().unwrap().to_string();
     let tables = tables_dir(3);
