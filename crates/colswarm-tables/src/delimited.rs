@@ -3,14 +3,12 @@
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use crate::cell::Cell;
 use crate::compressed::{file_stem_uncompressed, open_input};
 use crate::error::{Result, TableError};
 use crate::options::{ReadOptions, ReadReport};
 use crate::records::{RecordReader, detect_delimiter};
+use crate::row_sample::RowSample;
 use crate::table::{Column, Table};
 
 /// Which byte separates fields.
@@ -198,7 +196,7 @@ fn sniffed(
 }
 
 /// Appends the kept rows' cells to `columns`; a short row's missing cells are nulls.
-fn fill_columns(columns: &mut [Column], rows: RowSample) {
+fn fill_columns(columns: &mut [Column], rows: RowSample<Vec<String>>) {
     for row in rows.into_rows() {
         let filled = row.len();
         for (column, text) in columns.iter_mut().zip(row) {
@@ -207,56 +205,6 @@ fn fill_columns(columns: &mut [Column], rows: RowSample) {
         for column in columns.iter_mut().skip(filled) {
             column.cells.push(Cell::null());
         }
-    }
-}
-
-/// The data rows kept while reading: all of them, or a uniform reservoir sample.
-struct RowSample {
-    limit: Option<usize>,
-    rows: Vec<(usize, Vec<String>)>,
-    seen: usize,
-    rng: ChaCha8Rng,
-}
-
-impl RowSample {
-    fn new(limit: Option<usize>, id: &str) -> Self {
-        // FNV-1a of the id: the same file samples the same rows on every run.
-        let seed = crate::fnv::fnv1a(id.as_bytes());
-        RowSample {
-            limit,
-            rows: Vec::new(),
-            seen: 0,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-        }
-    }
-
-    fn seen(&self) -> usize {
-        self.seen
-    }
-
-    fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Algorithm R: row `i` replaces a random kept row with probability `limit / (i + 1)`.
-    fn push(&mut self, row: Vec<String>) {
-        let index = self.seen;
-        self.seen += 1;
-        match self.limit {
-            Some(limit) if self.rows.len() >= limit => {
-                let slot = self.rng.random_range(0..=index);
-                if slot < limit {
-                    self.rows[slot] = (index, row);
-                }
-            }
-            _ => self.rows.push((index, row)),
-        }
-    }
-
-    /// The kept rows in table order.
-    fn into_rows(mut self) -> impl Iterator<Item = Vec<String>> {
-        self.rows.sort_unstable_by_key(|(index, _)| *index);
-        self.rows.into_iter().map(|(_, row)| row)
     }
 }
 

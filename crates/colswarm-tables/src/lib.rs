@@ -59,6 +59,7 @@ mod ngrams;
 mod options;
 mod python_literal;
 mod records;
+mod row_sample;
 mod sato_cv;
 mod semtab;
 mod serialize;
@@ -96,7 +97,8 @@ pub use semtab::{SemTabDataset, SemTabLayout, load_semtab};
 pub use serialize::{SerializeConfig, SerializedTable, serialize_table};
 pub use sotab::{
     SotabCpaRecord, SotabCtaRecord, SotabSplit, load_sotab_split, read_sotab_cpa_gt,
-    read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, sotab_label_set,
+    read_sotab_cta_gt, read_sotab_table, read_sotab_table_from_reader, read_sotab_table_sampled,
+    sotab_label_set,
 };
 pub use spec::DataSpec;
 pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};

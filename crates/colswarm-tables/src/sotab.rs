@@ -19,17 +19,29 @@ use crate::error::{Result, TableError};
 use crate::label_set::LabelSet;
 use crate::options::ReadOptions;
 use crate::records::{field, header_positions, open_records, parse_index, trim_partial_char};
+use crate::row_sample::RowSample;
 use crate::table::{Column, CpaTarget, Table};
 
 /// Reads one SOTAB table file; the table id is the file name (as the ground truth names it).
 pub fn read_sotab_table(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Table> {
+    read_sotab_table_sampled(path, options, None)
+}
+
+/// [`read_sotab_table`], keeping at most `sample_rows` rows: a uniform sample, the same on
+/// every run (seeded by the table id), in table order, so a table of any length is read in
+/// bounded memory. `None` keeps every row.
+pub fn read_sotab_table_sampled(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+    sample_rows: Option<usize>,
+) -> Result<Table> {
     let path = path.as_ref();
     let file = File::open(path).map_err(|e| TableError::io(path, e))?;
     let id = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    read_sotab_table_from_reader(MultiGzDecoder::new(file), path, &id, options)
+    read_rows(MultiGzDecoder::new(file), path, &id, options, sample_rows)
 }
 
 /// Reads a SOTAB table from a decompressed-on-the-fly reader (`input` is the gzip stream);
@@ -40,9 +52,20 @@ pub fn read_sotab_table_from_reader(
     id: &str,
     options: &ReadOptions,
 ) -> Result<Table> {
+    read_rows(input, path, id, options, None)
+}
+
+/// The rows of a SOTAB table, all or a sample of `sample_rows`, as columns.
+fn read_rows(
+    input: impl Read,
+    path: &Path,
+    id: &str,
+    options: &ReadOptions,
+    sample_rows: Option<usize>,
+) -> Result<Table> {
     let mut input = BufReader::new(input);
     let mut line_bytes = Vec::new();
-    let mut rows: Vec<BTreeMap<usize, Cell>> = Vec::new();
+    let mut rows: RowSample<BTreeMap<usize, Cell>> = RowSample::new(sample_rows, id);
     let mut width = 0usize;
     let mut line = 0u64;
     let mut report = crate::options::ReadReport::default();
@@ -63,11 +86,11 @@ pub fn read_sotab_table_from_reader(
         }
         let row = json_row(text, (path, line), options, &mut report)?;
         width = width.max(row.keys().next_back().map_or(0, |&c| c + 1));
-        if rows.len() >= options.max_rows {
+        if rows.seen() >= options.max_rows {
             return Err(TableError::TooManyRows {
                 path: path.into(),
                 line,
-                found: rows.len() + 1,
+                found: rows.seen() + 1,
                 limit: options.max_rows,
             });
         }
@@ -79,7 +102,7 @@ pub fn read_sotab_table_from_reader(
     let mut columns: Vec<Column> = (0..width)
         .map(|_| Column::new(None, Vec::with_capacity(rows.len())))
         .collect();
-    for mut row in rows {
+    for mut row in rows.into_rows() {
         for (index, column) in columns.iter_mut().enumerate() {
             column
                 .cells

@@ -12,7 +12,7 @@ use crate::delimited::{
 };
 use crate::error::Result;
 use crate::options::ReadOptions;
-use crate::sotab::read_sotab_table;
+use crate::sotab::read_sotab_table_sampled;
 use crate::table::Table;
 
 /// How [`read_table_file`] reads a file.
@@ -20,8 +20,9 @@ use crate::table::Table;
 pub struct ReadTableOptions {
     /// Repair invalid UTF-8 and cut oversized cells instead of failing (default `false`).
     pub lossy: bool,
-    /// Rows kept from a delimited file: a uniform, deterministic sample of this many, so tables
-    /// of any length are read in bounded memory (default 1,000; a model reads far fewer).
+    /// Rows kept from a delimited or SOTAB JSON file: a uniform, deterministic sample of this
+    /// many, so tables of any length are read in bounded memory (default 1,000; a model reads
+    /// far fewer).
     pub sample_rows: usize,
 }
 
@@ -69,7 +70,12 @@ pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table>
     if name.ends_with(".parquet") {
         read_parquet(path, &read)
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
-        read_sotab_table(path, &read)
+        // Sampled like a delimited file, so no row limit is needed.
+        let read = ReadOptions {
+            max_rows: usize::MAX,
+            ..read
+        };
+        read_sotab_table_sampled(path, &read, Some(options.sample_rows))
     } else {
         Ok(read_csv_with_report(path, &csv_options(path, options))?.0)
     }
@@ -161,6 +167,49 @@ mod tests {
                 .len(),
             50
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_long_sotab_table_is_sampled_in_order_as_a_delimited_one_is() {
+        use std::io::Write;
+        let dir = temp_dir("sotab");
+        let path = dir.join("Book_example.com_September2020_CTA.json.gz");
+        let mut gzip = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        for i in 0..500 {
+            writeln!(gzip, r#"{{"0": "book {i}", "1": {i}}}"#).unwrap();
+        }
+        gzip.finish().unwrap();
+        let sampled = ReadTableOptions {
+            sample_rows: 40,
+            ..ReadTableOptions::default()
+        };
+        let table = read_table_file(&path, &sampled).unwrap();
+        let numbers: Vec<usize> = table.columns[1]
+            .cells
+            .iter()
+            .map(|c| c.text().parse().unwrap())
+            .collect();
+        assert_eq!(numbers.len(), 40);
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+        assert!(
+            *numbers.last().unwrap() > 250,
+            "the sample reaches the end: {numbers:?}"
+        );
+        assert_eq!(
+            table.columns[0].cells[0].text(),
+            format!("book {}", numbers[0])
+        );
+        // The same rows on every read; all of them when the sample is larger.
+        assert_eq!(
+            read_table_file(&path, &sampled).unwrap().columns,
+            table.columns
+        );
+        let whole = read_table_file(&path, &ReadTableOptions::default()).unwrap();
+        assert_eq!(whole.n_rows(), 500);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
