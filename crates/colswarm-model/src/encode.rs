@@ -265,9 +265,8 @@ pub fn to_batch(examples: &[&Example]) -> TableBatch {
 pub const PASS_COLUMNS: usize = 2048;
 
 /// `tables` cut into forward passes, in order: runs of at most `batch_size` tables (at least
-/// one) whose count times the widest one's columns stays within [`PASS_COLUMNS`]. A pass's
-/// answers do not depend on the tables beside it beyond float rounding, so how a list is cut
-/// changes no answer.
+/// one) whose count times the widest one's columns stays within [`PASS_COLUMNS`]. A table's
+/// answers do not depend on the tables beside it in its pass beyond float rounding.
 pub fn passes<T: Borrow<Table>>(tables: &[T], batch_size: usize) -> Vec<&[T]> {
     let mut passes = Vec::new();
     let (mut start, mut widest) = (0, 0);
