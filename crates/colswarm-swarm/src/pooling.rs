@@ -35,21 +35,33 @@ pub(crate) fn span_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tens
     }
 }
 
+/// Each span's row (in table order) and its tokens' positions in the flattened `[batch·time]`
+/// hidden states, cut at the table's end.
+fn flat_spans(
+    spans: &[Vec<Range<usize>>],
+    time: usize,
+) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    spans
+        .iter()
+        .enumerate()
+        .flat_map(move |(table, table_spans)| {
+            table_spans.iter().map(move |span| {
+                table * time + span.start.min(time)..table * time + span.end.min(time)
+            })
+        })
+        .enumerate()
+}
+
 /// [`span_means`] by a `[spans, batch·time]` averaging matrix.
 fn averaging_matrix_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tensor<2> {
     let [batch, time, d] = hidden.dims();
     let rows: usize = spans.iter().map(Vec::len).sum();
     let mut weights = vec![0.0f32; rows * batch * time];
-    let mut row = 0;
-    for (table, table_spans) in spans.iter().enumerate() {
-        for span in table_spans {
-            let span = span.start.min(time)..span.end.min(time);
-            if !span.is_empty() {
-                let weight = 1.0 / span.len() as f32;
-                let offset = row * batch * time + table * time;
-                weights[offset + span.start..offset + span.end].fill(weight);
-            }
-            row += 1;
+    for (row, tokens) in flat_spans(spans, time) {
+        if !tokens.is_empty() {
+            let weight = 1.0 / tokens.len() as f32;
+            let offset = row * batch * time;
+            weights[offset + tokens.start..offset + tokens.end].fill(weight);
         }
     }
     let device = hidden.device();
@@ -62,17 +74,12 @@ fn summed_span_means(hidden: Tensor<3>, spans: &[Vec<Range<usize>>]) -> Tensor<2
     let [batch, time, d] = hidden.dims();
     let rows: usize = spans.iter().map(Vec::len).sum();
     let (mut tokens, mut targets, mut weights) = (Vec::new(), Vec::new(), Vec::new());
-    let mut row = 0;
-    for (table, table_spans) in spans.iter().enumerate() {
-        for span in table_spans {
-            let span = span.start.min(time)..span.end.min(time);
-            let weight = 1.0 / span.len().max(1) as f32;
-            for t in span {
-                tokens.push((table * time + t) as i64);
-                targets.push(row as i64);
-                weights.push(weight);
-            }
-            row += 1;
+    for (row, span) in flat_spans(spans, time) {
+        let weight = 1.0 / span.len().max(1) as f32;
+        for t in span {
+            tokens.push(t as i64);
+            targets.push(row as i64);
+            weights.push(weight);
         }
     }
     let device = hidden.device();
