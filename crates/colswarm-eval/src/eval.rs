@@ -144,7 +144,7 @@ fn wanted<'a>(task: Task, only: &'a [usize], typed: &'a [usize]) -> Wanted<'a> {
 
 /// Each table's subject column: a CPA target's is the set's own (its pairs start there); types
 /// are predicted as at run time, where no gold key exists, from the model's own choice of
-/// subject column (which the label-name prior may leave out).
+/// subject column (which the label-name prior may leave out), never the set's annotated key.
 fn subjects(tables: &[&Table], task: Task) -> Vec<usize> {
     tables
         .iter()
@@ -154,7 +154,7 @@ fn subjects(tables: &[&Table], task: Task) -> Vec<usize> {
                 .first()
                 .map(|c| c.subject_column)
                 .unwrap_or_else(|| colswarm_model::subject_column(t)),
-            Task::Cta => colswarm_model::subject_column(t),
+            Task::Cta => colswarm_model::detected_subject_column(t),
         })
         .collect()
 }
@@ -369,4 +369,32 @@ pub fn evaluate(
         abstention,
         targets: scored,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use colswarm_tables::CpaTarget;
+
+    use super::*;
+
+    #[test]
+    fn types_take_the_models_subject_column_and_relations_the_sets_pairs() {
+        let mut t = Table::from_rows(
+            "t",
+            None,
+            vec![
+                vec!["Paris".into(), "France".into(), "2.1".into()],
+                vec!["Rome".into(), "Italy".into(), "2.8".into()],
+            ],
+        );
+        // A benchmark's annotated key (T2D's) that the cells alone would not choose.
+        t.subject_column = Some(1);
+        t.cpa_targets = vec![CpaTarget {
+            subject_column: 1,
+            object_column: 2,
+            labels: vec!["population".into()],
+        }];
+        assert_eq!(subjects(&[&t], Task::Cta), [0]);
+        assert_eq!(subjects(&[&t], Task::Cpa), [1]);
+    }
 }

@@ -64,6 +64,7 @@ pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
 pub use decode::{
     Decoder, Place, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
+    detected_subject_column,
 };
 pub use encode::{
     Columns, Example, Featurizer, PASS_COLUMNS, encode, featurizer, ngram_config, passes, to_batch,
