@@ -1,4 +1,4 @@
-//! Probabilities and predicted labels from the heads' logits, and the subject column.
+//! Probabilities and predicted labels from the heads' logits.
 
 use std::borrow::Cow;
 
@@ -8,28 +8,6 @@ use colswarm_tables::Table;
 use crate::label_names::LabelNames;
 use crate::labels::{Activation, LabelSpace, Namespace, Task};
 use crate::reader::{NgramReader, TableFeatures};
-
-/// The subject column: the table's own when it names one, else [`detected_subject_column`].
-pub fn subject_column(table: &Table) -> usize {
-    table
-        .subject_column
-        .unwrap_or_else(|| detected_subject_column(table))
-}
-
-/// The subject column as found from the cells alone, whatever key the table names: the first
-/// column whose non-empty cells are mostly text (not numbers), else column 0. A benchmark's
-/// annotated key is gold a user's table does not have, so types are scored with this one.
-pub fn detected_subject_column(table: &Table) -> usize {
-    table
-        .columns
-        .iter()
-        .position(|c| {
-            let filled: Vec<_> = c.cells.iter().filter(|x| !x.is_null()).collect();
-            let text = filled.iter().filter(|x| !x.is_numeric()).count();
-            !filled.is_empty() && 2 * text > filled.len()
-        })
-        .unwrap_or(0)
-}
 
 /// Decodes one namespace's probabilities ([`namespace_probs`]) into predicted outputs (indices
 /// into `probs`): the argmax for single-label sets; for multi-label sets with a softmax, every
@@ -643,33 +621,5 @@ mod tests {
         let plain = namespace_probs(&space.cta[0], &logits, None);
         assert_eq!(decoder.probs(&logits, at(Some("died"))), plain);
         assert_eq!(decoder.probs(&logits, at(None)), plain);
-    }
-
-    #[test]
-    fn subject_column_prefers_the_first_text_column() {
-        let t = Table::from_rows(
-            "t",
-            None,
-            vec![
-                vec!["1".into(), "Paris".into()],
-                vec!["2".into(), "Rome".into()],
-            ],
-        );
-        assert_eq!(subject_column(&t), 1);
-    }
-
-    #[test]
-    fn a_named_key_is_the_subject_column_but_not_the_detected_one() {
-        let mut t = Table::from_rows(
-            "t",
-            None,
-            vec![
-                vec!["Paris".into(), "France".into()],
-                vec!["Rome".into(), "Italy".into()],
-            ],
-        );
-        t.subject_column = Some(1);
-        assert_eq!(subject_column(&t), 1);
-        assert_eq!(detected_subject_column(&t), 0);
     }
 }

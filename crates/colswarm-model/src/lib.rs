@@ -47,6 +47,7 @@ mod read;
 pub mod reader;
 mod rendering;
 mod serialize_settings;
+mod subject;
 mod task;
 
 pub use added_head::{
@@ -62,10 +63,7 @@ pub use annotator::{
 };
 pub use colswarm_rwkv::{DeviceChoice, DeviceError};
 pub use colswarm_tables::DatasetFormat;
-pub use decode::{
-    Decoder, Place, Target, abstains, decode, hierarchy_probs, namespace_probs, subject_column,
-    detected_subject_column,
-};
+pub use decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs, namespace_probs};
 pub use encode::{
     Columns, Example, Featurizer, PASS_COLUMNS, encode, featurizer, ngram_config, passes, to_batch,
 };
@@ -83,3 +81,6 @@ pub use read::{
 };
 pub use reader::{NgramReader, ReaderFeatures, ReaderFile, TableFeatures};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};
+pub use subject::{
+    SUBJECT_MIN_DISTINCT, SUBJECT_MIN_MEAN_CHARS, detected_subject_column, subject_column,
+};

@@ -8,13 +8,14 @@ use crate::annotation::{
     AnnotateOptions, ColumnAnnotation, GateAnnotation, RelationAnnotation, Scored, TableAnnotation,
     TypeAnnotation,
 };
-use crate::decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs, subject_column};
+use crate::decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs};
 use crate::encode::{Columns, Example, passes};
 use crate::error::ModelError;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
 use crate::prediction::{Outputs, Wanted};
 use crate::reader::TableFeatures;
+use crate::subject::subject_column;
 
 impl Model {
     /// Annotates every column of every table.
