@@ -187,7 +187,7 @@ def f1(total):
     return 2 * tp / (predicted + gold) if predicted + gold else 0.0
 
 
-def evaluate(settings, fold, model, task, part, predictions=None):
+def evaluate(settings, fold, model, task, part, predictions=None, own_subject=False):
     fmt, paths, split = fold.select if part == "select" else fold.test
     inputs = [a for path in paths.split(",") for a in ("--input", path)]
     # The benchmark's own namespace, named: a model that also learned another set of the
@@ -196,6 +196,8 @@ def evaluate(settings, fold, model, task, part, predictions=None):
             "--split", split, "--task", task, "--namespace", fold.bench, "--json"]
     if predictions:
         args += ["--predictions", predictions]
+    if own_subject:
+        args += ["--own-subject"]
     return json.loads(run(settings, *args))
 
 
@@ -431,8 +433,8 @@ def helpers(settings, bench):
     """What the reader's stage (`recipe_reader.py`) runs the protocol's steps with."""
     return SimpleNamespace(
         run=lambda *args: run(settings, *args),
-        evaluate=lambda fold, model, task, part, predictions: evaluate(settings, fold, model, task,
-                                                                       part, predictions),
+        evaluate=lambda fold, model, task, part, predictions, own_subject=False: evaluate(
+            settings, fold, model, task, part, predictions, own_subject),
         counts=counts, say=settings.say, write_summary=write_summary, commit=settings.commit,
         refit=settings.refit,
         fold=lambda k: Fold(bench, k, FOLDS[bench], settings),

@@ -111,7 +111,9 @@ def reader_stage(h, bench, tasks, summaries, multi_label):
             fold = h.fold(k)
             done = (summaries[k].get("reader") or {}).get(task)
             scored = fold.dir / f"model-reader-{task}.jsonl"
-            if done and done["share"] == w and "threshold" in done and scored.exists():
+            own = own_subject_file(fold.dir, task)
+            if (done and done["share"] == w and "threshold" in done and scored.exists()
+                    and (own is None or own.exists())):
                 continue
             h.say(f"{bench} fold {k}: the reader at share {w} ({task}), chosen on folds "
                   + ", ".join(map(str, others)))
@@ -141,6 +143,9 @@ def reader_stage(h, bench, tasks, summaries, multi_label):
             h.run("calibrate", "--model", with_reader, "--task", task, "--set",
                   f"{bench}={'none' if threshold is None else threshold}")
             report = h.evaluate(fold, with_reader, task, "test", scored)
+            if own is not None:
+                # Relations as `annotate` gives them: from the subject column the model finds.
+                h.evaluate(fold, with_reader, task, "test", own, own_subject=True)
             shutil.rmtree(with_reader, ignore_errors=True)
             abstention = report.get("abstention") or {}
             summaries[k].setdefault("reader", {})[task] = {
@@ -159,9 +164,17 @@ def has_reader(summaries, task):
     return all((s.get("reader") or {}).get(task) for s in summaries.values())
 
 
-def pooled_reader(out, bench, task, folds):
-    """The folds' predictions of the recipe with its reader, pooled into one file."""
-    pool = Path(out) / bench / f"{task}-model-reader.jsonl"
-    pool.write_text("".join((Path(out) / bench / f"fold{k}" / f"model-reader-{task}.jsonl").read_text()
-                            for k in folds))
+def own_subject_file(fold_dir, task):
+    """Where a fold's relations read from the model's own subject column go (CPA only)."""
+    return Path(fold_dir) / f"model-reader-{task}-own-subject.jsonl" if task == "cpa" else None
+
+
+def pooled_reader(out, bench, task, folds, own_subject=False):
+    """The folds' predictions of the recipe with its reader (with `own_subject`, its relations
+    read from the subject column it finds), pooled into one file."""
+    suffix = "-own-subject" if own_subject else ""
+    pool = Path(out) / bench / f"{task}-model-reader{suffix}.jsonl"
+    pool.write_text("".join(
+        (Path(out) / bench / f"fold{k}" / f"model-reader-{task}{suffix}.jsonl").read_text()
+        for k in folds))
     return pool

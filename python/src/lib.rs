@@ -496,6 +496,7 @@ fn evaluate_json(
             },
             progress: false,
             probabilities: false,
+            own_subject: false,
         };
         let report = evaluate(&model, &data.tables, format, &options).map_err(Failure::Eval)?;
         // The fields `colswarm eval --json` adds to the report.

@@ -197,6 +197,7 @@ fn calibrate_on_dev(
             specialists: SpecialistUse::Router,
             progress: !args.json,
             probabilities: true,
+            own_subject: false,
         };
         let report = evaluate(model, &data.tables, spec.format, &options)?;
         if report.targets.is_empty() {

@@ -41,6 +41,10 @@ pub(crate) struct EvalArgs {
     /// Run every specialist on every table, whatever the router says (an ablation of routing).
     #[arg(long, conflicts_with = "no_specialists")]
     all_specialists: bool,
+    /// CPA: read relations from the subject column the model finds in each table, as
+    /// `annotate` does, instead of the set's; a pair from another column scores as a miss.
+    #[arg(long)]
+    own_subject: bool,
     /// Print one JSON object (with the per-label report) instead of text.
     #[arg(long)]
     json: bool,
@@ -148,6 +152,7 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
         },
         progress: !args.json,
         probabilities: args.predictions.is_some(),
+        own_subject: args.own_subject,
     };
     let report = evaluate(&model, &data.tables, args.format, &options)?;
     if let Some(path) = &args.predictions {

@@ -224,6 +224,7 @@ fn dev_curve(
         specialists: SpecialistUse::Router,
         progress: true,
         probabilities: true,
+        own_subject: false,
     };
     let report = evaluate(&without, &data.tables, spec.format, &options)
         .with_context(|| format!("scoring {} on --dev {dev}", args.model.display()))?;

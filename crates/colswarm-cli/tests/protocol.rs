@@ -389,6 +389,21 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
             text.contains(&format!("**{f1:.3}**")),
             "{bench} {task}: {f1}"
         );
+        // Relations are also scored as `annotate` gives them, from the subject column the
+        // model finds (the same targets, a pair from another column a miss).
+        let own = out
+            .join(bench)
+            .join(format!("{task}-model-reader-own-subject.jsonl"));
+        assert_eq!(own.exists(), task == "cpa", "{}", own.display());
+        assert_eq!(
+            text.matches("**Relations at run time.**").count(),
+            1,
+            "{bench} {task}: {text}"
+        );
+        if task == "cpa" {
+            let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+            assert_eq!(lines(&own), lines(&pooled), "{bench} {task}");
+        }
     }
 
     // A rerun of one benchmark trains nothing and writes the same tables, the other

@@ -34,6 +34,10 @@ pub struct EvalOptions {
     /// Keep every label's probability in [`EvalReport::targets`] (for `--predictions`; a
     /// map per target, so off by default).
     pub probabilities: bool,
+    /// CPA: read relations from the subject column the model finds in each table
+    /// ([`colswarm_model::detected_subject_column`]), as `annotate` does, not from the set's
+    /// own; a target whose subject is another column is a miss. What a user gets at run time.
+    pub own_subject: bool,
 }
 
 /// The result of [`evaluate`].
@@ -142,19 +146,20 @@ fn wanted<'a>(task: Task, only: &'a [usize], typed: &'a [usize]) -> Wanted<'a> {
     }
 }
 
-/// Each table's subject column: a CPA target's is the set's own (its pairs start there); types
-/// are predicted as at run time, where no gold key exists, from the model's own choice of
-/// subject column (which the label-name prior may leave out), never the set's annotated key.
-fn subjects(tables: &[&Table], task: Task) -> Vec<usize> {
+/// Each table's subject column: a CPA target's is the set's own (its pairs start there) unless
+/// `own_subject`; types are predicted as at run time, where no gold key exists, from the model's
+/// own choice of subject column (which the label-name prior may leave out), never the set's
+/// annotated key.
+fn subjects(tables: &[&Table], task: Task, own_subject: bool) -> Vec<usize> {
     tables
         .iter()
         .map(|t| match task {
-            Task::Cpa => t
+            Task::Cpa if !own_subject => t
                 .cpa_targets
                 .first()
                 .map(|c| c.subject_column)
                 .unwrap_or_else(|| colswarm_model::subject_column(t)),
-            Task::Cta => colswarm_model::detected_subject_column(t),
+            _ => colswarm_model::detected_subject_column(t),
         })
         .collect()
 }
@@ -322,7 +327,7 @@ pub fn evaluate(
     for chunk in colswarm_model::passes(&tables, options.batch_size) {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
-        let subjects = subjects(chunk, options.task);
+        let subjects = subjects(chunk, options.task, options.own_subject);
         let start = Instant::now();
         let outputs = model.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
         seconds += start.elapsed().as_secs_f64();
@@ -394,7 +399,9 @@ mod tests {
             object_column: 2,
             labels: vec!["population".into()],
         }];
-        assert_eq!(subjects(&[&t], Task::Cta), [0]);
-        assert_eq!(subjects(&[&t], Task::Cpa), [1]);
+        assert_eq!(subjects(&[&t], Task::Cta, false), [0]);
+        assert_eq!(subjects(&[&t], Task::Cpa, false), [1]);
+        // At run time relations start from the model's own subject column too.
+        assert_eq!(subjects(&[&t], Task::Cpa, true), [0]);
     }
 }

@@ -279,6 +279,7 @@ pub fn dev_reports(
                 specialists: SpecialistUse::Router,
                 progress: false,
                 probabilities: false,
+                own_subject: false,
             };
             Ok(evaluate(&model, &data.tables, spec.format, &options)?)
         })
