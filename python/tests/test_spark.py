@@ -75,3 +75,24 @@ def test_rows_equal_the_python_annotator(spark, tables):
         [label for label, _ in t] for t in expected["top_k"]
     ]
     assert set(rows["path"]) == {str(p) for p in tables}
+
+
+def test_an_unreadable_file_is_recorded_or_fails_the_job(spark, tables, tmp_path):
+    from colswarm.spark import annotate_paths
+
+    bad = tmp_path / "broken.csv"
+    bad.write_bytes(b"name,size\n\xff\xfe,1\n")
+    listed = [str(tables[0]), str(bad)]
+    frame = spark.createDataFrame([(p,) for p in listed], "path string")
+    rows = annotate_paths(frame, str(MODEL), on_error="record").toPandas()
+    broken = rows[rows["path"] == str(bad)]
+    assert len(broken) == 1 and "UTF-8" in broken["error"].iloc[0]
+    assert broken["column"].isna().all() and broken["table"].isna().all()
+    assert rows[rows["path"] != str(bad)]["error"].isna().all()
+    assert (rows["path"] == str(tables[0])).sum() > 0
+    lines = annotate_paths(frame, str(MODEL), output="json", on_error="record").toPandas()
+    by_path = {row.path: row for row in lines.itertuples()}
+    assert by_path[str(bad)].annotation is None and "broken.csv" in by_path[str(bad)].error
+    assert json.loads(by_path[str(tables[0])].annotation)["table"]
+    with pytest.raises(Exception, match="broken.csv"):
+        annotate_paths(frame, str(MODEL)).collect()
