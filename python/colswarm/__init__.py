@@ -198,7 +198,8 @@ class Annotator:
     :param batch_size: tables per forward pass.
     :param lossy: repair instead of refusing files: invalid UTF-8 becomes U+FFFD, cells over
         1 MiB are cut (``colswarm annotate --lossy``).
-    :param sample_rows: rows kept from a delimited file (a uniform, deterministic sample).
+    :param sample_rows: rows kept from a delimited, SOTAB JSON or parquet file (a uniform,
+        deterministic sample).
     :param device: ``"cpu"`` (the default), ``"wgpu"``, ``"cuda"`` or ``"auto"``. GPU devices
         need a package built with that backend (``maturin build --features wgpu``); asking for
         one the build or machine lacks raises ``ValueError`` or ``ColswarmError`` saying how to

@@ -19,6 +19,7 @@ use crate::cell::Cell;
 use crate::error::{Result, TableError};
 use crate::options::ReadOptions;
 use crate::records::trim_partial_char;
+use crate::row_sample::RowSample;
 use crate::table::{Column, Table};
 
 mod thrift;
@@ -91,6 +92,19 @@ pub fn read_gittables_parquet(
     annotation: Option<GitTablesAnnotation>,
     options: &ReadOptions,
 ) -> Result<(Table, GitTablesMetadata)> {
+    read_gittables_parquet_sampled(path, annotation, options, None)
+}
+
+/// [`read_gittables_parquet`], keeping at most `sample_rows` rows: a uniform sample in table
+/// order, the same on every read, as a delimited table is sampled. The cells are decoded one
+/// record batch at a time, so the rows not kept never accumulate; the file's bytes are still
+/// read whole, once, for the checks below. With a sample there is no row limit.
+pub fn read_gittables_parquet_sampled(
+    path: impl AsRef<Path>,
+    annotation: Option<GitTablesAnnotation>,
+    options: &ReadOptions,
+    sample_rows: Option<usize>,
+) -> Result<(Table, GitTablesMetadata)> {
     let path = path.as_ref();
     let parquet_error = |message: String| TableError::Parquet {
         path: path.into(),
@@ -127,26 +141,33 @@ pub fn read_gittables_parquet(
         .iter()
         .map(|f| Column::new(Some(f.name().clone()), Vec::new()))
         .collect();
-    let reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
-    read_cells(reader, &mut columns, path, options)?;
-    if let Some(annotation) = annotation {
-        label_columns(&mut columns, &metadata, annotation);
-    }
     let id = metadata.table_id.clone().unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
+    let reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
+    let mut rows = RowSample::new(sample_rows, &id);
+    read_rows(reader, &mut rows, columns.len(), path, options)?;
+    for row in rows.into_rows() {
+        for (column, cell) in columns.iter_mut().zip(row) {
+            column.cells.push(cell);
+        }
+    }
+    if let Some(annotation) = annotation {
+        label_columns(&mut columns, &metadata, annotation);
+    }
     let mut table = Table::new(id, columns);
     table.context.has_header_row = true;
     Ok((table, metadata))
 }
 
-/// Appends every record batch's cells to `columns`, each formatted as text by Arrow; a row
-/// count over `options.max_rows` is an error.
-fn read_cells(
+/// Offers every row of every record batch to `rows`, each cell formatted as text by Arrow;
+/// without a sample, a row count over `options.max_rows` is an error.
+fn read_rows(
     mut reader: ParquetRecordBatchReader,
-    columns: &mut [Column],
+    rows: &mut RowSample<Vec<Cell>>,
+    n_columns: usize,
     path: &Path,
     options: &ReadOptions,
 ) -> Result<()> {
@@ -155,8 +176,9 @@ fn read_cells(
     while let Some(batch) = guarded(path, || {
         reader.next().transpose().map_err(|e| e.to_string())
     })? {
+        let first = n_rows;
         n_rows += batch.num_rows();
-        if n_rows > options.max_rows {
+        if !rows.is_sampled() && n_rows > options.max_rows {
             return Err(TableError::TooManyRows {
                 path: path.into(),
                 line: 0,
@@ -164,8 +186,8 @@ fn read_cells(
                 limit: options.max_rows,
             });
         }
-        let pairs = batch.columns().iter().zip(columns.iter_mut());
-        for (index, (array, column)) in pairs.enumerate() {
+        let mut batch_rows = vec![Vec::with_capacity(n_columns); batch.num_rows()];
+        for (index, array) in batch.columns().iter().enumerate().take(n_columns) {
             let texts = guarded(path, || {
                 let formatter =
                     ArrayFormatter::try_new(array.as_ref(), &format).map_err(|e| e.to_string())?;
@@ -173,13 +195,15 @@ fn read_cells(
                     .map(|row| (!array.is_null(row)).then(|| formatter.value(row).to_string()))
                     .collect::<Vec<_>>())
             })?;
-            for text in texts {
-                let cell = match text {
-                    Some(text) => bounded_cell(text, path, n_rows, index, options)?,
+            for (offset, (text, row)) in texts.into_iter().zip(&mut batch_rows).enumerate() {
+                row.push(match text {
+                    Some(text) => bounded_cell(text, path, first + offset + 1, index, options)?,
                     None => Cell::null(),
-                };
-                column.cells.push(cell);
+                });
             }
+        }
+        for row in batch_rows {
+            rows.push(row);
         }
     }
     Ok(())
@@ -439,5 +463,87 @@ mod tests {
             metadata.column_labels["schema_semantic_column_types"]["Title"],
             "schema:name"
         );
+    }
+
+    /// A GitTables-like parquet file of `n` rows (`index`: 0.., `name`: `row{index}`), written
+    /// in record batches of 500 rows, in the system's temporary folder.
+    fn long_parquet(n: usize, name: &str) -> std::path::PathBuf {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::metadata::KeyValue;
+        use parquet::file::properties::WriterProperties;
+
+        let path = std::env::temp_dir().join(format!("{name}-{}.parquet", std::process::id()));
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(700))
+            .set_key_value_metadata(Some(vec![KeyValue::new(
+                "gittables".into(),
+                r#"{"table_id":"long"}"#.to_string(),
+            )]))
+            .build();
+        let mut writer = None;
+        for start in (0..n).step_by(500) {
+            let rows = start as i64..(start + 500).min(n) as i64;
+            let names: Vec<String> = rows.clone().map(|i| format!("row{i}")).collect();
+            let batch = RecordBatch::try_from_iter([
+                (
+                    "index",
+                    Arc::new(Int64Array::from_iter_values(rows)) as ArrayRef,
+                ),
+                ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+            ])
+            .unwrap();
+            writer
+                .get_or_insert_with(|| {
+                    let file = std::fs::File::create(&path).unwrap();
+                    ArrowWriter::try_new(file, batch.schema(), Some(properties.clone())).unwrap()
+                })
+                .write(&batch)
+                .unwrap();
+        }
+        writer.unwrap().close().unwrap();
+        path
+    }
+
+    fn indices(table: &Table) -> Vec<usize> {
+        let rows = table.columns[0].cells.iter().zip(&table.columns[1].cells);
+        rows.map(|(index, name)| {
+            // Each kept row is whole: its cells come from the same row of the file.
+            assert_eq!(name.text(), format!("row{}", index.text()));
+            index.text().parse().unwrap()
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_long_parquet_table_is_sampled_in_order_the_same_way_on_every_read() {
+        let path = long_parquet(3_000, "colswarm-long");
+        let read = |sample| {
+            read_gittables_parquet_sampled(&path, None, &ReadOptions::default(), sample)
+                .unwrap()
+                .0
+        };
+        assert_eq!(indices(&read(None)), (0..3_000).collect::<Vec<_>>());
+        let sampled = indices(&read(Some(40)));
+        assert_eq!(sampled.len(), 40);
+        assert!(sampled.windows(2).all(|w| w[0] < w[1]), "{sampled:?}");
+        // Uniform over the whole table, not its first batches.
+        assert!(*sampled.last().unwrap() > 2_000, "{sampled:?}");
+        assert_eq!(indices(&read(Some(40))), sampled);
+        assert_eq!(indices(&read(Some(5_000))), (0..3_000).collect::<Vec<_>>());
+        // Without a sample the row limit still holds.
+        let limited = ReadOptions {
+            max_rows: 1_000,
+            ..ReadOptions::default()
+        };
+        let refused = read_gittables_parquet(&path, None, &limited).unwrap_err();
+        assert!(
+            matches!(refused, TableError::TooManyRows { .. }),
+            "{refused}"
+        );
+        assert!(read_gittables_parquet_sampled(&path, None, &limited, Some(40)).is_ok());
+        std::fs::remove_file(&path).unwrap();
     }
 }

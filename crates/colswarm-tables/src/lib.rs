@@ -87,7 +87,9 @@ pub use fnv::fnv1a;
 #[doc(hidden)]
 pub use gittables::in_guarded_decoder;
 #[cfg(feature = "parquet")]
-pub use gittables::{GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet};
+pub use gittables::{
+    GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet, read_gittables_parquet_sampled,
+};
 pub use label_set::{LabelHierarchy, LabelSet};
 pub use labelled::read_labelled_tables;
 pub use ngrams::{NgramConfig, SparseFeatures, TableNgrams};

@@ -24,6 +24,11 @@ impl<R> RowSample<R> {
         }
     }
 
+    /// Whether rows beyond a limit are left out (else every row is kept).
+    pub(crate) fn is_sampled(&self) -> bool {
+        self.limit.is_some()
+    }
+
     pub(crate) fn seen(&self) -> usize {
         self.seen
     }

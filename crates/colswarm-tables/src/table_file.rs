@@ -20,9 +20,9 @@ use crate::table::Table;
 pub struct ReadTableOptions {
     /// Repair invalid UTF-8 and cut oversized cells instead of failing (default `false`).
     pub lossy: bool,
-    /// Rows kept from a delimited or SOTAB JSON file: a uniform, deterministic sample of this
-    /// many, so tables of any length are read in bounded memory (default 1,000; a model reads
-    /// far fewer).
+    /// Rows kept from a delimited, SOTAB JSON or parquet file: a uniform, deterministic sample
+    /// of this many, so tables of any length are read in bounded memory (default 1,000; a model
+    /// reads far fewer).
     pub sample_rows: usize,
 }
 
@@ -68,7 +68,12 @@ pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table>
         ..ReadOptions::default()
     };
     if name.ends_with(".parquet") {
-        read_parquet(path, &read)
+        // Sampled like a delimited file, so no row limit is needed.
+        let read = ReadOptions {
+            max_rows: usize::MAX,
+            ..read
+        };
+        read_parquet(path, &read, options.sample_rows)
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
         // Sampled like a delimited file, so no row limit is needed.
         let read = ReadOptions {
@@ -82,12 +87,12 @@ pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table>
 }
 
 #[cfg(feature = "parquet")]
-fn read_parquet(path: &Path, read: &ReadOptions) -> Result<Table> {
-    Ok(crate::gittables::read_gittables_parquet(path, None, read)?.0)
+fn read_parquet(path: &Path, read: &ReadOptions, sample_rows: usize) -> Result<Table> {
+    Ok(crate::gittables::read_gittables_parquet_sampled(path, None, read, Some(sample_rows))?.0)
 }
 
 #[cfg(not(feature = "parquet"))]
-fn read_parquet(path: &Path, _read: &ReadOptions) -> Result<Table> {
+fn read_parquet(path: &Path, _read: &ReadOptions, _sample_rows: usize) -> Result<Table> {
     Err(crate::error::TableError::Dataset {
         path: path.to_path_buf(),
         reason: "this build reads no parquet files: enable the `parquet` feature".to_string(),
