@@ -207,6 +207,9 @@ class Annotator:
     :param abstain: honour the model's abstention thresholds (``colswarm calibrate``): a
         namespace whose best label is below its threshold gives no label (``label`` is
         ``None``). ``False`` gives every column its best label.
+    :param subject_column: the column relations start from in every table, by header (case
+        ignored) or 0-based index (``colswarm annotate --subject-column``); a table without it
+        gets the column the model finds. ``subject_column`` in the output says which it was.
 
     Instances are thread-safe; every call releases the GIL while Rust reads and annotates.
     """
@@ -223,6 +226,7 @@ class Annotator:
         sample_rows: int = 1000,
         device: str = "cpu",
         abstain: bool = True,
+        subject_column: Union[None, str, int] = None,
     ) -> None:
         namespaces = [namespace] if isinstance(namespace, str) else namespace
         self._inner = _colswarm.Annotator(
@@ -236,6 +240,7 @@ class Annotator:
             sample_rows=sample_rows,
             device=device,
             abstain=abstain,
+            subject_column=None if subject_column is None else str(subject_column),
         )
         self._info: Dict[str, Any] = dict(self._inner.describe())
 

@@ -19,6 +19,9 @@ class Annotator:
         batch_size: int = 16,
         lossy: bool = False,
         sample_rows: int = 1000,
+        device: str = "cpu",
+        abstain: bool = True,
+        subject_column: Optional[str] = None,
     ) -> None: ...
     def annotate_json(self, items: Sequence[Union[str, RawTable]]) -> List[str]:
         """One JSON object per table (file path or raw table), as `colswarm annotate` prints."""

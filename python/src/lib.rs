@@ -14,7 +14,7 @@ use colswarm_eval::{
 };
 use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
-    TableAnnotation, Task, read_table_with,
+    SubjectColumn, TableAnnotation, Task, read_table_with,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
 use colswarm_train::{FineTuneConfig, FineTuneReport, TrainError, fine_tune};
@@ -233,6 +233,8 @@ struct PyAnnotator {
     lossy: bool,
     sample_rows: usize,
     batch_size: usize,
+    /// The column relations start from in every table that has it.
+    subject_column: Option<SubjectColumn>,
 }
 
 impl PyAnnotator {
@@ -253,9 +255,16 @@ impl PyAnnotator {
             let tables = inputs
                 .by_ref()
                 .take(chunk)
-                .map(|input| match input {
-                    Input::Path(path) => read_table_with(&path, &options),
-                    Input::Table(table) => Ok(table),
+                .map(|input| {
+                    let mut table = match input {
+                        Input::Path(path) => read_table_with(&path, &options)?,
+                        Input::Table(table) => table,
+                    };
+                    // A table without the named column keeps the one the model finds.
+                    if let Some(subject) = &self.subject_column {
+                        subject.set_in(&mut table);
+                    }
+                    Ok(table)
                 })
                 .collect::<Result<Vec<Table>, ModelError>>()?;
             each(&tables)?;
@@ -267,7 +276,7 @@ impl PyAnnotator {
 #[pymethods]
 impl PyAnnotator {
     #[new]
-    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu", abstain = true))]
+    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu", abstain = true, subject_column = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -281,6 +290,7 @@ impl PyAnnotator {
         sample_rows: usize,
         device: &str,
         abstain: bool,
+        subject_column: Option<String>,
     ) -> PyResult<Self> {
         let specialists = parse_specialists(specialists).map_err(|m| value_err(py, m))?;
         let device: DeviceChoice = device
@@ -319,6 +329,10 @@ impl PyAnnotator {
             lossy,
             sample_rows: sample_rows.max(1),
             batch_size: batch_size.max(1),
+            subject_column: subject_column.map(|s| match s.parse() {
+                Ok(subject) => subject,
+                Err(never) => match never {},
+            }),
         })
     }
 

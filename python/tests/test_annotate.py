@@ -193,3 +193,18 @@ def test_embed_gives_the_cli_s_vectors_one_row_per_column(annotator):
         for column, row in zip(table["columns"], rows.itertuples()):
             assert column["index"] == row.column
             np.testing.assert_allclose(row.embedding, column["vector"], atol=1e-5)
+
+
+def test_a_named_subject_column_is_where_relations_start():
+    table = T2D_TABLES / "77632062_0_2292892375652659825.csv"
+    found = colswarm.Annotator(MODEL).annotate(table)
+    assert set(found["subject_column"]) == {1}
+    for named in ("Country", 2):
+        rows = colswarm.Annotator(MODEL, subject_column=named).annotate(table)
+        assert set(rows["subject_column"]) == {2}, named
+        # The subject column itself has no relation; the city column now has one.
+        assert rows[rows["column"] == 2]["relation"].isna().all()
+        assert rows[rows["column"] == 1]["relation"].notna().any()
+    missing = colswarm.Annotator(MODEL, subject_column="airport").annotate(table)
+    assert missing["subject_column"].tolist() == found["subject_column"].tolist()
+    assert missing["relation"].fillna("").tolist() == found["relation"].fillna("").tolist()

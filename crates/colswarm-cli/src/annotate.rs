@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, TableAnnotation, Task,
-    read_table_from, read_table_with, table_files,
+    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, SubjectColumn,
+    TableAnnotation, Task, read_table_from, read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -60,6 +60,10 @@ pub(crate) struct AnnotateArgs {
     /// the command still fails at the end, saying how many it skipped.
     #[arg(long)]
     keep_going: bool,
+    /// The subject column relations start from, in every table: its header (case ignored) or
+    /// its 0-based index. A table without it gets the column the model finds, said on stderr.
+    #[arg(long, value_name = "HEADER|INDEX")]
+    subject_column: Option<SubjectColumn>,
     /// Tables per forward pass (each thread runs its own passes).
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
@@ -210,7 +214,17 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     // any size streams in bounded memory.
     let mut reading = Reading::new(args.lossy, args.keep_going);
     for chunk in files.chunks(annotator.tables_per_round()) {
-        let tables = reading.read_inputs(chunk)?;
+        let mut tables = reading.read_inputs(chunk)?;
+        if let Some(subject) = &args.subject_column {
+            for table in &mut tables {
+                if !subject.set_in(table) {
+                    eprintln!(
+                        "{}: has no {subject}; relations start from the subject column the model finds",
+                        table.id
+                    );
+                }
+            }
+        }
         let annotations = annotator.annotate_all(&tables)?;
         for annotation in &annotations {
             match args.output {

@@ -379,6 +379,60 @@ fn shards_concatenate_to_the_unsharded_output() {
 }
 
 #[test]
+fn subject_column_names_where_relations_start_and_falls_back_per_table() {
+    // The README's table of cities: the rule finds `city` (1); the user names `country` (2).
+    let table = "datasets/t2d-webtables/samples/77632062_0_2292892375652659825.csv";
+    let annotate = |extra: &[&str]| {
+        let mut args = vec!["annotate", "--model", "models/colswarm-small", table];
+        args.extend(extra);
+        let out = colswarm(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let annotation: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        (
+            annotation,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let subject_and_relations = |a: &serde_json::Value| {
+        let relations = a["columns"].as_array().unwrap().iter().map(|c| {
+            c["relations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["subject_column"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        });
+        (
+            a["subject_column"].as_u64().unwrap(),
+            relations.collect::<Vec<_>>(),
+        )
+    };
+    let (found, _) = annotate(&[]);
+    assert_eq!(subject_and_relations(&found).0, 1);
+    for named in ["Country", "2"] {
+        let (a, stderr) = annotate(&["--subject-column", named]);
+        let (subject, relations) = subject_and_relations(&a);
+        assert_eq!(subject, 2, "{named}");
+        // Every column but the subject has its relation to it.
+        for (index, from) in relations.iter().enumerate() {
+            let expected: &[u64] = if index == 2 { &[] } else { &[2] };
+            assert_eq!(from, expected, "{named}: column {index}");
+        }
+        assert!(stderr.is_empty(), "{stderr}");
+    }
+    let (fallback, stderr) = annotate(&["--subject-column", "airport"]);
+    assert_eq!(fallback, found);
+    assert!(
+        stderr.contains("77632062_0_2292892375652659825: has no column headed `airport`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn keep_going_skips_an_unreadable_file_names_it_and_still_fails() {
     let model = tiny_model().to_str().unwrap().to_string();
     let tables = tables_dir(2);

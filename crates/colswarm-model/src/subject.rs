@@ -46,6 +46,78 @@ pub fn detected_subject_column(table: &Table) -> usize {
     mostly_not_numbers.unwrap_or(0)
 }
 
+/// A subject column a user names for their tables: by header or by index.
+///
+/// ```
+/// use colswarm_model::SubjectColumn;
+/// use colswarm_tables::Table;
+///
+/// let named: SubjectColumn = "Name".parse().unwrap();
+/// let mut table = Table::from_rows(
+///     "staff",
+///     Some(vec!["id".into(), "name".into()]),
+///     vec![vec!["1".into(), "Ada".into()]],
+/// );
+/// assert!(named.set_in(&mut table));
+/// assert_eq!(table.subject_column, Some(1));
+/// assert!(!"7".parse::<SubjectColumn>().unwrap().set_in(&mut table));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubjectColumn {
+    /// The column at this 0-based index.
+    Index(usize),
+    /// The first column whose header equals this one, ignoring case and surrounding space.
+    Header(String),
+}
+
+impl std::str::FromStr for SubjectColumn {
+    type Err = std::convert::Infallible;
+
+    /// A number is an index; anything else a header.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.trim().parse() {
+            Ok(index) => SubjectColumn::Index(index),
+            Err(_) => SubjectColumn::Header(text.to_string()),
+        })
+    }
+}
+
+impl std::fmt::Display for SubjectColumn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SubjectColumn::Index(index) => write!(f, "column {index}"),
+            SubjectColumn::Header(header) => write!(f, "column headed `{header}`"),
+        }
+    }
+}
+
+impl SubjectColumn {
+    /// The named column's index in `table`, if it has one.
+    pub fn find(&self, table: &Table) -> Option<usize> {
+        match self {
+            SubjectColumn::Index(index) => (*index < table.n_columns()).then_some(*index),
+            SubjectColumn::Header(header) => {
+                let wanted = header.trim().to_lowercase();
+                table.columns.iter().position(|c| {
+                    c.header
+                        .as_deref()
+                        .is_some_and(|h| h.trim().to_lowercase() == wanted)
+                })
+            }
+        }
+    }
+
+    /// Makes the named column `table`'s subject column ([`subject_column`] then returns it);
+    /// false, the table unchanged, where the table has no such column.
+    pub fn set_in(&self, table: &mut Table) -> bool {
+        let found = self.find(table);
+        if found.is_some() {
+            table.subject_column = found;
+        }
+        found.is_some()
+    }
+}
+
 /// What the subject rule reads of a column's non-empty cells.
 struct ColumnShape {
     filled: usize,
@@ -134,6 +206,27 @@ mod tests {
         let numbers = table(&[&["1", "2.5"], &["2", "3.5"]]);
         assert_eq!(detected_subject_column(&numbers), 0);
         assert_eq!(detected_subject_column(&Table::new("empty", vec![])), 0);
+    }
+
+    #[test]
+    fn a_subject_column_is_named_by_header_or_index() {
+        let mut t = Table::from_rows(
+            "t",
+            Some(vec!["Code".into(), " Airport Name ".into()]),
+            vec![vec!["cak".into(), "Akron-Canton".into()]],
+        );
+        let header: SubjectColumn = "airport name".parse().unwrap();
+        assert_eq!(header, SubjectColumn::Header("airport name".into()));
+        assert_eq!(header.find(&t), Some(1));
+        let index: SubjectColumn = " 0 ".parse().unwrap();
+        assert_eq!(index, SubjectColumn::Index(0));
+        assert!(index.set_in(&mut t));
+        assert_eq!(subject_column(&t), 0);
+        // A table without the column keeps what it had.
+        for missing in ["city", "2"] {
+            assert!(!missing.parse::<SubjectColumn>().unwrap().set_in(&mut t));
+            assert_eq!(t.subject_column, Some(0));
+        }
     }
 
     #[test]
