@@ -79,7 +79,8 @@ impl Model {
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
             let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
             for (b, table) in chunk.iter().enumerate() {
-                annotations.push(outputs.table(self, b, table, &cta, &cpa, options));
+                let read = (b, table, subjects[b]);
+                annotations.push(outputs.table(self, read, &cta, &cpa, options));
             }
         }
         Ok(annotations)
@@ -138,14 +139,12 @@ impl Outputs {
     pub(crate) fn table(
         &self,
         model: &Model,
-        b: usize,
-        table: &Table,
+        (b, table, subject): (usize, &Table, usize),
         cta: &[(usize, Decoder)],
         cpa: &[(usize, Decoder)],
         options: &AnnotateOptions,
     ) -> TableAnnotation {
         let k = options.top_k;
-        let subject = subject_column(table);
         // The readers of every namespace share the table's n-gram features.
         let features = &TableFeatures::new(table);
         let columns = (0..table.n_columns())

@@ -25,6 +25,7 @@ impl<R> RowSample<R> {
     }
 
     /// Whether rows beyond a limit are left out (else every row is kept).
+    #[cfg(feature = "parquet")]
     pub(crate) fn is_sampled(&self) -> bool {
         self.limit.is_some()
     }
