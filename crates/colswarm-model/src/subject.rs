@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use colswarm_tables::{CellKind, Column, Table};
+use colswarm_tables::{CellCounts, Column, Table};
 
 /// Share of a subject column's non-empty cells that must be distinct (compared in lower case):
 /// a column that repeats its values (`Canada`, `Canada`, …) describes the entities, it does not
@@ -34,16 +34,43 @@ pub fn subject_column(table: &Table) -> usize {
 pub fn detected_subject_column(table: &Table) -> usize {
     let mut mostly_not_numbers = None;
     for (index, column) in table.columns.iter().enumerate() {
-        let shape = ColumnShape::of(column);
-        if shape.names_entities() {
+        let counts = column.cell_counts();
+        if names_entities(column, counts) {
             return index;
         }
-        if mostly_not_numbers.is_none() && shape.filled > 0 && 2 * shape.not_numbers > shape.filled
+        if mostly_not_numbers.is_none()
+            && counts.filled > 0
+            && 2 * (counts.filled - counts.numbers) > counts.filled
         {
             mostly_not_numbers = Some(index);
         }
     }
     mostly_not_numbers.unwrap_or(0)
+}
+
+/// Whether a column's non-empty cells are mostly text, mostly distinct and longer than codes.
+/// Only a mostly-text column's cells are compared, so number columns cost one pass of counts.
+fn names_entities(column: &Column, counts: CellCounts) -> bool {
+    if counts.filled == 0 || 2 * counts.text <= counts.filled {
+        return false;
+    }
+    let filled = counts.filled as f64;
+    let values = || {
+        column
+            .cells
+            .iter()
+            .filter(|c| !c.is_null())
+            .map(|c| c.text().trim())
+    };
+    let chars: usize = values().map(|v| v.chars().count()).sum();
+    if (chars as f64) < SUBJECT_MIN_MEAN_CHARS * filled {
+        return false;
+    }
+    let distinct = values()
+        .map(str::to_lowercase)
+        .collect::<HashSet<_>>()
+        .len();
+    distinct as f64 >= SUBJECT_MIN_DISTINCT * filled
 }
 
 /// A subject column a user names for their tables: by header or by index.
@@ -115,47 +142,6 @@ impl SubjectColumn {
             table.subject_column = found;
         }
         found.is_some()
-    }
-}
-
-/// What the subject rule reads of a column's non-empty cells.
-struct ColumnShape {
-    filled: usize,
-    not_numbers: usize,
-    text: usize,
-    distinct: usize,
-    chars: usize,
-}
-
-impl ColumnShape {
-    fn of(column: &Column) -> Self {
-        let mut shape = ColumnShape {
-            filled: 0,
-            not_numbers: 0,
-            text: 0,
-            distinct: 0,
-            chars: 0,
-        };
-        let mut seen = HashSet::new();
-        for cell in column.cells.iter().filter(|c| !c.is_null()) {
-            shape.filled += 1;
-            shape.not_numbers += usize::from(!cell.is_numeric());
-            shape.text += usize::from(cell.kind() == CellKind::Text);
-            let value = cell.text().trim();
-            shape.chars += value.chars().count();
-            if seen.insert(value.to_lowercase()) {
-                shape.distinct += 1;
-            }
-        }
-        shape
-    }
-
-    fn names_entities(&self) -> bool {
-        let filled = self.filled as f64;
-        self.filled > 0
-            && 2 * self.text > self.filled
-            && self.distinct as f64 >= SUBJECT_MIN_DISTINCT * filled
-            && self.chars as f64 >= SUBJECT_MIN_MEAN_CHARS * filled
     }
 }
 
