@@ -210,6 +210,9 @@ class Annotator:
     :param subject_column: the column relations start from in every table, by header (case
         ignored) or 0-based index (``colswarm annotate --subject-column``); a table without it
         gets the column the model finds. ``subject_column`` in the output says which it was.
+    :param encoding: the text encoding of CSV and TSV files: ``"utf-8"`` (the default) or
+        ``"windows-1252"`` (also spelled ``"latin-1"``, ``"iso-8859-1"``, ``"cp1252"``), what
+        spreadsheet programs on Windows save as "CSV" (``colswarm annotate --encoding``).
 
     Instances are thread-safe; every call releases the GIL while Rust reads and annotates.
     """
@@ -227,6 +230,7 @@ class Annotator:
         device: str = "cpu",
         abstain: bool = True,
         subject_column: Union[None, str, int] = None,
+        encoding: str = "utf-8",
     ) -> None:
         namespaces = [namespace] if isinstance(namespace, str) else namespace
         self._inner = _colswarm.Annotator(
@@ -241,6 +245,7 @@ class Annotator:
             device=device,
             abstain=abstain,
             subject_column=None if subject_column is None else str(subject_column),
+            encoding=encoding,
         )
         self._info: Dict[str, Any] = dict(self._inner.describe())
 
@@ -314,15 +319,18 @@ class Annotator:
         )
 
 
-def read_table(path: PathLike, lossy: bool = False, sample_rows: int = 1000) -> _pd.DataFrame:
-    """Reads a table file as colswarm reads it, as a DataFrame of strings.
+def read_table(
+    path: PathLike, lossy: bool = False, sample_rows: int = 1000, encoding: str = "utf-8"
+) -> _pd.DataFrame:
+    """Reads a table file as colswarm reads it, as a DataFrame of strings (``encoding`` as
+    :class:`Annotator`'s).
 
     Columns are named by the file's header row (a default ``RangeIndex`` when it has none);
     ``attrs["colswarm_table"]`` holds the table id, so that ``annotator.annotate(read_table(p))``
     equals ``annotator.annotate(p)``. Empty cells are empty strings.
     """
     table_id, headers, columns = _colswarm.read_table(
-        _os.fspath(path), lossy=lossy, sample_rows=sample_rows
+        _os.fspath(path), lossy=lossy, sample_rows=sample_rows, encoding=encoding
     )
     frame = _pd.DataFrame({i: _pd.Series(c, dtype=object) for i, c in enumerate(columns)})
     if headers is not None:
@@ -382,6 +390,7 @@ def fine_tune(
     max_steps: int = 300,
     abstain: bool = True,
     progress: bool = False,
+    encoding: str = "utf-8",
 ) -> Dict[str, Any]:
     """Adds your own column types to a model, as ``colswarm fine-tune`` does: a new namespace
     fitted on a few labelled columns, the model's own namespaces answering exactly as before.
@@ -393,6 +402,8 @@ def fine_tune(
     :param out_dir: the new model directory (must not exist, or be empty).
     :param namespace: the new namespace's name; annotate with it through
         ``Annotator(out_dir, namespace=namespace)``.
+    :param encoding: the text encoding of the labels file and the CSV and TSV tables, as
+        :class:`Annotator`'s (a labels DataFrame is written in it).
 
     Returns the report ``OUT/namespaces/NAME.json`` holds: labels, columns, the settings the
     held-out slice chose, its micro-F1, the abstention threshold and labels with too few columns.
@@ -414,6 +425,7 @@ def fine_tune(
             max_steps=max_steps,
             abstain=abstain,
             progress=progress,
+            encoding=encoding,
         )
         return _json.loads(text)
 
@@ -424,5 +436,8 @@ def fine_tune(
         raise ColswarmError(f"the labels DataFrame lacks the column(s) {', '.join(missing)}")
     with tempfile.TemporaryDirectory() as folder:
         path = _os.path.join(folder, "labels.csv")
-        labels[["table", "column", "label"]].astype(str).to_csv(path, index=False, encoding="utf-8")
+        # Written in the tables' encoding, which is how the labels file is read.
+        utf8 = encoding.strip().lower().replace("_", "-") in ("utf-8", "utf8")
+        codec = "utf-8" if utf8 else "cp1252"
+        labels[["table", "column", "label"]].astype(str).to_csv(path, index=False, encoding=codec)
         return run(path)

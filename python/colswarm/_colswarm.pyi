@@ -22,6 +22,7 @@ class Annotator:
         device: str = "cpu",
         abstain: bool = True,
         subject_column: Optional[str] = None,
+        encoding: str = "utf-8",
     ) -> None: ...
     def annotate_json(self, items: Sequence[Union[str, RawTable]]) -> List[str]:
         """One JSON object per table (file path or raw table), as `colswarm annotate` prints."""
@@ -31,7 +32,9 @@ class Annotator:
         """Per table: its id and, per column, ``(index, header, vector)`` (`colswarm embed`)."""
     def describe(self) -> Dict[str, Any]: ...
 
-def read_table(path: str, lossy: bool = False, sample_rows: int = 1000) -> RawTable: ...
+def read_table(
+    path: str, lossy: bool = False, sample_rows: int = 1000, encoding: str = "utf-8"
+) -> RawTable: ...
 def evaluate_json(
     model_dir: str,
     format: str,
@@ -54,4 +57,5 @@ def fine_tune_json(
     max_steps: int = 300,
     abstain: bool = True,
     progress: bool = False,
+    encoding: str = "utf-8",
 ) -> str: ...

@@ -163,7 +163,8 @@ def annotate_paths(
         tables read): with ``output="json"`` the file's ``annotation`` is null, with
         ``"rows"`` the file has one row, its ``path`` and ``error``, every other field null.
     :param options: :class:`~colswarm.Annotator`'s (``top_k``, ``threads``, ``namespace``,
-        ``specialists``, ``batch_size``, ``lossy``, ``sample_rows``, ``subject_column``).
+        ``specialists``, ``batch_size``, ``lossy``, ``sample_rows``, ``subject_column``,
+        ``encoding``).
     """
     if output not in ("rows", "json"):
         raise ValueError(f'output must be "rows" or "json", not {output!r}')

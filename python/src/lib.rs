@@ -14,7 +14,7 @@ use colswarm_eval::{
 };
 use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
-    SubjectColumn, TableAnnotation, Task, read_table_with,
+    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
 use colswarm_train::{FineTuneConfig, FineTuneReport, TrainError, fine_tune};
@@ -231,6 +231,7 @@ struct PyAnnotator {
     inner: Annotator,
     model_dir: PathBuf,
     lossy: bool,
+    encoding: TextEncoding,
     sample_rows: usize,
     batch_size: usize,
     /// The column relations start from in every table that has it.
@@ -248,6 +249,7 @@ impl PyAnnotator {
         let options = ReadTableOptions {
             lossy: self.lossy,
             sample_rows: self.sample_rows,
+            encoding: self.encoding,
         };
         let chunk = self.batch_size * self.inner.threads();
         let mut inputs = inputs.into_iter().peekable();
@@ -276,7 +278,7 @@ impl PyAnnotator {
 #[pymethods]
 impl PyAnnotator {
     #[new]
-    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu", abstain = true, subject_column = None))]
+    #[pyo3(signature = (model_dir, top_k = 3, threads = 1, namespaces = None, specialists = "router", batch_size = 16, lossy = false, sample_rows = 1000, device = "cpu", abstain = true, subject_column = None, encoding = "utf-8"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -291,8 +293,10 @@ impl PyAnnotator {
         device: &str,
         abstain: bool,
         subject_column: Option<String>,
+        encoding: &str,
     ) -> PyResult<Self> {
         let specialists = parse_specialists(specialists).map_err(|m| value_err(py, m))?;
+        let encoding: TextEncoding = encoding.parse().map_err(|m| value_err(py, m))?;
         let device: DeviceChoice = device
             .parse()
             .map_err(|e: DeviceError| value_err(py, e.to_string()))?;
@@ -327,6 +331,7 @@ impl PyAnnotator {
             inner,
             model_dir,
             lossy,
+            encoding,
             sample_rows: sample_rows.max(1),
             batch_size: batch_size.max(1),
             subject_column: subject_column.map(|s| match s.parse() {
@@ -413,6 +418,7 @@ impl PyAnnotator {
         };
         d.set_item("specialists", specialists)?;
         d.set_item("lossy", self.lossy)?;
+        d.set_item("encoding", self.encoding.to_string())?;
         d.set_item("sample_rows", self.sample_rows)?;
         Ok(d)
     }
@@ -426,16 +432,18 @@ fn to_json(annotation: &TableAnnotation) -> String {
 /// Reads a table file as `colswarm annotate` does: `(id, headers or None, columns)`, headers
 /// one string or None per column, columns one list of cell strings each.
 #[pyfunction]
-#[pyo3(signature = (path, lossy = false, sample_rows = 1000))]
+#[pyo3(signature = (path, lossy = false, sample_rows = 1000, encoding = "utf-8"))]
 fn read_table(
     py: Python<'_>,
     path: PathBuf,
     lossy: bool,
     sample_rows: usize,
+    encoding: &str,
 ) -> PyResult<RawTable> {
     let options = ReadTableOptions {
         lossy,
         sample_rows: sample_rows.max(1),
+        encoding: encoding.parse().map_err(|m| value_err(py, m))?,
     };
     let table = py
         .detach(|| read_table_with(&path, &options))
@@ -532,7 +540,7 @@ fn evaluate_json(
 /// `tables_dir` to the model in `model_dir`, written to `out_dir`, as `colswarm fine-tune`
 /// does; returns its report as a JSON string.
 #[pyfunction]
-#[pyo3(signature = (model_dir, tables_dir, labels, out_dir, namespace, seed = 0, max_steps = 300, abstain = true, progress = false))]
+#[pyo3(signature = (model_dir, tables_dir, labels, out_dir, namespace, seed = 0, max_steps = 300, abstain = true, progress = false, encoding = "utf-8"))]
 #[allow(clippy::too_many_arguments)]
 fn fine_tune_json(
     py: Python<'_>,
@@ -545,7 +553,12 @@ fn fine_tune_json(
     max_steps: usize,
     abstain: bool,
     progress: bool,
+    encoding: &str,
 ) -> PyResult<String> {
+    let options = ReadTableOptions {
+        encoding: encoding.parse().map_err(|m| value_err(py, m))?,
+        ..ReadTableOptions::default()
+    };
     let config = FineTuneConfig {
         seed,
         max_steps: max_steps.max(1),
@@ -555,7 +568,7 @@ fn fine_tune_json(
         ..FineTuneConfig::new(namespace)
     };
     let run = || -> Result<FineTuneReport, TrainError> {
-        let tables = read_labelled_tables(&labels, &tables_dir, &ReadTableOptions::default())?;
+        let tables = read_labelled_tables(&labels, &tables_dir, &options)?;
         fine_tune(&model_dir, &tables, &out_dir, &config)
     };
     let report = py.detach(run).map_err(|e| train_err(py, e))?;

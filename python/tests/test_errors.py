@@ -46,6 +46,26 @@ def test_invalid_utf8_names_file_line_and_column_unless_lossy(tmp_path):
     assert sorted(set(annotated["column"])) == [0, 1]
 
 
+def test_a_windows_1252_file_reads_in_its_encoding_as_its_utf8_twin(tmp_path):
+    text = "Stadt;Größe\nMünchen;310\nKöln;405\n"
+    (tmp_path / "cp1252").mkdir()
+    (tmp_path / "utf8").mkdir()
+    cp1252, utf8 = tmp_path / "cp1252" / "t.csv", tmp_path / "utf8" / "t.csv"
+    cp1252.write_bytes(text.encode("cp1252"))
+    utf8.write_bytes(text.encode("utf-8"))
+    with pytest.raises(colswarm.ColswarmError, match="windows-1252"):
+        colswarm.read_table(cp1252)
+    frame = colswarm.read_table(cp1252, encoding="latin-1")
+    assert list(frame.columns) == ["Stadt", "Größe"]
+    assert frame.iloc[:, 0].tolist() == ["München", "Köln"]
+    annotator = colswarm.Annotator(MODEL, encoding="windows-1252")
+    assert annotator.info["encoding"] == "windows-1252"
+    expected = colswarm.Annotator(MODEL).annotate(utf8)
+    pd.testing.assert_frame_equal(annotator.annotate(cp1252), expected)
+    with pytest.raises(ValueError, match="unknown text encoding `utf-16`"):
+        colswarm.Annotator(MODEL, encoding="utf-16")
+
+
 def test_an_empty_file_and_an_empty_dataframe(annotator, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")

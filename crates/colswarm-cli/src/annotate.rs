@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
     Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, SubjectColumn,
-    TableAnnotation, Task, read_table_from, read_table_with, table_files,
+    TableAnnotation, Task, TextEncoding, read_table_from, read_table_with, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -56,6 +56,10 @@ pub(crate) struct AnnotateArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
+    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
+    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
+    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
+    encoding: TextEncoding,
     /// Skip a table file that cannot be read (its error goes to stderr) and annotate the rest;
     /// the command still fails at the end, saying how many it skipped.
     #[arg(long)]
@@ -82,6 +86,10 @@ pub(crate) struct EmbedArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
+    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
+    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
+    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
+    encoding: TextEncoding,
     /// Skip a table file that cannot be read (its error goes to stderr) and embed the rest;
     /// the command still fails at the end, saying how many it skipped.
     #[arg(long)]
@@ -120,15 +128,17 @@ pub(crate) struct BenchArgs {
 /// be read does.
 struct Reading {
     lossy: bool,
+    encoding: TextEncoding,
     /// Report it on stderr and go on (`--keep-going`), counting it in `skipped`.
     keep_going: bool,
     skipped: usize,
 }
 
 impl Reading {
-    fn new(lossy: bool, keep_going: bool) -> Self {
+    fn new(lossy: bool, encoding: TextEncoding, keep_going: bool) -> Self {
         Reading {
             lossy,
+            encoding,
             keep_going,
             skipped: 0,
         }
@@ -138,6 +148,7 @@ impl Reading {
     fn read_inputs(&mut self, inputs: &[PathBuf]) -> Result<Vec<Table>> {
         let options = ReadTableOptions {
             lossy: self.lossy,
+            encoding: self.encoding,
             ..ReadTableOptions::default()
         };
         let mut tables = Vec::with_capacity(inputs.len());
@@ -212,7 +223,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     let mut done = 0;
     // Read one forward pass per thread at a time (the annotator cuts them), so a directory of
     // any size streams in bounded memory.
-    let mut reading = Reading::new(args.lossy, args.keep_going);
+    let mut reading = Reading::new(args.lossy, args.encoding, args.keep_going);
     for chunk in files.chunks(annotator.tables_per_round()) {
         let mut tables = reading.read_inputs(chunk)?;
         if let Some(subject) = &args.subject_column {
@@ -245,7 +256,7 @@ pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
     let mut out = Stdout::lock();
     let mut progress = Progress::on_terminal("embed: tables", files.len());
     let mut done = 0;
-    let mut reading = Reading::new(args.lossy, args.keep_going);
+    let mut reading = Reading::new(args.lossy, args.encoding, args.keep_going);
     for chunk in files.chunks(annotator.tables_per_round()) {
         let tables = reading.read_inputs(chunk)?;
         for embedded in annotator.embed(&tables)? {
@@ -509,7 +520,8 @@ fn inspect_checkpoint(path: &Path) -> Result<()> {
 
 pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
     let annotator = load_annotator(&args.model, 3, args.batch_size, args.device)?;
-    let tables = Reading::new(false, false).read_inputs(&table_files(&args.inputs)?)?;
+    let tables =
+        Reading::new(false, TextEncoding::Utf8, false).read_inputs(&table_files(&args.inputs)?)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
     let runs = [
         (SpecialistUse::Off, "primary alone"),

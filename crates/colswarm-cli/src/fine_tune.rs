@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use colswarm_tables::{ReadTableOptions, read_labelled_tables};
+use colswarm_tables::{ReadTableOptions, TextEncoding, read_labelled_tables};
 use colswarm_train::{FineTuneConfig, fine_tune, partial_dir};
 
 #[derive(Args, Debug)]
@@ -40,13 +40,21 @@ pub(crate) struct FineTuneArgs {
     /// Never abstain (no threshold chosen on the held-out slice).
     #[arg(long)]
     no_abstain: bool,
+    /// The text encoding of the labels file and the CSV and TSV tables: utf-8, or
+    /// windows-1252 (also read as latin-1, iso-8859-1 or cp1252).
+    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
+    encoding: TextEncoding,
     /// No progress lines.
     #[arg(long)]
     quiet: bool,
 }
 
 pub(crate) fn cmd_fine_tune(args: FineTuneArgs) -> Result<()> {
-    let tables = read_labelled_tables(&args.labels, &args.tables, &ReadTableOptions::default())?;
+    let options = ReadTableOptions {
+        encoding: args.encoding,
+        ..ReadTableOptions::default()
+    };
+    let tables = read_labelled_tables(&args.labels, &args.tables, &options)?;
     let config = FineTuneConfig {
         seed: args.seed,
         l2: args.l2.clone(),

@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-pub use colswarm_tables::ReadTableOptions;
+pub use colswarm_tables::{ReadTableOptions, TextEncoding};
 use colswarm_tables::{Table, read_table_file, read_table_stream};
 
 use crate::error::ModelError;

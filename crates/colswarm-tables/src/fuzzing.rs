@@ -33,6 +33,7 @@ fn fuzz_read_options(lossy: bool) -> ReadOptions {
         max_columns: 64,
         max_rows: 512,
         lossy,
+        ..ReadOptions::default()
     }
 }
 

@@ -43,8 +43,9 @@ fn error(path: &Path, line: u64, message: String) -> TableError {
 ///
 /// # Errors
 /// [`TableError::LabelledColumn`] naming the labels file and line for a missing table file, a
-/// missing column, an empty field, a file that is not UTF-8 or has no labelled row; the table
-/// reader's own error (naming the table file) for a table that cannot be read.
+/// missing column, an empty field, a file that is not in `options`' encoding or has no
+/// labelled row; the table reader's own error (naming the table file) for a table that cannot
+/// be read.
 pub fn read_labelled_tables(
     labels: &Path,
     tables_dir: &Path,
@@ -62,8 +63,10 @@ pub fn read_labelled_tables(
                 .into(),
         ));
     }
+    // The labels file is written beside the tables, in their encoding.
     let read = ReadOptions {
         max_rows: usize::MAX,
+        encoding: options.encoding,
         ..ReadOptions::default()
     };
     let mut records = RecordReader::new(bytes.as_slice(), labels, b',', read);
@@ -293,6 +296,26 @@ mod tests {
             .to_string();
         assert!(message.contains("labels.csv: line 2"), "{message}");
         assert!(message.contains("UTF-8"), "{message}");
+    }
+
+    #[test]
+    fn a_windows_1252_labels_file_names_headers_of_windows_1252_tables() {
+        let folder = Folder::new("cp1252");
+        std::fs::write(
+            folder.0.join("c.csv"),
+            b"Stra\xdfe,Gr\xf6\xdfe\nHauptstra\xdfe,3\n",
+        )
+        .unwrap();
+        let labels = folder.labels(b"table,column,label\nc.csv,Stra\xdfe,stra\xdfe\n");
+        let options = ReadTableOptions {
+            encoding: crate::TextEncoding::Windows1252,
+            ..ReadTableOptions::default()
+        };
+        let tables = read_labelled_tables(&labels, &folder.0, &options).unwrap();
+        assert_eq!(tables[0].columns[0].header.as_deref(), Some("Straße"));
+        assert_eq!(tables[0].columns[0].labels, ["straße"]);
+        assert_eq!(tables[0].columns[0].cells[0].text(), "Hauptstraße");
+        assert!(tables[0].columns[1].labels.is_empty());
     }
 
     #[test]

@@ -46,6 +46,7 @@ mod cell;
 mod compressed;
 mod dataset;
 mod delimited;
+mod encoding;
 mod error;
 mod fnv;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -81,6 +82,7 @@ pub use dataset::{DatasetFormat, LoadedData, Split, load_tables};
 pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
 };
+pub use encoding::{TextEncoding, decode_windows_1252};
 pub use error::{Result, TableError};
 pub use fnv::fnv1a;
 #[cfg(feature = "parquet")]

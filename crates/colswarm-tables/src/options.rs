@@ -1,6 +1,8 @@
 //! Limits and lossy-mode settings shared by every reader, and the report of what lossy mode
 //! changed.
 
+use crate::encoding::TextEncoding;
+
 /// Limits that keep memory bounded on hostile or broken input, and the strict/lossy switch.
 ///
 /// Strict mode (the default) turns every problem into a [`TableError`](crate::TableError).
@@ -26,6 +28,9 @@ pub struct ReadOptions {
     pub max_rows: usize,
     /// Repair instead of failing (see above).
     pub lossy: bool,
+    /// How delimited files' cells are decoded (default UTF-8); JSON and parquet are UTF-8 by
+    /// their formats' definitions and ignore it.
+    pub encoding: TextEncoding,
 }
 
 impl Default for ReadOptions {
@@ -36,6 +41,7 @@ impl Default for ReadOptions {
             max_columns: 16_384,
             max_rows: 10_000_000,
             lossy: false,
+            encoding: TextEncoding::Utf8,
         }
     }
 }

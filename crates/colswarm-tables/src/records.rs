@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use csv_core::{ReadFieldResult, Reader as CoreReader, ReaderBuilder};
 
+use crate::encoding::{TextEncoding, decode_windows_1252};
 use crate::error::{Result, TableError};
 use crate::options::{ReadOptions, ReadReport};
 
@@ -172,7 +173,9 @@ impl<R: BufRead> RecordReader<R> {
         self.tracker.field_quotes = 0;
         if truncated {
             self.report.truncated_cells += 1;
-            trim_partial_char(&mut self.field);
+            if !self.options.encoding.is_single_byte() {
+                trim_partial_char(&mut self.field);
+            }
         }
         let bytes = std::mem::take(&mut self.field);
         let line = self.line();
@@ -236,14 +239,18 @@ pub(crate) fn trim_partial_char(bytes: &mut Vec<u8>) {
     }
 }
 
-/// Decodes a cell: strict mode fails on invalid UTF-8 (via `invalid`), lossy mode replaces
-/// invalid bytes with U+FFFD and counts them.
+/// Decodes a cell in the options' encoding: in UTF-8, strict mode fails on invalid bytes (via
+/// `invalid`) and lossy mode replaces them with U+FFFD and counts them; Windows-1252 decodes
+/// every byte.
 pub(crate) fn decode_cell(
     bytes: Vec<u8>,
     options: &ReadOptions,
     report: &mut ReadReport,
     invalid: impl FnOnce(usize) -> TableError,
 ) -> Result<String> {
+    if options.encoding == TextEncoding::Windows1252 {
+        return Ok(decode_windows_1252(&bytes));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
         Err(error) if options.lossy => {
@@ -460,6 +467,24 @@ mod tests {
         // 15 bytes cut back to a char boundary: 7 two-byte chars.
         assert_eq!(record[1], "é".repeat(7));
         assert_eq!(reader.report().truncated_cells, 1);
+    }
+
+    #[test]
+    fn a_windows_1252_cell_is_cut_at_any_byte_and_never_invalid() {
+        // Five Windows-1252 `é`s, one byte each: a 3-byte cap keeps three characters.
+        let data = b"a,\xe9\xe9\xe9\xe9\xe9,\xff\xfe\n";
+        let options = ReadOptions {
+            max_cell_bytes: 3,
+            lossy: true,
+            encoding: TextEncoding::Windows1252,
+            ..ReadOptions::default()
+        };
+        let mut reader = RecordReader::new(&data[..], Path::new("m"), b',', options);
+        let mut record = Vec::new();
+        reader.next_record(&mut record).unwrap();
+        assert_eq!(record, ["a", "ééé", "ÿþ"]);
+        assert_eq!(reader.report().truncated_cells, 1);
+        assert_eq!(reader.report().replaced_bytes, 0);
     }
 
     #[test]

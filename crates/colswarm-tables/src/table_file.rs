@@ -10,6 +10,7 @@ use crate::compressed::extension_uncompressed;
 use crate::delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv_from_reader, read_csv_with_report,
 };
+use crate::encoding::TextEncoding;
 use crate::error::Result;
 use crate::options::ReadOptions;
 use crate::sotab::read_sotab_table_sampled;
@@ -24,6 +25,9 @@ pub struct ReadTableOptions {
     /// of this many, so tables of any length are read in bounded memory (default 1,000; a model
     /// reads far fewer).
     pub sample_rows: usize,
+    /// How a delimited file's cells are decoded (default UTF-8; SOTAB JSON and parquet are
+    /// UTF-8 by definition).
+    pub encoding: TextEncoding,
 }
 
 impl Default for ReadTableOptions {
@@ -31,6 +35,7 @@ impl Default for ReadTableOptions {
         ReadTableOptions {
             lossy: false,
             sample_rows: 1000,
+            encoding: TextEncoding::Utf8,
         }
     }
 }
@@ -44,6 +49,7 @@ fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
             // (an error, or a cut with `lossy`).
             max_rows: usize::MAX,
             lossy: options.lossy,
+            encoding: options.encoding,
             ..ReadOptions::default()
         },
         delimiter: if tsv {
@@ -243,6 +249,43 @@ mod tests {
             ..ReadTableOptions::default()
         };
         assert_eq!(read_table_file(&path, &lossy).unwrap().n_columns(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_windows_1252_file_reads_with_that_encoding_and_says_so_when_it_is_not_given() {
+        let dir = temp_dir("cp1252");
+        // As a German spreadsheet program saves "CSV": semicolons, Windows-1252.
+        let path = dir.join("st\u{e4}dte.csv");
+        std::fs::write(
+            &path,
+            b"Stadt;Gr\xf6\xdfe;Preis\nM\xfcnchen;1500000;\x805\nK\xf6ln;1000000;\x806\n",
+        )
+        .unwrap();
+        let message = read_table_file(&path, &ReadTableOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("line 1, column index 1"), "{message}");
+        assert!(message.contains("windows-1252"), "{message}");
+        let options = ReadTableOptions {
+            encoding: TextEncoding::Windows1252,
+            ..ReadTableOptions::default()
+        };
+        let table = read_table_file(&path, &options).unwrap();
+        let texts = |c: usize| -> Vec<&str> {
+            table.columns[c]
+                .cells
+                .iter()
+                .map(|cell| cell.text())
+                .collect()
+        };
+        assert_eq!(table.columns[1].header.as_deref(), Some("Größe"));
+        assert_eq!(texts(0), ["München", "Köln"]);
+        assert_eq!(texts(2), ["€5", "€6"]);
+        // Standard input reads the same way.
+        let bytes = std::fs::read(&path).unwrap();
+        let from_stream = read_table_stream(bytes.as_slice(), "st\u{e4}dte", &options).unwrap();
+        assert_eq!(from_stream.columns, table.columns);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

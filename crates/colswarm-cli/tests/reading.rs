@@ -1,0 +1,65 @@
+//! How `annotate` reads a user's files: text encodings.
+
+mod common;
+
+use common::{colswarm, stdout};
+
+/// A small table of German cities, as text.
+const CITIES: &str = "Stadt;Größe;Land\nMünchen;1.512.491;Deutschland\nKöln;1.087.863;Deutschland\n\
+                      Zürich;421.878;Schweiz\nGraz;291.134;Österreich\n";
+
+/// Windows-1252 bytes of `text` (every character of it is in the code page's Latin-1 part).
+fn windows_1252(text: &str) -> Vec<u8> {
+    text.chars()
+        .map(|c| u8::try_from(u32::from(c)).expect("a Latin-1 character"))
+        .collect()
+}
+
+#[test]
+fn a_windows_1252_file_annotates_as_its_utf8_twin_once_its_encoding_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let utf8 = dir.path().join("utf8").join("cities.csv");
+    let cp1252 = dir.path().join("cp1252").join("cities.csv");
+    for (path, bytes) in [
+        (&utf8, CITIES.as_bytes().to_vec()),
+        (&cp1252, windows_1252(CITIES)),
+    ] {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let annotate = |path: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["annotate", "--model", "models/colswarm-small"];
+        args.extend_from_slice(extra);
+        args.push(path.to_str().unwrap());
+        colswarm(&args)
+    };
+
+    // Read as UTF-8 (the default), the file is refused where its first non-ASCII byte is,
+    // and the error says what to do.
+    let refused = annotate(&cp1252, &[]);
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        error.contains("cities.csv: line 1, column index 1"),
+        "{error}"
+    );
+    assert!(error.contains("windows-1252"), "{error}");
+
+    let expected = stdout(&annotate(&utf8, &[]));
+    for name in ["windows-1252", "latin-1", "ISO-8859-1"] {
+        let out = annotate(&cp1252, &["--encoding", name]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stdout(&out), expected, "{name}");
+    }
+    let annotation: serde_json::Value = serde_json::from_str(expected.trim()).unwrap();
+    assert_eq!(annotation["columns"][1]["header"], "Größe");
+
+    let unknown = annotate(&cp1252, &["--encoding", "utf-16"]);
+    assert!(!unknown.status.success());
+    let error = String::from_utf8_lossy(&unknown.stderr);
+    assert!(error.contains("unknown text encoding `utf-16`"), "{error}");
+}
