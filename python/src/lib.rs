@@ -60,7 +60,9 @@ fn table_location(e: &TableError) -> Location {
             at.path = Some(path.clone());
             at.line = Some(*line);
         }
-        TableError::EmptyTable { path } | TableError::Gzip { path, .. } => {
+        TableError::EmptyTable { path }
+        | TableError::Utf16 { path }
+        | TableError::Gzip { path, .. } => {
             at.path = Some(path.clone());
         }
         TableError::LabelledColumn { path, line, .. }

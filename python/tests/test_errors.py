@@ -64,6 +64,13 @@ def test_a_windows_1252_file_reads_in_its_encoding_as_its_utf8_twin(tmp_path):
     pd.testing.assert_frame_equal(annotator.annotate(cp1252), expected)
     with pytest.raises(ValueError, match="unknown text encoding `utf-16`"):
         colswarm.Annotator(MODEL, encoding="utf-16")
+    # UTF-16 ("Unicode text" in spreadsheet programs) is named as such, in either encoding.
+    utf16 = tmp_path / "u16.csv"
+    utf16.write_bytes(text.encode("utf-16"))
+    for encoding in ("utf-8", "windows-1252"):
+        with pytest.raises(colswarm.ColswarmError, match="u16.csv: the file is UTF-16") as err:
+            colswarm.read_table(utf16, encoding=encoding)
+        assert err.value.path == str(utf16)
 
 
 def test_an_empty_file_and_an_empty_dataframe(annotator, tmp_path):

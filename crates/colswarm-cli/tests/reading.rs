@@ -62,4 +62,19 @@ fn a_windows_1252_file_annotates_as_its_utf8_twin_once_its_encoding_is_given() {
     assert!(!unknown.status.success());
     let error = String::from_utf8_lossy(&unknown.stderr);
     assert!(error.contains("unknown text encoding `utf-16`"), "{error}");
+
+    // UTF-16 ("Unicode text" in spreadsheet programs) is named as such, not as bad UTF-8.
+    let utf16 = dir.path().join("unicode.csv");
+    let bytes: Vec<u8> = "\u{feff}"
+        .chars()
+        .chain(CITIES.chars())
+        .collect::<String>()
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    std::fs::write(&utf16, bytes).unwrap();
+    let refused = annotate(&utf16, &["--encoding", "windows-1252"]);
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("unicode.csv: the file is UTF-16"), "{error}");
 }

@@ -182,6 +182,11 @@ fn sniffed(
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut sample)
         .map_err(|e| TableError::read(path, e))?;
+    // Spreadsheet programs' "Unicode text": every other byte a zero, which neither encoding
+    // option reads; say so rather than fail at its first cell.
+    if sample.starts_with(b"\xFF\xFE") || sample.starts_with(b"\xFE\xFF") {
+        return Err(TableError::Utf16 { path: path.into() });
+    }
     let delimiter = match choice {
         Delimiter::Byte(b'"') => {
             return Err(TableError::InvalidOption(
@@ -311,5 +316,34 @@ mod tests {
         // A header without rows is a table with no rows.
         let (table, _) = read("a,b\n", &CsvOptions::default()).unwrap();
         assert_eq!((table.n_columns(), table.n_rows()), (2, 0));
+    }
+
+    #[test]
+    fn utf16_is_refused_with_the_file_named_in_either_encoding() {
+        use crate::TextEncoding;
+        let text = "\u{feff}city,country\nKöln,Germany\n";
+        let little: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let big: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        for bytes in [little, big] {
+            for encoding in [TextEncoding::Utf8, TextEncoding::Windows1252] {
+                let options = CsvOptions {
+                    read: ReadOptions {
+                        encoding,
+                        lossy: true,
+                        ..ReadOptions::default()
+                    },
+                    ..CsvOptions::default()
+                };
+                let path = Path::new("u.csv");
+                let error =
+                    read_csv_from_reader(bytes.as_slice(), path, "u", &options).unwrap_err();
+                let message = error.to_string();
+                assert!(matches!(error, TableError::Utf16 { .. }), "{message}");
+                assert!(
+                    message.starts_with("u.csv: the file is UTF-16"),
+                    "{message}"
+                );
+            }
+        }
     }
 }

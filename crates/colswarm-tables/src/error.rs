@@ -131,6 +131,15 @@ pub enum TableError {
         path: PathBuf,
     },
 
+    /// A delimited file starts with a UTF-16 byte-order mark: text no encoding option reads.
+    #[error(
+        "{path}: the file is UTF-16 text; save it as UTF-8 (\"CSV UTF-8\" in spreadsheet programs)"
+    )]
+    Utf16 {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// A line is not valid JSON.
     #[error("{path}: line {line}: invalid JSON: {source}")]
     Json {
