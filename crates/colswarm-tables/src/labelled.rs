@@ -44,8 +44,8 @@ fn error(path: &Path, line: u64, message: String) -> TableError {
 /// # Errors
 /// [`TableError::LabelledColumn`] naming the labels file and line for a missing table file, a
 /// missing column, an empty field, a file that is not in `options`' encoding or has no
-/// labelled row; the table reader's own error (naming the table file) for a table that cannot
-/// be read.
+/// labelled row; [`TableError::Utf16`] for a UTF-16 labels file, as for a table; the table
+/// reader's own error (naming the table file) for a table that cannot be read.
 pub fn read_labelled_tables(
     labels: &Path,
     tables_dir: &Path,
@@ -56,12 +56,9 @@ pub fn read_labelled_tables(
         .read_to_end(&mut bytes)
         .map_err(|e| TableError::read(labels, e))?;
     if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
-        return Err(error(
-            labels,
-            1,
-            "the file is UTF-16 text; save it as UTF-8 (\"CSV UTF-8\" in spreadsheet programs)"
-                .into(),
-        ));
+        return Err(TableError::Utf16 {
+            path: labels.into(),
+        });
     }
     // The labels file is written beside the tables, in their encoding.
     let read = ReadOptions {
