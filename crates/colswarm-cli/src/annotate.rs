@@ -53,17 +53,8 @@ pub(crate) struct AnnotateArgs {
     /// best label below the threshold `colswarm calibrate` stored).
     #[arg(long)]
     no_abstain: bool,
-    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
-    #[arg(long)]
-    lossy: bool,
-    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
-    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
-    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
-    encoding: TextEncoding,
-    /// Skip a table file that cannot be read (its error goes to stderr) and annotate the rest;
-    /// the command still fails at the end, saying how many it skipped.
-    #[arg(long)]
-    keep_going: bool,
+    #[command(flatten)]
+    reading: ReadingArgs,
     /// The subject column relations start from, in every table: its header (case ignored) or
     /// its 0-based index. A table without it gets the column the model finds, said on stderr.
     #[arg(long, value_name = "HEADER|INDEX")]
@@ -83,17 +74,8 @@ pub(crate) struct EmbedArgs {
     /// Table files or directories (as `annotate` reads them); `-` reads a CSV from stdin.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
-    #[arg(long)]
-    lossy: bool,
-    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
-    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
-    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
-    encoding: TextEncoding,
-    /// Skip a table file that cannot be read (its error goes to stderr) and embed the rest;
-    /// the command still fails at the end, saying how many it skipped.
-    #[arg(long)]
-    keep_going: bool,
+    #[command(flatten)]
+    reading: ReadingArgs,
     /// Tables per forward pass.
     #[arg(long, default_value_t = 16)]
     batch_size: usize,
@@ -124,31 +106,39 @@ pub(crate) struct BenchArgs {
     device: DeviceArg,
 }
 
-/// How the table files of `annotate`, `embed` and `bench` are read, and what a file that cannot
-/// be read does.
-struct Reading {
+/// How `annotate` and `embed` read table files, and what a file that cannot be read does.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct ReadingArgs {
+    /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
+    #[arg(long)]
     lossy: bool,
+    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
+    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
+    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
     encoding: TextEncoding,
-    /// Report it on stderr and go on (`--keep-going`), counting it in `skipped`.
+    /// Skip a table file that cannot be read (its error goes to stderr) and go on with the
+    /// rest; the command still fails at the end, saying how many it skipped.
+    #[arg(long)]
     keep_going: bool,
+}
+
+/// Reads the table files of `annotate`, `embed` and `bench` as [`ReadingArgs`] say, counting
+/// the files `--keep-going` skipped.
+struct Reading {
+    args: ReadingArgs,
     skipped: usize,
 }
 
 impl Reading {
-    fn new(lossy: bool, encoding: TextEncoding, keep_going: bool) -> Self {
-        Reading {
-            lossy,
-            encoding,
-            keep_going,
-            skipped: 0,
-        }
+    fn new(args: ReadingArgs) -> Self {
+        Reading { args, skipped: 0 }
     }
 
     /// The tables of `inputs`, in order; with `keep_going`, those that could be read.
     fn read_inputs(&mut self, inputs: &[PathBuf]) -> Result<Vec<Table>> {
         let options = ReadTableOptions {
-            lossy: self.lossy,
-            encoding: self.encoding,
+            lossy: self.args.lossy,
+            encoding: self.args.encoding,
             ..ReadTableOptions::default()
         };
         let mut tables = Vec::with_capacity(inputs.len());
@@ -161,7 +151,7 @@ impl Reading {
             };
             match read {
                 Ok(table) => tables.push(table),
-                Err(error) if self.keep_going => {
+                Err(error) if self.args.keep_going => {
                     eprintln!("skipped: {error}");
                     self.skipped += 1;
                 }
@@ -223,7 +213,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     let mut done = 0;
     // Read one forward pass per thread at a time (the annotator cuts them), so a directory of
     // any size streams in bounded memory.
-    let mut reading = Reading::new(args.lossy, args.encoding, args.keep_going);
+    let mut reading = Reading::new(args.reading);
     for chunk in files.chunks(annotator.tables_per_round()) {
         let mut tables = reading.read_inputs(chunk)?;
         if let Some(subject) = &args.subject_column {
@@ -256,7 +246,7 @@ pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
     let mut out = Stdout::lock();
     let mut progress = Progress::on_terminal("embed: tables", files.len());
     let mut done = 0;
-    let mut reading = Reading::new(args.lossy, args.encoding, args.keep_going);
+    let mut reading = Reading::new(args.reading);
     for chunk in files.chunks(annotator.tables_per_round()) {
         let tables = reading.read_inputs(chunk)?;
         for embedded in annotator.embed(&tables)? {
@@ -520,8 +510,7 @@ fn inspect_checkpoint(path: &Path) -> Result<()> {
 
 pub(crate) fn cmd_bench(args: BenchArgs) -> Result<()> {
     let annotator = load_annotator(&args.model, 3, args.batch_size, args.device)?;
-    let tables =
-        Reading::new(false, TextEncoding::Utf8, false).read_inputs(&table_files(&args.inputs)?)?;
+    let tables = Reading::new(ReadingArgs::default()).read_inputs(&table_files(&args.inputs)?)?;
     let columns: usize = tables.iter().map(|t| t.n_columns()).sum();
     let runs = [
         (SpecialistUse::Off, "primary alone"),
