@@ -11,7 +11,9 @@
 //! plain average of the models that know the label. A label no open specialist knows keeps the
 //! primary's logit. The weights are clipped at zero so the denominator never falls below one;
 //! `max(θ, 0)` is written `(θ + |θ|)/2`, whose gradient at `θ = 0` is one half, so training
-//! can leave the identity.
+//! can leave the identity. Below zero that gradient is 0: a weight one step took below zero
+//! would stay closed for good, so training projects `θ` back to zero after every step
+//! ([`LogitMix::project`]).
 
 use burn::config::Config;
 use burn::module::{Module, Param};
@@ -74,6 +76,18 @@ impl LogitMix {
     pub fn weights(&self) -> Tensor<2> {
         let theta = self.weight.val();
         (theta.clone() + theta.abs()) / 2.0
+    }
+
+    /// The mix with every negative `θ` set to 0, where its effective weight already was, and
+    /// the parameter's id kept (an optimizer's state stays with it). Training calls it after each
+    /// step: below zero a weight gets no gradient and could never open again, at zero it gets
+    /// one half of its effective weight's.
+    pub fn project(self) -> Self {
+        LogitMix {
+            weight: self
+                .weight
+                .map(|theta| theta.clamp_min(0.0).detach().require_grad()),
+        }
     }
 
     /// The effective weights on the host, `[namespace][specialist]`.
@@ -271,5 +285,33 @@ mod tests {
         let grad = grad.into_data().try_to_vec::<f32>().unwrap();
         assert!(grad[2] < 0.0, "{grad:?}");
         assert!(grad.iter().all(|g| g.is_finite()), "{grad:?}");
+    }
+
+    #[test]
+    fn a_weight_pushed_below_zero_opens_again_once_projected() {
+        use burn::optim::{AdamConfig, GradientsParams};
+        let device = Device::flex().autodiff();
+        // One step that closes the weight, then steps that want it open.
+        let train = |project: bool| -> f32 {
+            let mut mix = LogitMixConfig::new(1, 1).init(&device);
+            let id = mix.weight.id;
+            let mut optim = AdamConfig::new().init();
+            for sign in [1.0, -1.0, -1.0, -1.0] {
+                let loss = mix.weights().sum() * sign;
+                let grads = GradientsParams::from_grads(loss.backward(), &mix);
+                mix = optim.step(0.1, mix, grads);
+                if project {
+                    mix = mix.project();
+                    assert_eq!(mix.weight.id, id, "the parameter keeps its id");
+                }
+            }
+            mix.host_weights()[0][0]
+        };
+        assert_eq!(
+            train(false),
+            0.0,
+            "without the projection the weight stays closed"
+        );
+        assert!(train(true) > 0.1, "projected, it opens: {}", train(true));
     }
 }

@@ -176,7 +176,9 @@ impl Weights<ExpertRouting> for RoutingWeights<'_> {
         rate: f64,
         grads: GradientsParams,
     ) {
-        *routing = optim.step(rate, routing.clone(), grads);
+        let mut stepped = optim.step(rate, routing.clone(), grads);
+        stepped.mix = stepped.mix.project();
+        *routing = stepped;
     }
 
     fn save(
