@@ -29,6 +29,9 @@ import pandas as _pd
 from . import _colswarm
 from ._errors import ColswarmError, ColswarmFileNotFoundError, ColswarmIOError
 
+# The names `encoding=` accepts for Windows-1252, as the library spells them.
+_WINDOWS_1252 = ("windows-1252", "cp1252", "latin-1", "latin1", "iso-8859-1")
+
 __all__ = [
     "Annotator",
     "ColswarmError",
@@ -434,10 +437,24 @@ def fine_tune(
     missing = [c for c in ("table", "column", "label") if c not in labels.columns]
     if missing:
         raise ColswarmError(f"the labels DataFrame lacks the column(s) {', '.join(missing)}")
+    frame = labels[["table", "column", "label"]].astype(str)
+    # Written in the tables' encoding, which is how the labels file is read. Another name than
+    # these is refused by the library, with the names it knows.
+    name = encoding.strip().lower().replace("_", "-")
+    codec = "cp1252" if name in _WINDOWS_1252 else "utf-8"
+    if codec == "cp1252":
+        for row, values in enumerate(frame.itertuples(index=False)):
+            for field, value in zip(frame.columns, values):
+                try:
+                    value.encode(codec)
+                except UnicodeEncodeError:
+                    raise ColswarmError(
+                        f"the labels DataFrame's row {row}: its {field} {value!r} holds a "
+                        f"character windows-1252 (encoding={encoding!r}) cannot write; the labels "
+                        "are read in the tables' encoding, so name them in that code page or "
+                        "save the tables as UTF-8"
+                    ) from None
     with tempfile.TemporaryDirectory() as folder:
         path = _os.path.join(folder, "labels.csv")
-        # Written in the tables' encoding, which is how the labels file is read.
-        utf8 = encoding.strip().lower().replace("_", "-") in ("utf-8", "utf8")
-        codec = "utf-8" if utf8 else "cp1252"
-        labels[["table", "column", "label"]].astype(str).to_csv(path, index=False, encoding=codec)
+        frame.to_csv(path, index=False, encoding=codec)
         return run(path)

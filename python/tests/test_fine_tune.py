@@ -44,3 +44,30 @@ def test_bad_labels_raise_colswarm_errors_naming_the_file_and_line(tmp_path):
     with pytest.raises(colswarm.ColswarmError, match="lacks the column"):
         colswarm.fine_tune(MODEL, SAMPLES, pd.DataFrame({"table": ["x"]}), tmp_path / "o", "m")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_labels_dataframe_meets_windows_1252_tables_in_their_encoding(tmp_path):
+    tables = {"utf-8": tmp_path / "utf8", "windows-1252": tmp_path / "cp1252"}
+    for encoding, folder in tables.items():
+        folder.mkdir()
+        for path in SAMPLES.glob("*.csv"):
+            (folder / path.name).write_bytes(path.read_text(encoding="utf-8").encode(encoding))
+    frame = pd.read_csv(LABELS)
+    frame["label"] = frame["label"].replace({"place": "lieu géographique"})
+    reports = {
+        encoding: colswarm.fine_tune(
+            MODEL, folder, frame, tmp_path / f"out-{encoding}", "mine", encoding=encoding
+        )
+        for encoding, folder in tables.items()
+    }
+    assert "lieu géographique" in reports["windows-1252"]["labels"]
+    assert reports["windows-1252"]["labels"] == reports["utf-8"]["labels"]
+    weights = [tmp_path / f"out-{e}/namespaces/mine.safetensors" for e in tables]
+    assert weights[0].read_bytes() == weights[1].read_bytes()
+    # A label windows-1252 cannot write is named, before any training.
+    frame.loc[3, "label"] = "Łódź"
+    with pytest.raises(colswarm.ColswarmError, match=r"row 3: its label 'Łódź'"):
+        colswarm.fine_tune(
+            MODEL, tables["windows-1252"], frame, tmp_path / "bad", "mine", encoding="latin-1"
+        )
+    assert not (tmp_path / "bad").exists()
