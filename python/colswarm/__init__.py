@@ -443,13 +443,13 @@ def fine_tune(
     name = encoding.strip().lower().replace("_", "-")
     codec = "cp1252" if name in _WINDOWS_1252 else "utf-8"
     if codec == "cp1252":
-        for row, values in enumerate(frame.itertuples(index=False)):
+        for index, *values in frame.itertuples():
             for field, value in zip(frame.columns, values):
                 try:
                     value.encode(codec)
                 except UnicodeEncodeError:
                     raise ColswarmError(
-                        f"the labels DataFrame's row {row}: its {field} {value!r} holds a "
+                        f"the labels DataFrame's row {index!r}: its {field} {value!r} holds a "
                         f"character windows-1252 (encoding={encoding!r}) cannot write; the labels "
                         "are read in the tables' encoding, so name them in that code page or "
                         "save the tables as UTF-8"

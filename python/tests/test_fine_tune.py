@@ -64,9 +64,10 @@ def test_a_labels_dataframe_meets_windows_1252_tables_in_their_encoding(tmp_path
     assert reports["windows-1252"]["labels"] == reports["utf-8"]["labels"]
     weights = [tmp_path / f"out-{e}/namespaces/mine.safetensors" for e in tables]
     assert weights[0].read_bytes() == weights[1].read_bytes()
-    # A label windows-1252 cannot write is named, before any training.
-    frame.loc[3, "label"] = "Łódź"
-    with pytest.raises(colswarm.ColswarmError, match=r"row 3: its label 'Łódź'"):
+    # A label windows-1252 cannot write is named by its row's index, before any training.
+    frame.index = [f"r{i}" for i in range(len(frame))]
+    frame.loc["r3", "label"] = "Łódź"
+    with pytest.raises(colswarm.ColswarmError, match=r"row 'r3': its label 'Łódź'"):
         colswarm.fine_tune(
             MODEL, tables["windows-1252"], frame, tmp_path / "bad", "mine", encoding="latin-1"
         )
