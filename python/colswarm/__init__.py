@@ -353,15 +353,19 @@ def evaluate(
     all_specialists: bool = False,
     batch_size: int = 16,
     device: str = "cpu",
+    encoding: str = "utf-8",
 ) -> Dict[str, Any]:
     """Scores a model on a benchmark: the dict ``colswarm eval --json`` prints.
 
-    :param format: ``t2d``, ``turl-csv``, ``sato-cv``, ``sotab`` or ``semtab``.
+    :param format: ``t2d``, ``turl-csv``, ``sato-cv``, ``sotab``, ``semtab``, or ``labels``
+        for your own labelled columns (``input``: the tables' folder, then the labels file).
     :param input: the data's file or directory (or several).
     :param split: ``all``, ``train``, ``dev`` or ``folds=I,J``.
     :param task: ``cta`` or ``cpa`` (default: what the format annotates).
     :param device: ``"cpu"`` (the default), ``"wgpu"``, ``"cuda"`` or ``"auto"``, as for
         :class:`Annotator`.
+    :param encoding: with ``format="labels"``, the text encoding of the labels file and the
+        CSV and TSV tables, ``"utf-8"`` or ``"windows-1252"`` (as :func:`fine_tune`'s).
 
     Keys include ``micro_f1``, ``macro_f1``, ``weighted_f1``, ``micro_precision``,
     ``micro_recall``, ``n_columns``, ``n_tables``, ``task``, ``namespace``,
@@ -379,6 +383,7 @@ def evaluate(
         all_specialists=all_specialists,
         batch_size=batch_size,
         device=device,
+        encoding=encoding,
     )
     return _json.loads(text)
 

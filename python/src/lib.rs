@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use colswarm_eval::{
-    DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables,
+    DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables_encoded,
 };
 use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
@@ -465,7 +465,7 @@ fn read_table(
 /// Scores a model on a benchmark as `colswarm eval --json` does, returning the same JSON
 /// object (as a string).
 #[pyfunction]
-#[pyo3(signature = (model_dir, format, inputs, split = "all", task = None, namespace = None, no_specialists = false, all_specialists = false, batch_size = 16, device = "cpu"))]
+#[pyo3(signature = (model_dir, format, inputs, split = "all", task = None, namespace = None, no_specialists = false, all_specialists = false, batch_size = 16, device = "cpu", encoding = "utf-8"))]
 #[allow(clippy::too_many_arguments)]
 fn evaluate_json(
     py: Python<'_>,
@@ -479,11 +479,13 @@ fn evaluate_json(
     all_specialists: bool,
     batch_size: usize,
     device: &str,
+    encoding: &str,
 ) -> PyResult<String> {
     let device: DeviceChoice = device
         .parse()
         .map_err(|e: DeviceError| value_err(py, e.to_string()))?;
     let format: DatasetFormat = format.parse().map_err(|m| value_err(py, m))?;
+    let encoding: TextEncoding = encoding.parse().map_err(|m| value_err(py, m))?;
     let split: Split = split.parse().map_err(|m| value_err(py, m))?;
     let task: Option<Task> = task
         .map(str::parse)
@@ -505,7 +507,8 @@ fn evaluate_json(
     let run = || -> Result<serde_json::Value, Failure> {
         let device = device.device().map_err(|e| Failure::Model(e.into()))?;
         let model = colswarm_model::Model::load(&model_dir, &device).map_err(Failure::Model)?;
-        let data = load_tables(format, &inputs, split).map_err(|e| Failure::Eval(e.into()))?;
+        let data = load_tables_encoded(format, &inputs, split, encoding)
+            .map_err(|e| Failure::Eval(e.into()))?;
         let task = task.unwrap_or_else(|| default_task(format, &data.tables));
         let options = EvalOptions {
             task,

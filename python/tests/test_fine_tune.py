@@ -64,6 +64,20 @@ def test_a_labels_dataframe_meets_windows_1252_tables_in_their_encoding(tmp_path
     assert reports["windows-1252"]["labels"] == reports["utf-8"]["labels"]
     weights = [tmp_path / f"out-{e}/namespaces/mine.safetensors" for e in tables]
     assert weights[0].read_bytes() == weights[1].read_bytes()
+    # Scored on its labels as `format="labels"` data, each twin read in its own encoding.
+    scores = {}
+    for encoding, folder in tables.items():
+        frame.to_csv(folder / "labels.csv", index=False, encoding=encoding)
+        report = colswarm.evaluate(
+            tmp_path / "out-utf-8",
+            "labels",
+            [folder, folder / "labels.csv"],
+            namespace="mine",
+            encoding=encoding,
+        )
+        scores[encoding] = (report["n_columns"], report["micro_f1"], report["per_label"])
+    assert scores["windows-1252"] == scores["utf-8"]
+    assert scores["utf-8"][0] == 32 and "lieu géographique" in str(scores["utf-8"][2])
     # A label windows-1252 cannot write is named by its row's index, before any training.
     frame.index = [f"r{i}" for i in range(len(frame))]
     frame.loc["r3", "label"] = "Łódź"

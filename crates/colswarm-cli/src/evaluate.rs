@@ -7,10 +7,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use colswarm_eval::{
     BaselineConfig, BaselineKind, BootstrapConfig, DataSpec, DatasetFormat, EvalOptions,
-    EvalReport, Split, TargetPrediction, baseline_predictions, default_task, evaluate, load_tables,
-    paired_bootstrap_runs, read_predictions, score_predictions, train_baseline, write_predictions,
+    EvalReport, Split, TargetPrediction, baseline_predictions, default_task, evaluate,
+    load_tables_encoded, paired_bootstrap_runs, read_predictions, score_predictions,
+    train_baseline, write_predictions,
 };
-use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, cta_kind};
+use colswarm_model::{LabelSpace, Model, SpecialistUse, Task, TextEncoding, cta_kind};
 
 use crate::device_arg::DeviceArg;
 
@@ -29,6 +30,10 @@ pub(crate) struct EvalArgs {
     /// folds=I,J,…/half=H, one of two halves of them, or a union of those joined by `+`).
     #[arg(long, default_value = "all")]
     split: Split,
+    /// With `--format labels`: the text encoding of the labels file and the CSV and TSV tables
+    /// it names, utf-8 or windows-1252 (as `fine-tune --encoding`).
+    #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
+    encoding: TextEncoding,
     /// cta or cpa (default: what the format annotates).
     #[arg(long)]
     task: Option<Task>,
@@ -81,7 +86,8 @@ pub(crate) struct BaselineArgs {
     /// floats.
     #[arg(long, default_value_t = 1 << 16, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     buckets: u64,
-    /// Training set NAME=FORMAT:PATH[#SPLIT].
+    /// Training set NAME=FORMAT:PATH[#SPLIT] (a `labels` set in Windows-1252:
+    /// NAME=labels;encoding=windows-1252:PATH…).
     #[arg(long)]
     train: String,
     /// Evaluation set, same syntax.
@@ -137,7 +143,7 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
         bail!("--input names no file or directory");
     }
     let model = load_model(&args.model, args.device)?;
-    let data = load_tables(args.format, &args.input, args.split)?;
+    let data = load_tables_encoded(args.format, &args.input, args.split, args.encoding)?;
     let task = args
         .task
         .unwrap_or_else(|| default_task(args.format, &data.tables));

@@ -3,8 +3,10 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::Path;
 
+use colswarm_tables::decode_windows_1252;
 use common::{colswarm, root, stdout};
 
 const SAMPLES: &str = "datasets/t2d-webtables/samples";
@@ -176,4 +178,122 @@ fn bad_labels_files_get_one_line_errors_and_nothing_is_written() {
         assert!(message.contains(expected), "{name}: {message}");
         assert!(!out.exists(), "{name}: something was written");
     }
+}
+
+/// `text` in Windows-1252, byte for byte: each character's byte is the one that decodes to it.
+fn windows_1252(text: &str) -> Vec<u8> {
+    let byte_of: HashMap<char, u8> = (0..=255u8)
+        .map(|b| (decode_windows_1252(&[b]).chars().next().unwrap(), b))
+        .collect();
+    text.chars()
+        .map(|c| byte_of.get(&c).copied().unwrap_or_else(|| panic!("{c:?}")))
+        .collect()
+}
+
+#[test]
+fn a_windows_1252_labels_set_is_scored_as_its_utf8_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (utf8, cp1252) = (dir.path().join("utf8"), dir.path().join("cp1252"));
+    for folder in [&utf8, &cp1252] {
+        std::fs::create_dir(folder).unwrap();
+    }
+    for entry in std::fs::read_dir(root().join(SAMPLES)).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap();
+        std::fs::write(utf8.join(name), &text).unwrap();
+        std::fs::write(cp1252.join(name), windows_1252(&text)).unwrap();
+    }
+    // The labels name headers such as `fläche-(km²)`; one label is accented too.
+    let labels = std::fs::read_to_string(root().join("datasets/own-types/labels.csv"))
+        .unwrap()
+        .replace(",region\n", ",région\n");
+    assert!(labels.contains("région"));
+    std::fs::write(utf8.join("labels.csv"), &labels).unwrap();
+    std::fs::write(cp1252.join("labels.csv"), windows_1252(&labels)).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+
+    let model = dir.path().join("model");
+    let tuned = colswarm(&[
+        "fine-tune",
+        "--tables",
+        &path(&utf8),
+        "--labels",
+        &path(&utf8.join("labels.csv")),
+        "--namespace",
+        "mine",
+        "--out",
+        &path(&model),
+        "--max-steps",
+        "20",
+        "--quiet",
+    ]);
+    stdout(&tuned);
+
+    let eval = |folder: &Path, extra: &[&str]| {
+        let (folder, labels) = (path(folder), path(&folder.join("labels.csv")));
+        let mut args = vec![
+            "eval",
+            "--model",
+            model.to_str().unwrap(),
+            "--format",
+            "labels",
+            "--input",
+            &folder,
+            "--input",
+            &labels,
+            "--namespace",
+            "mine",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        colswarm(&args)
+    };
+    let report = |out: &std::process::Output| {
+        let value: serde_json::Value = serde_json::from_str(&stdout(out)).unwrap();
+        (
+            value["micro_f1"].clone(),
+            value["n_columns"].clone(),
+            value["per_label"].clone(),
+        )
+    };
+    let plain = report(&eval(&utf8, &[]));
+    assert_eq!(plain.1, 32, "every labelled column is scored");
+    assert!(plain.2.to_string().contains("région"), "{}", plain.2);
+    let encoded = report(&eval(&cp1252, &["--encoding", "windows-1252"]));
+    assert_eq!(encoded, plain);
+    // Read as UTF-8, the same bytes are refused with the file and line, not misread.
+    let refused = eval(&cp1252, &[]);
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains(".csv: line"), "{message}");
+    assert!(message.contains("UTF-8"), "{message}");
+
+    // `baseline` reads a labels set's encoding from its spec.
+    let baseline = |spec: String| {
+        let out = colswarm(&[
+            "baseline",
+            "--kind",
+            "char-ngram",
+            "--train",
+            &spec,
+            "--eval",
+            &spec,
+            "--json",
+        ]);
+        let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        (value["micro_f1"].clone(), value["per_label"].clone())
+    };
+    let plain = baseline(format!(
+        "mine=labels:{},{}/labels.csv",
+        path(&utf8),
+        path(&utf8)
+    ));
+    let encoded = baseline(format!(
+        "mine=labels;encoding=windows-1252:{},{}/labels.csv",
+        path(&cp1252),
+        path(&cp1252)
+    ));
+    assert!(plain.1.to_string().contains("région"), "{}", plain.1);
+    assert_eq!(encoded, plain);
 }

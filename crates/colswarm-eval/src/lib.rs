@@ -42,7 +42,7 @@ pub use baseline::{
     Baseline, BaselineConfig, BaselineKind, baseline_predictions, evaluate_baseline, train_baseline,
 };
 pub use colswarm_tables::DataSpec;
-pub use colswarm_tables::{DatasetFormat, LoadedData, Split, load_tables};
+pub use colswarm_tables::{DatasetFormat, LoadedData, Split, load_tables, load_tables_encoded};
 pub use compare::{
     BootstrapConfig, Comparison, TargetPrediction, paired_bootstrap, paired_bootstrap_runs,
     read_predictions, score_predictions, write_predictions,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::compressed::extension_uncompressed;
+use crate::encoding::TextEncoding;
 use crate::error::{Result, TableError};
 use crate::fnv::fnv1a;
 use crate::label_set::LabelSet;
@@ -289,14 +290,41 @@ pub struct LoadedData {
 }
 
 /// Reads the labelled tables of `format` at `paths` (files or directories, as the format
-/// lays them out) and keeps `split`.
+/// lays them out) and keeps `split`. Text is UTF-8; see [`load_tables_encoded`] for a
+/// `labels` set saved in Windows-1252.
 pub fn load_tables(format: DatasetFormat, paths: &[PathBuf], split: Split) -> Result<LoadedData> {
+    load_tables_encoded(format, paths, split, TextEncoding::Utf8)
+}
+
+/// [`load_tables`] with the text encoding of a `labels` set: its labels file and the CSV and
+/// TSV tables it names, as `fine-tune --encoding` reads them.
+///
+/// # Errors
+/// Besides [`load_tables`]' errors, [`TableError::Dataset`] naming the first path when an
+/// encoding other than UTF-8 is asked of another format: each benchmark's reader knows its
+/// own files' encoding.
+pub fn load_tables_encoded(
+    format: DatasetFormat,
+    paths: &[PathBuf],
+    split: Split,
+    encoding: TextEncoding,
+) -> Result<LoadedData> {
+    if encoding != TextEncoding::Utf8 && format != DatasetFormat::Labels {
+        return Err(TableError::Dataset {
+            path: paths.first().cloned().unwrap_or_default(),
+            reason: format!(
+                "the {encoding} encoding is for the `labels` format; `{}` data is read as its \
+                 benchmark writes it",
+                format.name()
+            ),
+        });
+    }
     let options = ReadOptions::default();
     let mut own_cta_labels = None;
     let mut tables = Vec::new();
     if format == DatasetFormat::Labels {
         // Its paths are read together: a folder sets where the next labels file's tables lie.
-        tables = read_labelled_paths(paths)?;
+        tables = read_labelled_paths(paths, encoding)?;
     }
     for path in paths {
         match format {

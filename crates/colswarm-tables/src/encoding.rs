@@ -15,13 +15,17 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How the bytes of a delimited file's cells become text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TextEncoding {
     /// UTF-8 (the default); a byte sequence that is not UTF-8 is an error, or U+FFFD in lossy
     /// mode. A leading byte-order mark is dropped.
     #[default]
+    #[serde(rename = "utf-8")]
     Utf8,
     /// Windows-1252, a superset of Latin-1 (ISO-8859-1) in every printable character.
+    #[serde(rename = "windows-1252")]
     Windows1252,
 }
 

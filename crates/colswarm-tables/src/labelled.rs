@@ -23,6 +23,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::compressed::open_input;
+use crate::encoding::TextEncoding;
 use crate::error::{Result, TableError};
 use crate::options::ReadOptions;
 use crate::records::{RecordReader, field, header_positions};
@@ -172,8 +173,11 @@ fn find_column(table: &Table, column: &str) -> std::result::Result<usize, String
 
 /// The tables of a `labels` data spec's paths: a folder sets where the table files of the
 /// labels files after it lie (else each labels file's own folder).
-pub(crate) fn read_labelled_paths(paths: &[PathBuf]) -> Result<Vec<Table>> {
-    let options = ReadTableOptions::default();
+pub(crate) fn read_labelled_paths(paths: &[PathBuf], encoding: TextEncoding) -> Result<Vec<Table>> {
+    let options = ReadTableOptions {
+        encoding,
+        ..ReadTableOptions::default()
+    };
     let mut tables_dir: Option<&Path> = None;
     let mut tables = Vec::new();
     for path in paths {
@@ -319,9 +323,11 @@ mod tests {
     fn a_spec_s_folder_sets_where_the_tables_lie() {
         let folder = Folder::new("spec");
         let labels = folder.labels(b"table,column,label\nb.tsv,price,money\n");
-        let err = read_labelled_paths(std::slice::from_ref(&labels)).unwrap_err();
+        let err =
+            read_labelled_paths(std::slice::from_ref(&labels), TextEncoding::Utf8).unwrap_err();
         assert!(err.to_string().contains("no table file"), "{err}");
-        let tables = read_labelled_paths(&[folder.0.join("sub"), labels]).unwrap();
+        let tables =
+            read_labelled_paths(&[folder.0.join("sub"), labels], TextEncoding::Utf8).unwrap();
         assert_eq!(tables[0].columns[1].labels, ["money"]);
     }
 }

@@ -78,7 +78,7 @@ pub use cell::{Cell, CellKind, classify};
 pub use compressed::{
     DataFolder, extension_uncompressed, file_stem_uncompressed, is_gzip, is_tar_gz, open_input,
 };
-pub use dataset::{DatasetFormat, LoadedData, Split, load_tables};
+pub use dataset::{DatasetFormat, LoadedData, Split, load_tables, load_tables_encoded};
 pub use delimited::{
     CsvOptions, Delimiter, RaggedRows, read_csv, read_csv_from_reader, read_csv_with_report,
 };

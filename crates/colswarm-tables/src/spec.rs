@@ -1,16 +1,18 @@
 //! Data specifications: `NAME=FORMAT:PATH[,PATH…][#SPLIT]` names a label namespace, the format
 //! its data is in and where it lies, e.g.
 //! `wikitables=turl-csv:datasets/wikitables-turl-subset/train_wikitables_subset_20.csv.gz` or
-//! `t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train`.
+//! `t2d=t2d:datasets/t2d-webtables/t2d.tar.gz#train`. A `labels` set saved in Windows-1252
+//! says so after its format: `mine=labels;encoding=windows-1252:tables,labels.csv`.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use crate::dataset::{DatasetFormat, LoadedData, Split, load_tables};
+use crate::dataset::{DatasetFormat, LoadedData, Split, load_tables_encoded};
+use crate::encoding::TextEncoding;
 use crate::error::TableError;
 
-/// Where a dataset lies and how to read it: `NAME=FORMAT:PATH[,PATH…][#SPLIT]`.
+/// Where a dataset lies and how to read it: `NAME=FORMAT[;encoding=ENCODING]:PATH[,PATH…][#SPLIT]`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DataSpec {
     /// Label namespace (e.g. `wikitables`); labels of different namespaces never compete.
@@ -22,6 +24,13 @@ pub struct DataSpec {
     /// Which tables to keep.
     #[serde(default)]
     pub split: Split,
+    /// The text encoding of a `labels` set's files (UTF-8 unless the spec says otherwise).
+    #[serde(default, skip_serializing_if = "is_utf8")]
+    pub encoding: TextEncoding,
+}
+
+fn is_utf8(encoding: &TextEncoding) -> bool {
+    *encoding == TextEncoding::Utf8
 }
 
 impl FromStr for DataSpec {
@@ -30,10 +39,19 @@ impl FromStr for DataSpec {
     fn from_str(spec: &str) -> Result<Self, Self::Err> {
         let bad = |reason: &str| TableError::Spec {
             spec: spec.to_string(),
-            reason: format!("{reason} (expected NAME=FORMAT:PATH[,PATH...][#SPLIT])"),
+            reason: format!(
+                "{reason} (expected NAME=FORMAT[;encoding=ENCODING]:PATH[,PATH...][#SPLIT])"
+            ),
         };
         let (namespace, rest) = spec.split_once('=').ok_or_else(|| bad("no `=`"))?;
         let (format, rest) = rest.split_once(':').ok_or_else(|| bad("no `:`"))?;
+        let (format, encoding) = match format.split_once(';') {
+            None => (format, TextEncoding::Utf8),
+            Some((format, option)) => match option.split_once('=') {
+                Some(("encoding", name)) => (format, name.parse().map_err(|e: String| bad(&e))?),
+                _ => return Err(bad(&format!("unknown format option `{option}`"))),
+            },
+        };
         let (paths, split) = match rest.rsplit_once('#') {
             Some((paths, split)) => (paths, split.parse().map_err(|e: String| bad(&e))?),
             None => (rest, Split::All),
@@ -54,6 +72,7 @@ impl FromStr for DataSpec {
             format: format.parse().map_err(|e: String| bad(&e))?,
             paths,
             split,
+            encoding,
         })
     }
 }
@@ -61,7 +80,11 @@ impl FromStr for DataSpec {
 impl fmt::Display for DataSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
-        write!(f, "{}={}:{}", self.namespace, self.format, paths.join(","))?;
+        write!(f, "{}={}", self.namespace, self.format)?;
+        if !is_utf8(&self.encoding) {
+            write!(f, ";encoding={}", self.encoding)?;
+        }
+        write!(f, ":{}", paths.join(","))?;
         if self.split != Split::All {
             write!(f, "#{}", self.split)?;
         }
@@ -73,15 +96,18 @@ impl DataSpec {
     /// Reads the data the spec names.
     ///
     /// # Errors
-    /// The reader's error; a folder without the format's layout names this spec too.
+    /// The reader's error; a folder without the format's layout, or an encoding asked of a
+    /// format other than `labels`, names this spec too.
     pub fn load(&self) -> Result<LoadedData, TableError> {
-        load_tables(self.format, &self.paths, self.split).map_err(|e| match e {
-            TableError::Dataset { path, reason } => TableError::Spec {
-                spec: self.to_string(),
-                reason: format!("{}: {reason}", path.display()),
+        load_tables_encoded(self.format, &self.paths, self.split, self.encoding).map_err(
+            |e| match e {
+                TableError::Dataset { path, reason } => TableError::Spec {
+                    spec: self.to_string(),
+                    reason: format!("{}: {reason}", path.display()),
+                },
+                other => other,
             },
-            other => other,
-        })
+        )
     }
 }
 
@@ -101,6 +127,43 @@ mod tests {
             let err = bad.parse::<DataSpec>().unwrap_err().to_string();
             assert!(err.contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn an_encoding_rides_with_the_format_and_round_trips() {
+        let spec: DataSpec = "mine=labels;encoding=cp1252:t,l.csv".parse().unwrap();
+        assert_eq!(spec.format, DatasetFormat::Labels);
+        assert_eq!(spec.encoding, TextEncoding::Windows1252);
+        assert_eq!(
+            spec.to_string(),
+            "mine=labels;encoding=windows-1252:t,l.csv"
+        );
+        assert_eq!(spec.to_string().parse::<DataSpec>().unwrap(), spec);
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(serde_json::from_str::<DataSpec>(&json).unwrap(), spec);
+        // A run directory's config written before the field reads as UTF-8.
+        let plain: DataSpec = "mine=labels:l.csv".parse().unwrap();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("encoding"), "{json}");
+        assert_eq!(serde_json::from_str::<DataSpec>(&json).unwrap(), plain);
+        for bad in [
+            "m=labels;encoding=utf-16:l.csv",
+            "m=labels;charset=cp1252:l.csv",
+        ] {
+            let err = bad.parse::<DataSpec>().unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn an_encoding_is_refused_for_a_benchmark_format() {
+        let spec: DataSpec = "t2d=t2d;encoding=latin-1:t2d.tar.gz".parse().unwrap();
+        let message = spec.load().unwrap_err().to_string();
+        assert!(
+            message.contains("t2d=t2d;encoding=windows-1252:t2d.tar.gz"),
+            "{message}"
+        );
+        assert!(message.contains("for the `labels` format"), "{message}");
     }
 
     #[test]
