@@ -20,10 +20,11 @@ pub(crate) struct EvalArgs {
     /// Model directory.
     #[arg(long)]
     model: PathBuf,
-    /// Input format.
+    /// Input format: turl-csv, sato-cv, t2d, sotab, semtab, or labels (your own labelled
+    /// columns: `--input TABLES_DIR --input LABELS.csv`).
     #[arg(long)]
     format: DatasetFormat,
-    /// File or directory of the data.
+    /// File or directory of the data (repeatable).
     #[arg(long)]
     input: Vec<PathBuf>,
     /// Keep only this part of the hash split (all, train, dev, folds=I,J,… of the five,

@@ -67,9 +67,16 @@ impl FromStr for DataSpec {
         if paths.is_empty() {
             return Err(bad("no path"));
         }
+        let format: DatasetFormat = format.parse().map_err(|e: String| bad(&e))?;
+        if encoding != TextEncoding::Utf8 && format != DatasetFormat::Labels {
+            // Each benchmark's reader knows its files' encoding.
+            return Err(bad(&format!(
+                "an encoding is for the `labels` format, not `{format}`"
+            )));
+        }
         Ok(DataSpec {
             namespace: namespace.to_string(),
-            format: format.parse().map_err(|e: String| bad(&e))?,
+            format,
             paths,
             split,
             encoding,
@@ -157,13 +164,23 @@ mod tests {
 
     #[test]
     fn an_encoding_is_refused_for_a_benchmark_format() {
-        let spec: DataSpec = "t2d=t2d;encoding=latin-1:t2d.tar.gz".parse().unwrap();
-        let message = spec.load().unwrap_err().to_string();
+        let spec = "t2d=t2d;encoding=latin-1:t2d.tar.gz";
+        let message = spec.parse::<DataSpec>().unwrap_err().to_string();
+        assert!(message.contains(spec), "{message}");
         assert!(
-            message.contains("t2d=t2d;encoding=windows-1252:t2d.tar.gz"),
+            message.contains("for the `labels` format, not `t2d`"),
             "{message}"
         );
-        assert!(message.contains("for the `labels` format"), "{message}");
+        let message = load_tables_encoded(
+            DatasetFormat::T2d,
+            &[PathBuf::from("t2d.tar.gz")],
+            Split::All,
+            TextEncoding::Windows1252,
+        )
+        .unwrap_err()
+        .to_string();
+        let expected = "t2d.tar.gz: the windows-1252 encoding is for the `labels` format";
+        assert!(message.contains(expected), "{message}");
     }
 
     #[test]
