@@ -3,11 +3,9 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use colswarm_tables::decode_windows_1252;
-use common::{colswarm, root, stdout};
+use common::{colswarm, root, stdout, windows_1252};
 
 const SAMPLES: &str = "datasets/t2d-webtables/samples";
 const SHIPPED: &str = "models/colswarm-small";
@@ -178,16 +176,6 @@ fn bad_labels_files_get_one_line_errors_and_nothing_is_written() {
         assert!(message.contains(expected), "{name}: {message}");
         assert!(!out.exists(), "{name}: something was written");
     }
-}
-
-/// `text` in Windows-1252, byte for byte: each character's byte is the one that decodes to it.
-fn windows_1252(text: &str) -> Vec<u8> {
-    let byte_of: HashMap<char, u8> = (0..=255u8)
-        .map(|b| (decode_windows_1252(&[b]).chars().next().unwrap(), b))
-        .collect();
-    text.chars()
-        .map(|c| byte_of.get(&c).copied().unwrap_or_else(|| panic!("{c:?}")))
-        .collect()
 }
 
 #[test]

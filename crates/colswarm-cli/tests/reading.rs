@@ -2,18 +2,11 @@
 
 mod common;
 
-use common::{colswarm, stdout};
+use common::{colswarm, stdout, windows_1252};
 
 /// A small table of German cities, as text.
 const CITIES: &str = "Stadt;Größe;Land\nMünchen;1.512.491;Deutschland\nKöln;1.087.863;Deutschland\n\
                       Zürich;421.878;Schweiz\nGraz;291.134;Österreich\n";
-
-/// Windows-1252 bytes of `text` (every character of it is in the code page's Latin-1 part).
-fn windows_1252(text: &str) -> Vec<u8> {
-    text.chars()
-        .map(|c| u8::try_from(u32::from(c)).expect("a Latin-1 character"))
-        .collect()
-}
 
 #[test]
 fn a_windows_1252_file_annotates_as_its_utf8_twin_once_its_encoding_is_given() {

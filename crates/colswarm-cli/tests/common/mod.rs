@@ -3,11 +3,12 @@
 // Each test file is its own crate and uses only some of these.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use colswarm_tables::DataFolder;
+use colswarm_tables::{DataFolder, decode_windows_1252};
 
 /// The repository's root, where the commands run.
 pub fn root() -> PathBuf {
@@ -31,6 +32,17 @@ pub fn stdout(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// `text` in Windows-1252, byte for byte: each character's byte is the one that decodes to it
+/// (a character the code page lacks panics).
+pub fn windows_1252(text: &str) -> Vec<u8> {
+    let byte_of: HashMap<char, u8> = (0..=255u8)
+        .map(|b| (decode_windows_1252(&[b]).chars().next().unwrap(), b))
+        .collect();
+    text.chars()
+        .map(|c| byte_of.get(&c).copied().unwrap_or_else(|| panic!("{c:?}")))
+        .collect()
 }
 
 /// The repository's T2D archive, opened.
