@@ -143,8 +143,9 @@ pub(crate) fn cmd_eval(args: EvalArgs) -> Result<()> {
     if args.input.is_empty() {
         bail!("--input names no file or directory");
     }
-    let model = load_model(&args.model, args.device)?;
+    // The data first: a bad file or option fails before the model's weights are read.
     let data = load_tables_encoded(args.format, &args.input, args.split, args.encoding)?;
+    let model = load_model(&args.model, args.device)?;
     let task = args
         .task
         .unwrap_or_else(|| default_task(args.format, &data.tables));

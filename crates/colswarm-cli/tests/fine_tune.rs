@@ -256,6 +256,22 @@ fn a_windows_1252_labels_set_is_scored_as_its_utf8_twin() {
     let message = String::from_utf8_lossy(&refused.stderr);
     assert!(message.contains(".csv: line"), "{message}");
     assert!(message.contains("UTF-8"), "{message}");
+    // An encoding asked of a benchmark's format is refused before any model is read.
+    let refused = colswarm(&[
+        "eval",
+        "--model",
+        "no-such-model",
+        "--format",
+        "t2d",
+        "--input",
+        "t2d.tar.gz",
+        "--encoding",
+        "windows-1252",
+    ]);
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("for the `labels` format"), "{message}");
+    assert!(!message.contains("no-such-model"), "{message}");
 
     // `baseline` reads a labels set's encoding from its spec.
     let baseline = |spec: String| {
