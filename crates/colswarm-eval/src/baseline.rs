@@ -524,22 +524,13 @@ mod tests {
     use colswarm_tables::{Cell, Column, CpaTarget};
 
     fn namespace(kind: LabelKind, labels: &[&str]) -> Namespace {
-        Namespace {
-            name: "toy".into(),
-            format: DatasetFormat::T2d,
+        Namespace::new(
+            "toy",
+            DatasetFormat::T2d,
             kind,
-            offset: 0,
-            labels: labels.iter().map(|s| s.to_string()).collect(),
-            activation: Default::default(),
-            ancestors: Vec::new(),
-            abstain_below: None,
-            label_name_weight: None,
-            label_name_skip_subject: false,
-            header_memory: None,
-            type_view_weight: None,
-            head: None,
-            reader: None,
-        }
+            0,
+            labels.iter().map(|s| s.to_string()).collect(),
+        )
     }
 
     fn column(header: Option<&str>, cells: &[String], labels: &[&str]) -> Column {

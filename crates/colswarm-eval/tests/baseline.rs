@@ -57,22 +57,7 @@ fn run(
 }
 
 fn namespace(name: &str, format: DatasetFormat, kind: LabelKind, labels: &[String]) -> Namespace {
-    Namespace {
-        name: name.into(),
-        format,
-        kind,
-        offset: 0,
-        labels: labels.to_vec(),
-        activation: Default::default(),
-        ancestors: Vec::new(),
-        abstain_below: None,
-        label_name_weight: None,
-        label_name_skip_subject: false,
-        header_memory: None,
-        type_view_weight: None,
-        head: None,
-        reader: None,
-    }
+    Namespace::new(name, format, kind, 0, labels.to_vec())
 }
 
 #[test]

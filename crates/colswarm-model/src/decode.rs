@@ -314,20 +314,14 @@ mod tests {
 
     fn namespace(kind: LabelKind, activation: Activation, n: usize) -> Namespace {
         Namespace {
-            name: "n".into(),
-            format: DatasetFormat::T2d,
-            kind,
-            offset: 0,
-            labels: (0..n).map(|i| format!("l{i}")).collect(),
             activation,
-            ancestors: Vec::new(),
-            abstain_below: None,
-            label_name_weight: None,
-            label_name_skip_subject: false,
-            header_memory: None,
-            type_view_weight: None,
-            head: None,
-            reader: None,
+            ..Namespace::new(
+                "n",
+                DatasetFormat::T2d,
+                kind,
+                0,
+                (0..n).map(|i| format!("l{i}")).collect(),
+            )
         }
     }
 
