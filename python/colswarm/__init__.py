@@ -213,9 +213,10 @@ class Annotator:
     :param subject_column: the column relations start from in every table, by header (case
         ignored) or 0-based index (``colswarm annotate --subject-column``); a table without it
         gets the column the model finds. ``subject_column`` in the output says which it was.
-    :param encoding: the text encoding of CSV and TSV files: ``"utf-8"`` (the default) or
+    :param encoding: the text encoding of CSV and TSV files: ``"utf-8"`` (the default),
         ``"windows-1252"`` (also spelled ``"latin-1"``, ``"iso-8859-1"``, ``"cp1252"``), what
-        spreadsheet programs on Windows save as "CSV" (``colswarm annotate --encoding``).
+        spreadsheet programs on Windows save as "CSV", or ``"auto"``, each cell as UTF-8 where
+        it is valid UTF-8, else as Windows-1252 (``colswarm annotate --encoding``).
 
     Instances are thread-safe; every call releases the GIL while Rust reads and annotates.
     """
@@ -365,7 +366,8 @@ def evaluate(
     :param device: ``"cpu"`` (the default), ``"wgpu"``, ``"cuda"`` or ``"auto"``, as for
         :class:`Annotator`.
     :param encoding: with ``format="labels"``, the text encoding of the labels file and the
-        CSV and TSV tables, ``"utf-8"`` or ``"windows-1252"`` (as :func:`fine_tune`'s).
+        CSV and TSV tables, ``"utf-8"``, ``"windows-1252"`` or ``"auto"`` (as
+        :func:`fine_tune`'s).
 
     Keys include ``micro_f1``, ``macro_f1``, ``weighted_f1``, ``micro_precision``,
     ``micro_recall``, ``n_columns``, ``n_tables``, ``task``, ``namespace``,
@@ -411,7 +413,7 @@ def fine_tune(
     :param namespace: the new namespace's name; annotate with it through
         ``Annotator(out_dir, namespace=namespace)``.
     :param encoding: the text encoding of the labels file and the CSV and TSV tables, as
-        :class:`Annotator`'s (a labels DataFrame is written in it).
+        :class:`Annotator`'s (a labels DataFrame is written in it; with ``"auto"``, in UTF-8).
 
     Returns the report ``OUT/namespaces/NAME.json`` holds: labels, columns, the settings the
     held-out slice chose, its micro-F1, the abstention threshold and labels with too few columns.

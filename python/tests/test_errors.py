@@ -62,12 +62,17 @@ def test_a_windows_1252_file_reads_in_its_encoding_as_its_utf8_twin(tmp_path):
     assert annotator.info["encoding"] == "windows-1252"
     expected = colswarm.Annotator(MODEL).annotate(utf8)
     pd.testing.assert_frame_equal(annotator.annotate(cp1252), expected)
+    # "auto" reads each file as it was written.
+    auto = colswarm.Annotator(MODEL, encoding="auto")
+    assert auto.info["encoding"] == "auto"
+    for path in (cp1252, utf8):
+        pd.testing.assert_frame_equal(auto.annotate(path), expected)
     with pytest.raises(ValueError, match="unknown text encoding `utf-16`"):
         colswarm.Annotator(MODEL, encoding="utf-16")
-    # UTF-16 ("Unicode text" in spreadsheet programs) is named as such, in either encoding.
+    # UTF-16 ("Unicode text" in spreadsheet programs) is named as such, in any encoding.
     utf16 = tmp_path / "u16.csv"
     utf16.write_bytes(text.encode("utf-16"))
-    for encoding in ("utf-8", "windows-1252"):
+    for encoding in ("utf-8", "windows-1252", "auto"):
         with pytest.raises(colswarm.ColswarmError, match="u16.csv: the file is UTF-16") as err:
             colswarm.read_table(utf16, encoding=encoding)
         assert err.value.path == str(utf16)

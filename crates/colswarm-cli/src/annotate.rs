@@ -112,8 +112,9 @@ pub(crate) struct ReadingArgs {
     /// Repair instead of refusing: invalid UTF-8 becomes U+FFFD, cells over 1 MiB are truncated.
     #[arg(long)]
     lossy: bool,
-    /// The text encoding of CSV and TSV files: utf-8, or windows-1252 (also read as latin-1,
-    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV".
+    /// The text encoding of CSV and TSV files: utf-8; windows-1252 (also read as latin-1,
+    /// iso-8859-1 or cp1252), what spreadsheet programs on Windows save as "CSV"; or auto, each
+    /// cell as UTF-8 where it is valid UTF-8, else as windows-1252 (a folder of both kinds).
     #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
     encoding: TextEncoding,
     /// Skip a table file that cannot be read (its error goes to stderr) and go on with the

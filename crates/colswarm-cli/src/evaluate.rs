@@ -32,7 +32,7 @@ pub(crate) struct EvalArgs {
     #[arg(long, default_value = "all")]
     split: Split,
     /// With `--format labels`: the text encoding of the labels file and the CSV and TSV tables
-    /// it names, utf-8 or windows-1252 (as `fine-tune --encoding`).
+    /// it names, utf-8, windows-1252 or auto (as `fine-tune --encoding`).
     #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
     encoding: TextEncoding,
     /// cta or cpa (default: what the format annotates).

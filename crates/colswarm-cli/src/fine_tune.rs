@@ -40,8 +40,9 @@ pub(crate) struct FineTuneArgs {
     /// Never abstain (no threshold chosen on the held-out slice).
     #[arg(long)]
     no_abstain: bool,
-    /// The text encoding of the labels file and the CSV and TSV tables: utf-8, or
-    /// windows-1252 (also read as latin-1, iso-8859-1 or cp1252).
+    /// The text encoding of the labels file and the CSV and TSV tables: utf-8; windows-1252
+    /// (also read as latin-1, iso-8859-1 or cp1252); or auto, each cell as UTF-8 where it is
+    /// valid UTF-8, else as windows-1252.
     #[arg(long, default_value_t = TextEncoding::Utf8, value_name = "ENCODING")]
     encoding: TextEncoding,
     /// No progress lines.

@@ -50,6 +50,26 @@ fn a_windows_1252_file_annotates_as_its_utf8_twin_once_its_encoding_is_given() {
     }
     let annotation: serde_json::Value = serde_json::from_str(expected.trim()).unwrap();
     assert_eq!(annotation["columns"][1]["header"], "Größe");
+    // `auto` reads a folder of both kinds, each file as it was written.
+    let both = dir.path().join("both");
+    std::fs::create_dir_all(&both).unwrap();
+    std::fs::copy(&utf8, both.join("a-utf8.csv")).unwrap();
+    std::fs::copy(&cp1252, both.join("b-cp1252.csv")).unwrap();
+    let out = annotate(&both, &["--encoding", "auto"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    let expected = expected.trim();
+    assert_eq!(
+        lines,
+        [
+            expected.replace("\"table\":\"cities\"", "\"table\":\"a-utf8\""),
+            expected.replace("\"table\":\"cities\"", "\"table\":\"b-cp1252\""),
+        ]
+    );
 
     let unknown = annotate(&cp1252, &["--encoding", "utf-16"]);
     assert!(!unknown.status.success());

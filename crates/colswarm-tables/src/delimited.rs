@@ -319,13 +319,17 @@ mod tests {
     }
 
     #[test]
-    fn utf16_is_refused_with_the_file_named_in_either_encoding() {
+    fn utf16_is_refused_with_the_file_named_in_any_encoding() {
         use crate::TextEncoding;
         let text = "\u{feff}city,country\nKöln,Germany\n";
         let little: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
         let big: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
         for bytes in [little, big] {
-            for encoding in [TextEncoding::Utf8, TextEncoding::Windows1252] {
+            for encoding in [
+                TextEncoding::Utf8,
+                TextEncoding::Windows1252,
+                TextEncoding::Auto,
+            ] {
                 let options = CsvOptions {
                     read: ReadOptions {
                         encoding,

@@ -10,6 +10,11 @@
 //! `0x94` are curly quotes), and the five bytes the code page leaves undefined map to the C1
 //! control of the same value. Every byte decodes, so a Windows-1252 file never has an invalid
 //! cell.
+//!
+//! `auto` is for folders whose files come from both kinds of program: each cell that is valid
+//! UTF-8 reads as UTF-8, any other as Windows-1252. Text outside ASCII in Windows-1252 is
+//! almost never valid UTF-8 (an accented letter is one byte of `0xC0`–`0xFF` followed by a
+//! letter, which UTF-8 forbids), so each file reads as it was written.
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,6 +32,9 @@ pub enum TextEncoding {
     /// Windows-1252, a superset of Latin-1 (ISO-8859-1) in every printable character.
     #[serde(rename = "windows-1252")]
     Windows1252,
+    /// Each cell as UTF-8 where it is valid UTF-8, else as Windows-1252; never fails.
+    #[serde(rename = "auto")]
+    Auto,
 }
 
 /// Windows-1252's characters for bytes `0x80`–`0x9F`; the undefined bytes (`0x81`, `0x8D`,
@@ -58,16 +66,18 @@ impl FromStr for TextEncoding {
     type Err = String;
 
     /// Encoding names as users and the WHATWG labels spell them, case ignored: `utf-8`,
-    /// `utf8`; `windows-1252`, `cp1252`, `latin-1`, `latin1`, `iso-8859-1`.
+    /// `utf8`; `windows-1252`, `cp1252`, `latin-1`, `latin1`, `iso-8859-1`; and `auto`.
     fn from_str(name: &str) -> Result<Self, String> {
         match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "utf-8" | "utf8" => Ok(TextEncoding::Utf8),
             "windows-1252" | "cp1252" | "latin-1" | "latin1" | "iso-8859-1" => {
                 Ok(TextEncoding::Windows1252)
             }
+            "auto" => Ok(TextEncoding::Auto),
             _ => Err(format!(
-                "unknown text encoding `{name}` (expected utf-8 or windows-1252, also called \
-                 cp1252, latin-1 or iso-8859-1)"
+                "unknown text encoding `{name}` (expected utf-8, windows-1252, also called \
+                 cp1252, latin-1 or iso-8859-1, or auto: each cell as UTF-8 where it is, else \
+                 as windows-1252)"
             )),
         }
     }
@@ -78,6 +88,7 @@ impl fmt::Display for TextEncoding {
         f.write_str(match self {
             TextEncoding::Utf8 => "utf-8",
             TextEncoding::Windows1252 => "windows-1252",
+            TextEncoding::Auto => "auto",
         })
     }
 }
@@ -130,5 +141,19 @@ mod tests {
         );
         assert_eq!(TextEncoding::Windows1252.to_string(), "windows-1252");
         assert_eq!(TextEncoding::default(), TextEncoding::Utf8);
+        for encoding in [
+            TextEncoding::Utf8,
+            TextEncoding::Windows1252,
+            TextEncoding::Auto,
+        ] {
+            assert_eq!(encoding.to_string().parse(), Ok(encoding));
+            let json = serde_json::to_string(&encoding).unwrap();
+            assert_eq!(json, format!("\"{encoding}\""));
+            assert_eq!(
+                serde_json::from_str::<TextEncoding>(&json).unwrap(),
+                encoding
+            );
+        }
+        assert_eq!(" Auto ".parse(), Ok(TextEncoding::Auto));
     }
 }

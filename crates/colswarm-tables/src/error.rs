@@ -33,7 +33,8 @@ pub enum TableError {
     /// A cell is not valid UTF-8 (and the reader is not in lossy mode).
     #[error(
         "{path}: line {line}, column index {column}: invalid UTF-8 at byte {byte_offset} of the cell \
-         (a Latin-1 or Windows-1252 file reads with the encoding windows-1252)"
+         (a Latin-1 or Windows-1252 file reads with the encoding windows-1252; a folder of both \
+         kinds with the encoding auto)"
     )]
     InvalidUtf8 {
         /// The file.

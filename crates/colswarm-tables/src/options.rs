@@ -62,6 +62,8 @@ impl ReadOptions {
 pub struct ReadReport {
     /// Invalid UTF-8 bytes replaced with U+FFFD (lossy mode).
     pub replaced_bytes: usize,
+    /// Cells that were not UTF-8, read as Windows-1252 (`TextEncoding::Auto`).
+    pub windows_1252_cells: usize,
     /// Cells truncated to `max_cell_bytes` (lossy mode).
     pub truncated_cells: usize,
     /// Rows shorter or longer than the widest row, padded with null cells.
@@ -74,6 +76,7 @@ impl ReadReport {
     /// Adds another report's counts to this one.
     pub fn merge(&mut self, other: ReadReport) {
         self.replaced_bytes += other.replaced_bytes;
+        self.windows_1252_cells += other.windows_1252_cells;
         self.truncated_cells += other.truncated_cells;
         self.padded_rows += other.padded_rows;
         self.sampled_out_rows += other.sampled_out_rows;
@@ -95,6 +98,7 @@ mod tests {
         assert!(report.is_clean());
         report.merge(ReadReport {
             replaced_bytes: 2,
+            windows_1252_cells: 5,
             truncated_cells: 1,
             padded_rows: 3,
             sampled_out_rows: 4,
@@ -104,6 +108,7 @@ mod tests {
             ..ReadReport::default()
         });
         assert_eq!(report.replaced_bytes, 3);
+        assert_eq!(report.windows_1252_cells, 5);
         assert!(!report.is_clean());
         assert!(ReadOptions::lossy().lossy);
     }

@@ -241,7 +241,7 @@ pub(crate) fn trim_partial_char(bytes: &mut Vec<u8>) {
 
 /// Decodes a cell in the options' encoding: in UTF-8, strict mode fails on invalid bytes (via
 /// `invalid`) and lossy mode replaces them with U+FFFD and counts them; Windows-1252 decodes
-/// every byte.
+/// every byte; `auto` decodes a cell that is not UTF-8 as Windows-1252 and counts it.
 pub(crate) fn decode_cell(
     bytes: Vec<u8>,
     options: &ReadOptions,
@@ -253,6 +253,10 @@ pub(crate) fn decode_cell(
     }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
+        Err(error) if options.encoding == TextEncoding::Auto => {
+            report.windows_1252_cells += 1;
+            Ok(decode_windows_1252(error.as_bytes()))
+        }
         Err(error) if options.lossy => {
             let bytes = error.into_bytes();
             let mut text = String::with_capacity(bytes.len());
@@ -505,6 +509,24 @@ mod tests {
         reader.next_record(&mut record).unwrap();
         assert_eq!(record[1], "bad\u{FFFD}\u{FFFD}cell");
         assert_eq!(reader.report().replaced_bytes, 2);
+    }
+
+    #[test]
+    fn auto_reads_each_cell_as_utf8_where_it_is_and_as_windows_1252_elsewhere() {
+        // A UTF-8 `Zürich`, a Windows-1252 `München` and `€ 5`, and ASCII.
+        let data = b"Z\xc3\xbcrich,M\xfcnchen\n\x80 5,plain\n";
+        let options = ReadOptions {
+            encoding: TextEncoding::Auto,
+            ..ReadOptions::default()
+        };
+        let mut reader = RecordReader::new(&data[..], Path::new("m"), b',', options);
+        let mut record = Vec::new();
+        reader.next_record(&mut record).unwrap();
+        assert_eq!(record, ["Zürich", "München"]);
+        reader.next_record(&mut record).unwrap();
+        assert_eq!(record, ["€ 5", "plain"]);
+        assert_eq!(reader.report().windows_1252_cells, 2);
+        assert_eq!(reader.report().replaced_bytes, 0);
     }
 
     #[test]
