@@ -8,8 +8,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use colswarm_model::{
-    Annotator, Model, ModelDir, Progress, ReadTableOptions, SpecialistUse, SubjectColumn,
-    TableAnnotation, Task, TextEncoding, read_table_from, read_table_with, table_files,
+    Annotator, Model, ModelDir, Progress, ReadReport, ReadTableOptions, SpecialistUse,
+    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_from_with_report,
+    read_table_with_report, table_files,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -124,34 +125,52 @@ pub(crate) struct ReadingArgs {
 }
 
 /// Reads the table files of `annotate`, `embed` and `bench` as [`ReadingArgs`] say, counting
-/// the files `--keep-going` skipped.
+/// the files `--keep-going` skipped and saying on stderr what reading changed: each file whose
+/// cells or rows were repaired, then the totals.
 struct Reading {
     args: ReadingArgs,
+    options: ReadTableOptions,
     skipped: usize,
+    /// Files with a repair (bytes replaced, cells decoded as Windows-1252 or cut, rows padded).
+    repaired_files: usize,
+    /// Files longer than the row sample.
+    sampled_files: usize,
+    /// Everything reading changed, over all files.
+    changes: ReadReport,
 }
 
 impl Reading {
     fn new(args: ReadingArgs) -> Self {
-        Reading { args, skipped: 0 }
+        Reading {
+            args,
+            options: ReadTableOptions {
+                lossy: args.lossy,
+                encoding: args.encoding,
+                ..ReadTableOptions::default()
+            },
+            skipped: 0,
+            repaired_files: 0,
+            sampled_files: 0,
+            changes: ReadReport::default(),
+        }
     }
 
     /// The tables of `inputs`, in order; with `keep_going`, those that could be read.
     fn read_inputs(&mut self, inputs: &[PathBuf]) -> Result<Vec<Table>> {
-        let options = ReadTableOptions {
-            lossy: self.args.lossy,
-            encoding: self.args.encoding,
-            ..ReadTableOptions::default()
-        };
+        let options = self.options;
         let mut tables = Vec::with_capacity(inputs.len());
         for path in inputs {
             // The reader's errors name the file (and the line and column) already.
             let read = if path.as_os_str() == "-" {
-                read_table_from(std::io::stdin().lock(), "stdin", &options)
+                read_table_from_with_report(std::io::stdin().lock(), "stdin", &options)
             } else {
-                read_table_with(path, &options)
+                read_table_with_report(path, &options)
             };
             match read {
-                Ok(table) => tables.push(table),
+                Ok((table, report)) => {
+                    self.note(path, report);
+                    tables.push(table);
+                }
                 Err(error) if self.args.keep_going => {
                     eprintln!("skipped: {error}");
                     self.skipped += 1;
@@ -162,8 +181,28 @@ impl Reading {
         Ok(tables)
     }
 
-    /// An error once every readable table is done, if any file was skipped.
+    /// Says on stderr what reading `path` repaired; sampling, which every long file gets, is
+    /// only counted for [`Reading::finish`].
+    fn note(&mut self, path: &Path, report: ReadReport) {
+        let repairs = ReadReport {
+            sampled_out_rows: 0,
+            ..report
+        };
+        if !repairs.is_clean() {
+            eprintln!("{}: {repairs}", path.display());
+            self.repaired_files += 1;
+        }
+        if report.sampled_out_rows > 0 {
+            self.sampled_files += 1;
+        }
+        self.changes.merge(report);
+    }
+
+    /// Says what reading changed over all files; then an error if any file was skipped.
     fn finish(&self, total: usize) -> Result<()> {
+        if let Some(summary) = self.summary(total) {
+            eprintln!("{summary}");
+        }
         if self.skipped > 0 {
             anyhow::bail!(
                 "{} of {total} table files could not be read and were skipped (each is named above)",
@@ -171,6 +210,29 @@ impl Reading {
             );
         }
         Ok(())
+    }
+
+    /// One line on what reading changed over `total` files, if it changed anything.
+    fn summary(&self, total: usize) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.repaired_files > 0 {
+            let repairs = ReadReport {
+                sampled_out_rows: 0,
+                ..self.changes
+            };
+            parts.push(format!(
+                "{} of {total} table files repaired in reading (each is named above): {repairs}",
+                self.repaired_files
+            ));
+        }
+        if self.sampled_files > 0 {
+            parts.push(format!(
+                "{} of {total} table files longer than {} rows, read from an even sample of \
+                 their rows ({} rows left out)",
+                self.sampled_files, self.options.sample_rows, self.changes.sampled_out_rows
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("read: {}", parts.join("; ")))
     }
 }
 

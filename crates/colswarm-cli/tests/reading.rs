@@ -91,3 +91,72 @@ fn a_windows_1252_file_annotates_as_its_utf8_twin_once_its_encoding_is_given() {
     let error = String::from_utf8_lossy(&refused.stderr);
     assert!(error.contains("unicode.csv: the file is UTF-16"), "{error}");
 }
+
+#[test]
+fn annotate_names_each_file_it_repaired_and_sums_up_what_reading_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| std::fs::write(dir.path().join(name), bytes).unwrap();
+    write("a-clean.csv", CITIES.as_bytes());
+    // One cell saved by a Windows program in a UTF-8 file.
+    let mut mixed = CITIES.as_bytes().to_vec();
+    mixed.extend_from_slice(b"Br\xfcnn;380.000;Tschechien\n");
+    write("b-mixed.csv", &mixed);
+    write(
+        "c-ragged.csv",
+        b"city,country\nParis,France\nLyon\nRome,Italy\n",
+    );
+    let long: String = std::iter::once("n,square\n".to_string())
+        .chain((0..1500).map(|i| format!("{i},{}\n", i * i)))
+        .collect();
+    write("d-long.csv", long.as_bytes());
+    let annotate = |extra: &[&str]| {
+        let mut args = vec!["annotate", "--model", "models/colswarm-small"];
+        args.extend_from_slice(extra);
+        args.push(dir.path().to_str().unwrap());
+        colswarm(&args)
+    };
+
+    let out = annotate(&["--encoding", "auto"]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{error}");
+    assert_eq!(stdout(&out).lines().count(), 4);
+    let lines: Vec<&str> = error.lines().collect();
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    assert_eq!(
+        lines,
+        [
+            format!("{}: 1 cell read as Windows-1252", file("b-mixed.csv")),
+            format!(
+                "{}: 1 ragged row padded with empty cells",
+                file("c-ragged.csv")
+            ),
+            "read: 2 of 4 table files repaired in reading (each is named above): 1 cell read as \
+             Windows-1252, 1 ragged row padded with empty cells; 1 of 4 table files longer than \
+             1000 rows, read from an even sample of their rows (500 rows left out)"
+                .to_string(),
+        ],
+        "{error}"
+    );
+
+    // Lossy mode names the bytes it replaced; a clean file says nothing.
+    std::fs::remove_file(dir.path().join("c-ragged.csv")).unwrap();
+    std::fs::remove_file(dir.path().join("d-long.csv")).unwrap();
+    let out = annotate(&["--lossy"]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{error}");
+    assert_eq!(
+        error.lines().next(),
+        Some(
+            format!(
+                "{}: 1 invalid UTF-8 byte replaced with U+FFFD",
+                file("b-mixed.csv")
+            )
+            .as_str()
+        ),
+        "{error}"
+    );
+    std::fs::remove_file(dir.path().join("b-mixed.csv")).unwrap();
+    let out = annotate(&[]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

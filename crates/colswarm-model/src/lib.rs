@@ -77,8 +77,8 @@ pub use model_dir::{ModelDir, ModelFile};
 pub use prediction::{ExpertOutputs, ExpertReads, Outputs, Wanted};
 pub use progress::{Progress, format_duration};
 pub use read::{
-    ReadTableOptions, TABLE_EXTENSIONS, TextEncoding, read_table, read_table_from, read_table_with,
-    table_files,
+    ReadReport, ReadTableOptions, TABLE_EXTENSIONS, TextEncoding, read_table, read_table_from,
+    read_table_from_with_report, read_table_with, read_table_with_report, table_files,
 };
 pub use reader::{NgramReader, ReaderFeatures, ReaderFile, TableFeatures};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};

@@ -4,8 +4,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-pub use colswarm_tables::{ReadTableOptions, TextEncoding};
-use colswarm_tables::{Table, read_table_file, read_table_stream};
+pub use colswarm_tables::{ReadReport, ReadTableOptions, TextEncoding};
+use colswarm_tables::{
+    Table, read_table_file, read_table_file_with_report, read_table_stream_with_report,
+};
 
 use crate::error::ModelError;
 
@@ -33,6 +35,27 @@ pub fn read_table_with(
     Ok(read_table_file(path.as_ref(), options)?)
 }
 
+/// [`read_table_with`], with what reading changed or tolerated (bytes replaced in lossy mode,
+/// cells decoded as Windows-1252 or cut, ragged rows padded, rows left out of the sample):
+/// what `colswarm annotate` says on stderr.
+///
+/// ```no_run
+/// use colswarm_model::{ReadTableOptions, read_table_with_report};
+///
+/// let options = ReadTableOptions { lossy: true, ..ReadTableOptions::default() };
+/// let (table, report) = read_table_with_report("export.csv", &options)?;
+/// if !report.is_clean() {
+///     eprintln!("{}: {report}", table.id);
+/// }
+/// # Ok::<(), colswarm_model::ModelError>(())
+/// ```
+pub fn read_table_with_report(
+    path: impl AsRef<Path>,
+    options: &ReadTableOptions,
+) -> Result<(Table, ReadReport), ModelError> {
+    Ok(read_table_file_with_report(path.as_ref(), options)?)
+}
+
 /// Reads a delimited table from any reader (stdin, bytes in memory); `name` becomes the table
 /// id and names the source in errors.
 pub fn read_table_from(
@@ -40,7 +63,16 @@ pub fn read_table_from(
     name: &str,
     options: &ReadTableOptions,
 ) -> Result<Table, ModelError> {
-    Ok(read_table_stream(reader, name, options)?)
+    Ok(read_table_from_with_report(reader, name, options)?.0)
+}
+
+/// [`read_table_from`], with what reading changed or tolerated.
+pub fn read_table_from_with_report(
+    reader: impl Read,
+    name: &str,
+    options: &ReadTableOptions,
+) -> Result<(Table, ReadReport), ModelError> {
+    Ok(read_table_stream_with_report(reader, name, options)?)
 }
 
 /// The table files among `inputs`, in the order given: a directory gives its files with a

@@ -107,7 +107,10 @@ pub use sotab::{
 pub use spec::DataSpec;
 pub use t2d::{RDFS_LABEL, T2dDataset, load_t2d};
 pub use table::{CellCounts, Column, CpaTarget, Table, TableContext};
-pub use table_file::{ReadTableOptions, read_table_file, read_table_stream};
+pub use table_file::{
+    ReadTableOptions, read_table_file, read_table_file_with_report, read_table_stream,
+    read_table_stream_with_report,
+};
 pub use tokenizer::{
     ByteTokenizer, CELL_SEP, COLUMN_SEP, CONTEXT_SEP, HEADER_END, HEADER_START, NULL_CELL, PAD,
     QUERY_END, QUERY_START, TABLE_END, TABLE_START, VOCAB_SIZE,

@@ -88,6 +88,37 @@ impl ReadReport {
     }
 }
 
+/// The non-zero counts in words, comma-separated (`2 invalid UTF-8 bytes replaced with U+FFFD,
+/// 3 ragged rows padded with empty cells`); empty for a clean report.
+impl std::fmt::Display for ReadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counts = [
+            (
+                self.replaced_bytes,
+                "invalid UTF-8 byte",
+                "replaced with U+FFFD",
+            ),
+            (self.windows_1252_cells, "cell", "read as Windows-1252"),
+            (self.truncated_cells, "cell", "cut at the cell size limit"),
+            (self.padded_rows, "ragged row", "padded with empty cells"),
+            (self.sampled_out_rows, "row", "left out of the row sample"),
+        ];
+        let mut first = true;
+        for (count, noun, what) in counts {
+            if count == 0 {
+                continue;
+            }
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            let plural = if count == 1 { "" } else { "s" };
+            write!(f, "{count} {noun}{plural} {what}")?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +142,30 @@ mod tests {
         assert_eq!(report.windows_1252_cells, 5);
         assert!(!report.is_clean());
         assert!(ReadOptions::lossy().lossy);
+    }
+
+    #[test]
+    fn a_report_says_its_non_zero_counts_in_words() {
+        assert_eq!(ReadReport::default().to_string(), "");
+        let report = ReadReport {
+            replaced_bytes: 1,
+            padded_rows: 3,
+            sampled_out_rows: 4000,
+            ..ReadReport::default()
+        };
+        assert_eq!(
+            report.to_string(),
+            "1 invalid UTF-8 byte replaced with U+FFFD, 3 ragged rows padded with empty cells, \
+             4000 rows left out of the row sample"
+        );
+        let report = ReadReport {
+            windows_1252_cells: 2,
+            truncated_cells: 1,
+            ..ReadReport::default()
+        };
+        assert_eq!(
+            report.to_string(),
+            "2 cells read as Windows-1252, 1 cell cut at the cell size limit"
+        );
     }
 }

@@ -12,7 +12,7 @@ use crate::delimited::{
 };
 use crate::encoding::TextEncoding;
 use crate::error::Result;
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadReport};
 use crate::sotab::read_sotab_table_sampled;
 use crate::table::Table;
 
@@ -68,6 +68,16 @@ fn csv_options(path: &Path, options: &ReadTableOptions) -> CsvOptions {
 /// delimiter detected; `.tsv` and `.tsv.gz` are tab-separated). The table's id is the file's
 /// stem.
 pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table> {
+    Ok(read_table_file_with_report(path, options)?.0)
+}
+
+/// [`read_table_file`], with what the reader changed or tolerated on the way (bytes replaced,
+/// cells decoded as Windows-1252 or cut, ragged rows padded, rows left out of the sample). The
+/// counts come from the delimited reader; SOTAB JSON and parquet files report none.
+pub fn read_table_file_with_report(
+    path: &Path,
+    options: &ReadTableOptions,
+) -> Result<(Table, ReadReport)> {
     let name = path.to_string_lossy().to_lowercase();
     let read = ReadOptions {
         lossy: options.lossy,
@@ -79,16 +89,22 @@ pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table>
             max_rows: usize::MAX,
             ..read
         };
-        read_parquet(path, &read, options.sample_rows)
+        Ok((
+            read_parquet(path, &read, options.sample_rows)?,
+            ReadReport::default(),
+        ))
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
         // Sampled like a delimited file, so no row limit is needed.
         let read = ReadOptions {
             max_rows: usize::MAX,
             ..read
         };
-        read_sotab_table_sampled(path, &read, Some(options.sample_rows))
+        Ok((
+            read_sotab_table_sampled(path, &read, Some(options.sample_rows))?,
+            ReadReport::default(),
+        ))
     } else {
-        Ok(read_csv_with_report(path, &csv_options(path, options))?.0)
+        read_csv_with_report(path, &csv_options(path, options))
     }
 }
 
@@ -108,16 +124,25 @@ fn read_parquet(path: &Path, _read: &ReadOptions, _sample_rows: usize) -> Result
 /// Reads a delimited table from any reader (stdin, bytes in memory); `name` becomes the table
 /// id and names the source in errors.
 pub fn read_table_stream(
-    mut reader: impl Read,
+    reader: impl Read,
     name: &str,
     options: &ReadTableOptions,
 ) -> Result<Table> {
+    Ok(read_table_stream_with_report(reader, name, options)?.0)
+}
+
+/// [`read_table_stream`], with what the reader changed or tolerated on the way.
+pub fn read_table_stream_with_report(
+    mut reader: impl Read,
+    name: &str,
+    options: &ReadTableOptions,
+) -> Result<(Table, ReadReport)> {
     let mut bytes = Vec::new();
     let path = Path::new(name);
     reader
         .read_to_end(&mut bytes)
         .map_err(|e| crate::error::TableError::io(path, e))?;
-    Ok(read_csv_from_reader(bytes.as_slice(), path, name, &csv_options(path, options))?.0)
+    read_csv_from_reader(bytes.as_slice(), path, name, &csv_options(path, options))
 }
 
 #[cfg(test)]
@@ -249,6 +274,38 @@ mod tests {
             ..ReadTableOptions::default()
         };
         assert_eq!(read_table_file(&path, &lossy).unwrap().n_columns(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_report_counts_what_reading_changed_in_a_file_and_in_a_stream() {
+        let dir = temp_dir("report");
+        let text: &[u8] = b"a,b\n\xff\xfe,2\n3\n4,5\n6,7\n";
+        let path = dir.join("changed.csv");
+        std::fs::write(&path, text).unwrap();
+        let options = ReadTableOptions {
+            lossy: true,
+            sample_rows: 3,
+            ..ReadTableOptions::default()
+        };
+        let (table, report) = read_table_file_with_report(&path, &options).unwrap();
+        assert_eq!(table.n_rows(), 3);
+        let expected = ReadReport {
+            replaced_bytes: 2,
+            padded_rows: 1,
+            sampled_out_rows: 1,
+            ..ReadReport::default()
+        };
+        assert_eq!(report, expected);
+        let (from_stream, stream_report) =
+            read_table_stream_with_report(text, "changed", &options).unwrap();
+        assert_eq!(
+            (from_stream.columns, stream_report),
+            (table.columns, expected)
+        );
+        let clean = write(&dir, "clean.csv", "a,b\n1,2\n");
+        let (_, report) = read_table_file_with_report(&clean, &options).unwrap();
+        assert!(report.is_clean(), "{report}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
