@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use colswarm_tables::{ReadTableOptions, TextEncoding, read_labelled_tables};
+use colswarm_tables::{ReadTableOptions, TextEncoding, read_labelled_tables_with_report};
 use colswarm_train::{FineTuneConfig, fine_tune, partial_dir};
 
 #[derive(Args, Debug)]
@@ -55,7 +55,12 @@ pub(crate) fn cmd_fine_tune(args: FineTuneArgs) -> Result<()> {
         encoding: args.encoding,
         ..ReadTableOptions::default()
     };
-    let tables = read_labelled_tables(&args.labels, &args.tables, &options)?;
+    let (tables, read_reports) =
+        read_labelled_tables_with_report(&args.labels, &args.tables, &options)?;
+    // As `annotate` says it: nothing reading changed goes unsaid, even with `--quiet`.
+    for (file, report) in &read_reports {
+        eprintln!("{}: {report}", file.display());
+    }
     let config = FineTuneConfig {
         seed: args.seed,
         l2: args.l2.clone(),

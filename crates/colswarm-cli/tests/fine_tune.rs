@@ -217,6 +217,36 @@ fn a_windows_1252_labels_set_is_scored_as_its_utf8_twin() {
         "--quiet",
     ]);
     stdout(&tuned);
+    // The same set read with `auto` says which tables held Windows-1252 cells.
+    let auto = colswarm(&[
+        "fine-tune",
+        "--tables",
+        &path(&cp1252),
+        "--labels",
+        &path(&cp1252.join("labels.csv")),
+        "--encoding",
+        "auto",
+        "--namespace",
+        "mine",
+        "--out",
+        &path(&dir.path().join("auto")),
+        "--max-steps",
+        "1",
+        "--quiet",
+    ]);
+    stdout(&auto);
+    let notes = String::from_utf8_lossy(&auto.stderr);
+    let noted: Vec<&str> = notes
+        .lines()
+        .filter(|line| line.contains("read as Windows-1252"))
+        .filter_map(|line| line.split_once(": ").map(|(file, _)| file))
+        .collect();
+    assert!(!noted.is_empty(), "{notes}");
+    for file in noted {
+        let bytes = std::fs::read(file).unwrap();
+        assert!(bytes.iter().any(|&b| b >= 0x80), "{file} is ASCII: {notes}");
+        assert!(file.ends_with(".csv"), "{notes}");
+    }
 
     let eval = |folder: &Path, extra: &[&str]| {
         let (folder, labels) = (path(folder), path(&folder.join("labels.csv")));

@@ -25,10 +25,13 @@ use std::path::{Path, PathBuf};
 use crate::compressed::open_input;
 use crate::encoding::TextEncoding;
 use crate::error::{Result, TableError};
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadReport};
 use crate::records::{RecordReader, field, header_positions};
 use crate::table::Table;
-use crate::table_file::{ReadTableOptions, read_table_file};
+use crate::table_file::{ReadTableOptions, read_table_file_with_report};
+
+/// Table files whose reading changed something, each with what it changed.
+pub type FileReports = Vec<(PathBuf, ReadReport)>;
 
 /// An error at a line of a labels file.
 fn error(path: &Path, line: u64, message: String) -> TableError {
@@ -52,6 +55,17 @@ pub fn read_labelled_tables(
     tables_dir: &Path,
     options: &ReadTableOptions,
 ) -> Result<Vec<Table>> {
+    Ok(read_labelled_tables_with_report(labels, tables_dir, options)?.0)
+}
+
+/// [`read_labelled_tables`], with each table file whose reading changed something (cells read
+/// as Windows-1252, ragged rows padded, rows left out of the sample) and what it changed, in
+/// the order the tables are read.
+pub fn read_labelled_tables_with_report(
+    labels: &Path,
+    tables_dir: &Path,
+    options: &ReadTableOptions,
+) -> Result<(Vec<Table>, FileReports)> {
     let mut bytes = Vec::new();
     open_input(labels)?
         .read_to_end(&mut bytes)
@@ -75,6 +89,7 @@ pub fn read_labelled_tables(
     let at = header_positions(labels, &record, &["table", "column", "label"])?;
 
     let mut tables: Vec<Table> = Vec::new();
+    let mut reports = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut labelled = 0usize;
     while let Some(line) = records.next_record(&mut record)? {
@@ -104,7 +119,10 @@ pub fn read_labelled_tables(
                         format!("no table file `{}`", file.display()),
                     ));
                 }
-                let mut table = read_table_file(&file, options)?;
+                let (mut table, report) = read_table_file_with_report(&file, options)?;
+                if !report.is_clean() {
+                    reports.push((file, report));
+                }
                 table.id = table_name.replace('\\', "/");
                 tables.push(table);
                 index.insert(table_name.clone(), tables.len() - 1);
@@ -123,7 +141,7 @@ pub fn read_labelled_tables(
     if labelled == 0 {
         return Err(error(labels, 1, no_rows()));
     }
-    Ok(tables)
+    Ok((tables, reports))
 }
 
 fn no_rows() -> String {
@@ -317,6 +335,29 @@ mod tests {
         assert_eq!(tables[0].columns[0].labels, ["straße"]);
         assert_eq!(tables[0].columns[0].cells[0].text(), "Hauptstraße");
         assert!(tables[0].columns[1].labels.is_empty());
+    }
+
+    #[test]
+    fn the_report_names_each_table_file_whose_reading_changed_something() {
+        let folder = Folder::new("report");
+        std::fs::write(folder.0.join("clean.csv"), "a,b\n1,2\n").unwrap();
+        std::fs::write(folder.0.join("mixed.csv"), b"a,b\nK\xf6ln,2\n3\n").unwrap();
+        let labels =
+            folder.labels(b"table,column,label\nclean.csv,a,x\nmixed.csv,a,y\nmixed.csv,b,z\n");
+        let options = ReadTableOptions {
+            encoding: TextEncoding::Auto,
+            ..ReadTableOptions::default()
+        };
+        let (tables, reports) =
+            read_labelled_tables_with_report(&labels, &folder.0, &options).unwrap();
+        assert_eq!(tables.len(), 2);
+        assert_eq!(tables[1].columns[0].cells[0].text(), "Köln");
+        let expected = ReadReport {
+            windows_1252_cells: 1,
+            padded_rows: 1,
+            ..ReadReport::default()
+        };
+        assert_eq!(reports, [(folder.0.join("mixed.csv"), expected)]);
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub use gittables::{
     GitTablesAnnotation, GitTablesMetadata, read_gittables_parquet, read_gittables_parquet_sampled,
 };
 pub use label_set::{LabelHierarchy, LabelSet};
-pub use labelled::read_labelled_tables;
+pub use labelled::{FileReports, read_labelled_tables, read_labelled_tables_with_report};
 pub use ngrams::{NgramConfig, SparseFeatures, TableNgrams};
 pub use options::{ReadOptions, ReadReport};
 pub use sato_cv::{SatoCvDataset, SatoCvOptions, read_sato_cv, read_sato_cv_folds};
