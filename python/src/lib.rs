@@ -13,12 +13,12 @@ use colswarm_eval::{
     DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables_encoded,
 };
 use colswarm_model::{
-    Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
-    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with,
+    Annotator, DeviceChoice, DeviceError, ModelError, ReadReport, ReadTableOptions, SpecialistUse,
+    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with, read_table_with_report,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
 use colswarm_train::{FineTuneConfig, FineTuneReport, TrainError, fine_tune};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -242,39 +242,61 @@ struct PyAnnotator {
 
 impl PyAnnotator {
     /// Reads `inputs` (files read here, tables as given) `batch_size × threads` at a time and
-    /// hands each round's tables to `each`, in order.
+    /// hands each round's tables to `each`, in order. Returns what reading repaired, one line
+    /// per file (`path: 2 cells read as Windows-1252`), for [`warn_repairs`].
     fn in_rounds(
         &self,
         inputs: Vec<Input>,
         mut each: impl FnMut(&[Table]) -> Result<(), ModelError>,
-    ) -> Result<(), ModelError> {
+    ) -> Result<Vec<String>, ModelError> {
         let options = ReadTableOptions {
             lossy: self.lossy,
             sample_rows: self.sample_rows,
             encoding: self.encoding,
         };
         let chunk = self.batch_size * self.inner.threads();
+        let mut repairs = Vec::new();
         let mut inputs = inputs.into_iter().peekable();
         while inputs.peek().is_some() {
-            let tables = inputs
-                .by_ref()
-                .take(chunk)
-                .map(|input| {
-                    let mut table = match input {
-                        Input::Path(path) => read_table_with(&path, &options)?,
-                        Input::Table(table) => table,
-                    };
-                    // A table without the named column keeps the one the model finds.
-                    if let Some(subject) = &self.subject_column {
-                        subject.set_in(&mut table);
+            let mut tables = Vec::with_capacity(chunk);
+            for input in inputs.by_ref().take(chunk) {
+                let mut table = match input {
+                    Input::Path(path) => {
+                        let (table, report) = read_table_with_report(&path, &options)?;
+                        // Sampling is what `sample_rows` asks for, not a repair.
+                        let report = ReadReport {
+                            sampled_out_rows: 0,
+                            ..report
+                        };
+                        if !report.is_clean() {
+                            repairs.push(format!("{}: {report}", path.display()));
+                        }
+                        table
                     }
-                    Ok(table)
-                })
-                .collect::<Result<Vec<Table>, ModelError>>()?;
+                    Input::Table(table) => table,
+                };
+                // A table without the named column keeps the one the model finds.
+                if let Some(subject) = &self.subject_column {
+                    subject.set_in(&mut table);
+                }
+                tables.push(table);
+            }
             each(&tables)?;
         }
-        Ok(())
+        Ok(repairs)
     }
+}
+
+/// One Python `UserWarning` per file reading repaired, as `colswarm annotate` says them on
+/// stderr.
+fn warn_repairs(py: Python<'_>, repairs: &[String]) -> PyResult<()> {
+    let category = py.get_type::<PyUserWarning>();
+    for repair in repairs {
+        let message = std::ffi::CString::new(repair.replace('\0', " "))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyErr::warn(py, &category, &message, 1)?;
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -353,15 +375,17 @@ impl PyAnnotator {
             .collect::<PyResult<Vec<Input>>>()?;
         let result = py.detach(|| {
             let mut out = Vec::with_capacity(inputs.len());
-            self.in_rounds(inputs, |tables| {
+            let repairs = self.in_rounds(inputs, |tables| {
                 for annotation in self.inner.annotate_all(tables)? {
                     out.push(to_json(&annotation));
                 }
                 Ok(())
             })?;
-            Ok(out)
+            Ok((out, repairs))
         });
-        result.map_err(|e| model_err(py, e))
+        let (out, repairs) = result.map_err(|e| model_err(py, e))?;
+        warn_repairs(py, &repairs)?;
+        Ok(out)
     }
 
     /// Every column's embedding, the vector the model's heads read (`colswarm embed`): per
@@ -379,7 +403,7 @@ impl PyAnnotator {
             .collect::<PyResult<Vec<Input>>>()?;
         let result = py.detach(|| {
             let mut out = Vec::with_capacity(inputs.len());
-            self.in_rounds(inputs, |tables| {
+            let repairs = self.in_rounds(inputs, |tables| {
                 for table in self.inner.embed(tables)? {
                     let columns = table
                         .columns
@@ -390,9 +414,11 @@ impl PyAnnotator {
                 }
                 Ok(())
             })?;
-            Ok(out)
+            Ok((out, repairs))
         });
-        result.map_err(|e| model_err(py, e))
+        let (out, repairs) = result.map_err(|e| model_err(py, e))?;
+        warn_repairs(py, &repairs)?;
+        Ok(out)
     }
 
     /// The model directory, CTA and CPA namespaces, specialists and options, for `__repr__`.

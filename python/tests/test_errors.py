@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 import pytest
 
@@ -42,8 +44,13 @@ def test_invalid_utf8_names_file_line_and_column_unless_lossy(tmp_path):
     # lossy: U+FFFD instead of the bad byte.
     frame = colswarm.read_table(path, lossy=True)
     assert frame.iloc[1, 0] == "K\ufffdln"
-    annotated = colswarm.Annotator(MODEL, lossy=True).annotate(path)
+    with pytest.warns(UserWarning) as warned:
+        annotated = colswarm.Annotator(MODEL, lossy=True).annotate(path)
     assert sorted(set(annotated["column"])) == [0, 1]
+    # What lossy reading repaired is said, naming the file, as `colswarm annotate` does.
+    assert [str(w.message) for w in warned] == [
+        f"{path}: 1 invalid UTF-8 byte replaced with U+FFFD"
+    ]
 
 
 def test_a_windows_1252_file_reads_in_its_encoding_as_its_utf8_twin(tmp_path):
@@ -65,8 +72,13 @@ def test_a_windows_1252_file_reads_in_its_encoding_as_its_utf8_twin(tmp_path):
     # "auto" reads each file as it was written.
     auto = colswarm.Annotator(MODEL, encoding="auto")
     assert auto.info["encoding"] == "auto"
-    for path in (cp1252, utf8):
-        pd.testing.assert_frame_equal(auto.annotate(path), expected)
+    # The header and two cells.
+    with pytest.warns(UserWarning, match=r"t\.csv: 3 cells read as Windows-1252"):
+        pd.testing.assert_frame_equal(auto.annotate(cp1252), expected)
+    with warnings.catch_warnings():
+        # A file read as it is says nothing.
+        warnings.simplefilter("error")
+        pd.testing.assert_frame_equal(auto.annotate(utf8), expected)
     with pytest.raises(ValueError, match="unknown text encoding `utf-16`"):
         colswarm.Annotator(MODEL, encoding="utf-16")
     # UTF-16 ("Unicode text" in spreadsheet programs) is named as such, in any encoding.
