@@ -62,6 +62,7 @@ fn table_location(e: &TableError) -> Location {
         }
         TableError::EmptyTable { path }
         | TableError::Utf16 { path }
+        | TableError::NotText { path, .. }
         | TableError::Gzip { path, .. } => {
             at.path = Some(path.clone());
         }

@@ -187,6 +187,13 @@ fn sniffed(
     if sample.starts_with(b"\xFF\xFE") || sample.starts_with(b"\xFE\xFF") {
         return Err(TableError::Utf16 { path: path.into() });
     }
+    if let Some(signature) = binary_format(&sample) {
+        return Err(TableError::NotText {
+            path: path.into(),
+            format: signature.format,
+            hint: signature.hint,
+        });
+    }
     let delimiter = match choice {
         Delimiter::Byte(b'"') => {
             return Err(TableError::InvalidOption(
@@ -198,6 +205,60 @@ fn sniffed(
     };
     let input = BufReader::with_capacity(SNIFF_BYTES, std::io::Cursor::new(sample).chain(reader));
     Ok((input, delimiter))
+}
+
+/// A file format that is not delimited text, known by the bytes it starts with.
+struct Signature {
+    magic: &'static [u8],
+    /// Whether `magic` is printable text a header row could start with (`PAR1`), so that the
+    /// file must also hold bytes no text holds before it is refused.
+    printable: bool,
+    format: &'static str,
+    hint: &'static str,
+}
+
+const SAVE_AS_CSV: &str = "save the sheet as CSV (\"CSV UTF-8\" in spreadsheet programs)";
+
+const SIGNATURES: [Signature; 5] = [
+    Signature {
+        magic: b"PK\x03\x04",
+        printable: false,
+        format: "a zip archive (an .xlsx or .ods workbook is one)",
+        hint: SAVE_AS_CSV,
+    },
+    Signature {
+        magic: b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1",
+        printable: false,
+        format: "an Excel 97-2003 workbook (.xls)",
+        hint: SAVE_AS_CSV,
+    },
+    Signature {
+        magic: b"\x1F\x8B",
+        printable: false,
+        format: "gzip-compressed",
+        hint: "name it with a .gz extension (`table.csv.gz`), which is read through gzip",
+    },
+    Signature {
+        magic: b"PAR1",
+        printable: true,
+        format: "a parquet file",
+        hint: "name it with the .parquet extension, which the parquet reader takes",
+    },
+    Signature {
+        magic: b"%PDF-",
+        printable: true,
+        format: "a PDF document",
+        hint: "export its tables as CSV",
+    },
+];
+
+/// The format a file that starts with `sample` is, when it is one of [`SIGNATURES`].
+fn binary_format(sample: &[u8]) -> Option<&'static Signature> {
+    let signature = SIGNATURES.iter().find(|s| sample.starts_with(s.magic))?;
+    let not_text = sample.contains(&0)
+        // An error with no length is a character cut at the sample's end, not a bad byte.
+        || std::str::from_utf8(sample).is_err_and(|e| e.error_len().is_some());
+    (!signature.printable || not_text).then_some(signature)
 }
 
 /// Appends the kept rows' cells to `columns`; a short row's missing cells are nulls.
@@ -349,5 +410,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn workbooks_archives_and_pdfs_are_named_and_a_table_headed_par1_still_reads() {
+        let read = |bytes: &[u8]| {
+            read_csv_from_reader(bytes, Path::new("t.csv"), "t", &CsvOptions::default())
+        };
+        let refused = |bytes: &[u8]| read(bytes).unwrap_err().to_string();
+        let xlsx = refused(b"PK\x03\x04\x14\x00\x06\x00[Content_Types].xml");
+        assert_eq!(
+            xlsx,
+            "t.csv: the file is a zip archive (an .xlsx or .ods workbook is one), not delimited \
+             text; save the sheet as CSV (\"CSV UTF-8\" in spreadsheet programs)"
+        );
+        let xls = refused(b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1\x00\x00");
+        assert!(xls.contains("Excel 97-2003 workbook (.xls)"), "{xls}");
+        let gzip = refused(b"\x1F\x8B\x08\x00\x00\x00");
+        assert!(
+            gzip.contains("gzip-compressed") && gzip.contains(".csv.gz"),
+            "{gzip}"
+        );
+        let parquet = refused(b"PAR1\x15\x04\x15\x00");
+        assert!(parquet.contains("a parquet file"), "{parquet}");
+        let pdf = refused(b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n");
+        assert!(pdf.contains("a PDF document"), "{pdf}");
+        // Text that starts as a printable signature does is a table.
+        let (table, _) = read(b"PAR1,PAR2\n1,2\n").unwrap();
+        assert_eq!(table.columns[0].header.as_deref(), Some("PAR1"));
+        assert!(read(b"%PDF-version,pages\n1.7,3\n").is_ok());
     }
 }

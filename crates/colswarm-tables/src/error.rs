@@ -141,6 +141,19 @@ pub enum TableError {
         path: PathBuf,
     },
 
+    /// A file read as delimited text starts with another format's signature (a spreadsheet
+    /// workbook, a zip or gzip archive, a parquet file, a PDF), which would otherwise be read
+    /// as one garbled column.
+    #[error("{path}: the file is {format}, not delimited text; {hint}")]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// What the file is, as its signature says (`an Excel workbook (.xlsx) or zip archive`).
+        format: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+
     /// A line is not valid JSON.
     #[error("{path}: line {line}: invalid JSON: {source}")]
     Json {

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use colswarm_tables::{
-    CsvOptions, LabelSet, ReadOptions, SatoCvOptions, SemTabLayout, TableError, TurlTask,
-    load_semtab, load_sotab_split, read_csv, read_sato_cv, read_sotab_cta_gt, read_sotab_table,
-    read_turl_json, read_wikitables_csv,
+    CsvOptions, LabelSet, ReadOptions, ReadTableOptions, SatoCvOptions, SemTabLayout, TableError,
+    TurlTask, load_semtab, load_sotab_split, read_csv, read_sato_cv, read_sotab_cta_gt,
+    read_sotab_table, read_table_file, read_turl_json, read_wikitables_csv,
 };
 
 fn corpus(name: &str) -> PathBuf {
@@ -66,6 +66,14 @@ fn csv_tables() {
         }
     ));
     assert!(matches!(csv("empty.csv"), TableError::EmptyTable { .. }));
+    // A workbook given by name is read as delimited text, the only format its extension
+    // could be: its signature is named, not read as a garbled column.
+    let path = corpus("workbook.xlsx");
+    let error = named(read_table_file(&path, &ReadTableOptions::default()), &path);
+    assert!(
+        matches!(error, TableError::NotText { format, .. } if format.contains(".xlsx")),
+        "{error}"
+    );
     let path = corpus("blank_lines.csv");
     assert!(matches!(
         named(
