@@ -1,5 +1,5 @@
 //! The shipped model (`models/colswarm-small`) as users meet it: the README's table, a header
-//! that spells a label, averaging, probes.
+//! that spells a label, a column without values, averaging, probes.
 
 mod common;
 
@@ -72,6 +72,45 @@ fn the_shipped_model_types_a_header_that_spells_a_gittables_label_as_that_label(
     for (header, label) in &labels {
         assert_eq!(header, label, "{labels:?}");
     }
+}
+
+/// A column with no value is typed by its header alone: where the header names none of the
+/// labels the heads give it, every namespace abstains (`--no-abstain` still guesses).
+#[test]
+fn a_column_without_values_gets_only_labels_its_header_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("cities.csv");
+    std::fs::write(
+        &table,
+        "City,col2,Population,Notes\nBerlin,,3600000,\nParis,,2100000,\nRome,,2800000,\n",
+    )
+    .unwrap();
+    let annotate = |extra: &[&str]| {
+        let mut args = vec!["annotate", "--model", "models/colswarm-small"];
+        args.extend_from_slice(extra);
+        args.push(table.to_str().unwrap());
+        let out = stdout(&colswarm(&args));
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()
+    };
+    let annotation = annotate(&[]);
+    let column = |c: usize| annotation["columns"][c].clone();
+    for types in column(1)["types"].as_array().unwrap() {
+        assert_eq!(types["abstained"], true, "{types}");
+        assert_eq!(types["labels"].as_array().unwrap().len(), 0, "{types}");
+    }
+    let gittables = |column: &serde_json::Value| {
+        column["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["namespace"] == "gittables")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(gittables(&column(3))["labels"][0]["label"], "notes");
+    assert_eq!(gittables(&column(0))["labels"][0]["label"], "city");
+    let guessed = annotate(&["--no-abstain"]);
+    assert_eq!(gittables(&guessed["columns"][1])["abstained"], false);
 }
 
 #[test]

@@ -25,7 +25,8 @@ pub struct TypeAnnotation {
     /// The `k` most probable labels (listed even when the namespace abstains).
     pub top_k: Vec<Scored>,
     /// Whether the namespace abstained: its best label's probability is below the threshold
-    /// the model stores for it ([`crate::Namespace::abstain_below`]), so no label is given.
+    /// the model stores for it ([`crate::Namespace::abstain_below`]), or the column holds no
+    /// value and its header names none of the labels decoded, so no label is given.
     #[serde(default)]
     pub abstained: bool,
 }
@@ -42,8 +43,8 @@ pub struct RelationAnnotation {
     /// The `k` most probable relations (listed even when the namespace abstains).
     pub top_k: Vec<Scored>,
     /// Whether the namespace abstained: its best relation's probability is below the
-    /// threshold the model stores for it ([`crate::Namespace::abstain_below`]), so no relation
-    /// fits.
+    /// threshold the model stores for it ([`crate::Namespace::abstain_below`]), or the column
+    /// holds no value and its header does not name that relation, so no relation fits.
     #[serde(default)]
     pub abstained: bool,
 }

@@ -102,6 +102,15 @@ pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     }
 }
 
+/// Whether `header` names `label`: the two share a word (in its [`word_form`]). A column
+/// with no values is answered only with labels its header names.
+pub fn header_names(header: &str, label: &str) -> bool {
+    let header = word_forms(header);
+    label_words(label)
+        .iter()
+        .any(|word| header.contains(&word_form(word)))
+}
+
 /// The name words of a namespace's labels, split once and indexed by word, so that a column
 /// costs a lookup per header word, not a tokenization or a comparison per label.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -289,5 +298,18 @@ mod tests {
         names.add_prior(&mut logits, "2012", 4.0);
         names.add_prior(&mut logits, "Area", 0.0);
         assert_eq!(logits, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn a_header_names_a_label_when_they_share_a_word_in_any_number() {
+        assert!(header_names(
+            "Countries",
+            "http://dbpedia.org/ontology/country"
+        ));
+        assert!(header_names("Release date", "releaseDate"));
+        assert!(header_names("Notes", "notes"));
+        assert!(!header_names("col2", "type"));
+        assert!(!header_names("", "id"));
+        assert!(!header_names("City", "location.citytown"));
     }
 }

@@ -11,6 +11,7 @@ use crate::annotation::{
 use crate::decode::{Decoder, Place, Target, abstains, decode, hierarchy_probs};
 use crate::encode::{Columns, Example, passes};
 use crate::error::ModelError;
+use crate::label_names::header_names;
 use crate::labels::{Namespace, Task};
 use crate::model::{Model, SpecialistUse};
 use crate::prediction::{Outputs, Wanted};
@@ -109,15 +110,59 @@ fn top_k(namespace: &Namespace, probs: &[f32], k: usize) -> Vec<Scored> {
         .collect()
 }
 
+/// What a column holds for the model to go on.
+#[derive(Clone, Copy, Debug)]
+enum Evidence<'a> {
+    /// At least one value.
+    Values,
+    /// No value, only its header (empty when it has none).
+    HeaderOnly(&'a str),
+}
+
+impl<'a> Evidence<'a> {
+    fn of(table: &'a Table, column: usize) -> Self {
+        let column = &table.columns[column];
+        if column
+            .cells
+            .iter()
+            .any(|cell| !cell.is_null() && !cell.text().trim().is_empty())
+        {
+            Evidence::Values
+        } else {
+            Evidence::HeaderOnly(column.header.as_deref().unwrap_or(""))
+        }
+    }
+
+    /// Whether the answer `labels` may stand: a column with no value has nothing for the
+    /// heads to type but its header, so its answer stands only where the header names one
+    /// of its labels (`Notes` → `notes`; `col2` → nothing, where the heads alone said `type`).
+    fn supports<'l>(self, mut labels: impl Iterator<Item = &'l String>) -> bool {
+        match self {
+            Evidence::Values => true,
+            Evidence::HeaderOnly(header) => labels.any(|label| header_names(header, label)),
+        }
+    }
+}
+
 /// A column's types in namespace `ns` from its probabilities: the decoded labels (none where
-/// the namespace abstains), best first, and the `top_k`.
-fn type_annotation(ns: &Namespace, probs: Vec<f32>, options: &AnnotateOptions) -> TypeAnnotation {
-    let abstained = options.abstain && abstains(ns, &probs);
-    let predicted = if abstained {
+/// the namespace abstains, or where the column has no value and its header names none of
+/// them), best first, and the `top_k`.
+fn type_annotation(
+    ns: &Namespace,
+    probs: Vec<f32>,
+    evidence: Evidence,
+    options: &AnnotateOptions,
+) -> TypeAnnotation {
+    let mut abstained = options.abstain && abstains(ns, &probs);
+    let mut predicted = if abstained {
         Vec::new()
     } else {
         decode(ns, &probs)
     };
+    if options.abstain && !evidence.supports(predicted.iter().map(|&j| &ns.labels[j])) {
+        abstained = true;
+        predicted.clear();
+    }
     let probs = hierarchy_probs(ns, probs);
     let mut labels: Vec<Scored> = predicted
         .into_iter()
@@ -152,6 +197,7 @@ impl Outputs {
                 let logits = &self.cta[self.row_start[b] + c];
                 let type_logits = logits.as_slice();
                 let header = table.columns[c].header.as_deref();
+                let evidence = Evidence::of(table, c);
                 let types = cta
                     .iter()
                     .map(|(_, decoder)| {
@@ -167,7 +213,7 @@ impl Outputs {
                             }),
                         };
                         let probs = decoder.probs(logits, target);
-                        type_annotation(decoder.namespace(), probs, options)
+                        type_annotation(decoder.namespace(), probs, evidence, options)
                     })
                     .collect();
                 let relations = self.cpa[b]
@@ -188,13 +234,15 @@ impl Outputs {
                                 }),
                             };
                             let probs = decoder.probs(logits, target);
-                            let abstained = options.abstain && abstains(ns, &probs);
+                            let best = top_k(ns, &probs, 1).into_iter().next();
+                            // An empty object column relates by its header alone, as its types.
+                            let abstained = options.abstain
+                                && (abstains(ns, &probs)
+                                    || !evidence.supports(best.iter().map(|b| &b.label)));
                             RelationAnnotation {
                                 namespace: ns.name.clone(),
                                 subject_column: subject,
-                                relation: (!abstained)
-                                    .then(|| top_k(ns, &probs, 1).into_iter().next())
-                                    .flatten(),
+                                relation: best.filter(|_| !abstained),
                                 top_k: top_k(ns, &probs, k),
                                 abstained,
                             }
@@ -274,17 +322,85 @@ mod tests {
     #[test]
     fn a_namespace_below_its_threshold_abstains_but_still_lists_its_candidates() {
         let options = AnnotateOptions::default();
-        let unsure = type_annotation(&namespace(Some(0.6)), vec![0.2, 0.5, 0.3], &options);
+        let unsure = type_annotation(
+            &namespace(Some(0.6)),
+            vec![0.2, 0.5, 0.3],
+            Evidence::Values,
+            &options,
+        );
         assert!(unsure.abstained && unsure.labels.is_empty());
         assert_eq!(unsure.top_k.len(), 3);
-        let sure = type_annotation(&namespace(Some(0.4)), vec![0.2, 0.5, 0.3], &options);
+        let sure = type_annotation(
+            &namespace(Some(0.4)),
+            vec![0.2, 0.5, 0.3],
+            Evidence::Values,
+            &options,
+        );
         assert!(!sure.abstained);
         assert_eq!(sure.labels[0].label, "country");
         let told = AnnotateOptions {
             abstain: false,
             ..AnnotateOptions::default()
         };
-        let labelled = type_annotation(&namespace(Some(0.6)), vec![0.2, 0.5, 0.3], &told);
+        let labelled = type_annotation(
+            &namespace(Some(0.6)),
+            vec![0.2, 0.5, 0.3],
+            Evidence::Values,
+            &told,
+        );
         assert!(!labelled.abstained && labelled.labels[0].label == "country");
+    }
+
+    #[test]
+    fn a_column_without_values_is_answered_only_with_labels_its_header_names() {
+        let options = AnnotateOptions::default();
+        let probs = || vec![0.1, 0.8, 0.1];
+        let named = type_annotation(
+            &namespace(None),
+            probs(),
+            Evidence::HeaderOnly("Countries"),
+            &options,
+        );
+        assert!(!named.abstained && named.labels[0].label == "country");
+        for header in ["col2", ""] {
+            let unnamed = type_annotation(
+                &namespace(None),
+                probs(),
+                Evidence::HeaderOnly(header),
+                &options,
+            );
+            assert!(unnamed.abstained && unnamed.labels.is_empty(), "{header:?}");
+            assert_eq!(
+                unnamed.top_k[0].label, "country",
+                "the candidates stay listed"
+            );
+        }
+        let told = AnnotateOptions {
+            abstain: false,
+            ..AnnotateOptions::default()
+        };
+        let guessed = type_annotation(&namespace(None), probs(), Evidence::HeaderOnly(""), &told);
+        assert!(!guessed.abstained && guessed.labels[0].label == "country");
+
+        let mut table = Table::new(
+            "t",
+            vec![
+                colswarm_tables::Column::new(
+                    Some("a".into()),
+                    vec![
+                        colswarm_tables::Cell::null(),
+                        colswarm_tables::Cell::new("  "),
+                    ],
+                ),
+                colswarm_tables::Column::new(
+                    Some("b".into()),
+                    vec![colswarm_tables::Cell::new("x")],
+                ),
+            ],
+        );
+        assert!(matches!(Evidence::of(&table, 0), Evidence::HeaderOnly("a")));
+        assert!(matches!(Evidence::of(&table, 1), Evidence::Values));
+        table.columns[0].header = None;
+        assert!(matches!(Evidence::of(&table, 0), Evidence::HeaderOnly("")));
     }
 }
