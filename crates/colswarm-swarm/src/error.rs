@@ -16,6 +16,15 @@ pub enum SwarmError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A directory given as a model directory holds no manifest.
+    #[error(
+        "{path}: not a model directory: it holds no swarm.json (a model directory is what \
+         `colswarm train` writes)"
+    )]
+    NotModelDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The manifest is not valid JSON of the expected shape.
     #[error("{path}: invalid manifest: {reason}")]
     Manifest {

@@ -542,6 +542,11 @@ fn read_manifest(path: &Path) -> Result<(PathBuf, SwarmManifest), SwarmError> {
     } else {
         path.to_path_buf()
     };
+    if path.is_dir() && !manifest_path.exists() {
+        return Err(SwarmError::NotModelDirectory {
+            path: path.to_path_buf(),
+        });
+    }
     let bytes = std::fs::read(&manifest_path).map_err(|source| SwarmError::Io {
         path: manifest_path.clone(),
         source,

@@ -72,6 +72,25 @@ fn manifests() {
         "primary_larger_than_file.json",
     );
     assert!(reason(&error).contains("primary"), "{error}");
+    // A directory without a manifest is named as not a model directory.
+    let empty = tempfile::tempdir().unwrap();
+    let error = Swarm::load(empty.path(), &Device::flex())
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(&empty.path().display().to_string()),
+        "{error}"
+    );
+    assert!(
+        matches!(&error, SwarmError::NotModelDirectory { path } if path == empty.path()),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("not a model directory"),
+        "{error}"
+    );
 }
 
 #[test]
