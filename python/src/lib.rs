@@ -13,7 +13,7 @@ use colswarm_eval::{
     DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables_encoded,
 };
 use colswarm_model::{
-    Annotator, DeviceChoice, DeviceError, ModelError, ReadReport, ReadTableOptions, SpecialistUse,
+    Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
     SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with, read_table_with_report,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
@@ -265,12 +265,9 @@ impl PyAnnotator {
                     Input::Path(path) => {
                         let (table, report) = read_table_with_report(&path, &options)?;
                         // Sampling is what `sample_rows` asks for, not a repair.
-                        let report = ReadReport {
-                            sampled_out_rows: 0,
-                            ..report
-                        };
-                        if !report.is_clean() {
-                            repairs.push(format!("{}: {report}", path.display()));
+                        let repaired = report.repairs();
+                        if !repaired.is_clean() {
+                            repairs.push(format!("{}: {repaired}", path.display()));
                         }
                         table
                     }

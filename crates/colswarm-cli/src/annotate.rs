@@ -184,10 +184,7 @@ impl Reading {
     /// Says on stderr what reading `path` repaired; sampling, which every long file gets, is
     /// only counted for [`Reading::finish`].
     fn note(&mut self, path: &Path, report: ReadReport) {
-        let repairs = ReadReport {
-            sampled_out_rows: 0,
-            ..report
-        };
+        let repairs = report.repairs();
         if !repairs.is_clean() {
             eprintln!("{}: {repairs}", path.display());
             self.repaired_files += 1;
@@ -216,10 +213,7 @@ impl Reading {
     fn summary(&self, total: usize) -> Option<String> {
         let mut parts = Vec::new();
         if self.repaired_files > 0 {
-            let repairs = ReadReport {
-                sampled_out_rows: 0,
-                ..self.changes
-            };
+            let repairs = self.changes.repairs();
             parts.push(format!(
                 "{} of {total} table files repaired in reading (each is named above): {repairs}",
                 self.repaired_files

@@ -86,6 +86,15 @@ impl ReadReport {
     pub fn is_clean(&self) -> bool {
         *self == ReadReport::default()
     }
+
+    /// The repairs alone: what reading changed in the cells and rows it kept (everything but
+    /// the rows a sample left out, which every long table has).
+    pub fn repairs(&self) -> ReadReport {
+        ReadReport {
+            sampled_out_rows: 0,
+            ..*self
+        }
+    }
 }
 
 /// The non-zero counts in words, comma-separated (`2 invalid UTF-8 bytes replaced with U+FFFD,
@@ -141,6 +150,13 @@ mod tests {
         assert_eq!(report.replaced_bytes, 3);
         assert_eq!(report.windows_1252_cells, 5);
         assert!(!report.is_clean());
+        let repairs = report.repairs();
+        assert_eq!((repairs.sampled_out_rows, repairs.replaced_bytes), (0, 3));
+        let sampled_only = ReadReport {
+            sampled_out_rows: 9,
+            ..ReadReport::default()
+        };
+        assert!(sampled_only.repairs().is_clean());
         assert!(ReadOptions::lossy().lossy);
     }
 
