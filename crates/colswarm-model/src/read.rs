@@ -11,8 +11,11 @@ use colswarm_tables::{
 
 use crate::error::ModelError;
 
-/// Extensions of the table files a directory is searched for.
+/// Extensions of the table files a directory is searched for (compared in lower case).
 pub const TABLE_EXTENSIONS: [&str; 6] = ["csv", "tsv", "json", "gz", "parquet", "txt"];
+
+/// Spreadsheet workbooks: not read, but named when a directory holds nothing else.
+const WORKBOOK_EXTENSIONS: [&str; 5] = ["xlsx", "xlsm", "xls", "ods", "numbers"];
 
 /// Reads one table file with the default [`ReadTableOptions`]: GitTables parquet (`.parquet`,
 /// with the `parquet` feature), SOTAB JSON (`.json`, `.json.gz`), else delimited text, gzipped
@@ -79,20 +82,28 @@ pub fn read_table_from_with_report(
 /// [`TABLE_EXTENSIONS`] extension, sorted; `-` (stdin) is kept as it is.
 pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
     let mut files = Vec::new();
+    // Spreadsheet workbooks the directories hold, to name if nothing else is found.
+    let mut workbooks = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             files.push(input.clone());
         } else if input.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+            let mut found: Vec<PathBuf> = Vec::new();
+            for path in std::fs::read_dir(input)
                 .map_err(|e| ModelError::io(input, e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.is_file()
-                        && p.extension().is_some_and(|e| {
-                            TABLE_EXTENSIONS.contains(&e.to_string_lossy().as_ref())
-                        })
-                })
-                .collect();
+                .filter(|p| p.is_file())
+            {
+                let extension = path
+                    .extension()
+                    .map(|e| e.to_string_lossy().to_lowercase())
+                    .unwrap_or_default();
+                if TABLE_EXTENSIONS.contains(&extension.as_str()) {
+                    found.push(path);
+                } else if WORKBOOK_EXTENSIONS.contains(&extension.as_str()) {
+                    workbooks.push(path);
+                }
+            }
             found.sort();
             files.extend(found);
         } else if input.is_file() {
@@ -105,9 +116,19 @@ pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
         }
     }
     if files.is_empty() {
+        let mut reason = "no table file among the inputs".to_string();
+        if let Some(first) = workbooks.iter().min() {
+            reason.push_str(&format!(
+                " ({} spreadsheet workbook{}, such as {}, which colswarm does not read: save each \
+                 sheet as CSV)",
+                workbooks.len(),
+                if workbooks.len() == 1 { "" } else { "s" },
+                first.display()
+            ));
+        }
         return Err(ModelError::Input {
             path: inputs.first().cloned().unwrap_or_default(),
-            reason: "no table file among the inputs".into(),
+            reason,
         });
     }
     Ok(files)
@@ -140,5 +161,18 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = table_files(&[empty.path().to_path_buf()]).unwrap_err();
         assert!(err.to_string().contains("no table file"), "{err}");
+        // A folder of workbooks says what it holds; an upper-case extension is a table.
+        write(empty.path(), "b.xlsx", "");
+        write(empty.path(), "a.ods", "");
+        let err = table_files(&[empty.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 spreadsheet workbooks, such as") && err.contains("a.ods"),
+            "{err}"
+        );
+        write(empty.path(), "C.CSV", "x\n1\n");
+        let files = table_files(&[empty.path().to_path_buf()]).unwrap();
+        assert_eq!(files, [empty.path().join("C.CSV")]);
     }
 }
