@@ -14,7 +14,7 @@ use colswarm_eval::{
 };
 use colswarm_model::{
     Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
-    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with, read_table_with_report,
+    SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with_report,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
 use colswarm_train::{FineTuneConfig, FineTuneReport, TrainError, fine_tune};
@@ -471,9 +471,13 @@ fn read_table(
         sample_rows: sample_rows.max(1),
         encoding: encoding.parse().map_err(|m| value_err(py, m))?,
     };
-    let table = py
-        .detach(|| read_table_with(&path, &options))
+    let (table, report) = py
+        .detach(|| read_table_with_report(&path, &options))
         .map_err(|e| model_err(py, e))?;
+    let repaired = report.repairs();
+    if !repaired.is_clean() {
+        warn_repairs(py, &[format!("{}: {repaired}", path.display())])?;
+    }
     let headers = table
         .context
         .has_header_row

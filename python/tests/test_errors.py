@@ -41,8 +41,9 @@ def test_invalid_utf8_names_file_line_and_column_unless_lossy(tmp_path):
     assert not isinstance(err.value, OSError)
     with pytest.raises(colswarm.ColswarmError, match="latin1.csv"):
         colswarm.Annotator(MODEL).annotate(path)
-    # lossy: U+FFFD instead of the bad byte.
-    frame = colswarm.read_table(path, lossy=True)
+    # lossy: U+FFFD instead of the bad byte, said as a warning.
+    with pytest.warns(UserWarning, match="1 invalid UTF-8 byte replaced with U"):
+        frame = colswarm.read_table(path, lossy=True)
     assert frame.iloc[1, 0] == "K\ufffdln"
     with pytest.warns(UserWarning) as warned:
         annotated = colswarm.Annotator(MODEL, lossy=True).annotate(path)

@@ -186,7 +186,12 @@ impl Reading {
     fn note(&mut self, path: &Path, report: ReadReport) {
         let repairs = report.repairs();
         if !repairs.is_clean() {
-            eprintln!("{}: {repairs}", path.display());
+            let name = if path.as_os_str() == "-" {
+                "stdin".into()
+            } else {
+                path.display().to_string()
+            };
+            eprintln!("{name}: {repairs}");
             self.repaired_files += 1;
         }
         if report.sampled_out_rows > 0 {

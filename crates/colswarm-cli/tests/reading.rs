@@ -155,6 +155,23 @@ fn annotate_names_each_file_it_repaired_and_sums_up_what_reading_changed() {
         ),
         "{error}"
     );
+    // Standard input is named as such.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_colswarm"))
+        .current_dir(common::root())
+        .args(["annotate", "--model", "models/colswarm-small", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"a,b\n1\n2,3\n").unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().next(),
+        Some("stdin: 1 ragged row padded with empty cells")
+    );
     std::fs::remove_file(dir.path().join("b-mixed.csv")).unwrap();
     let out = annotate(&[]);
     assert!(out.status.success());
