@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use colswarm_model::{
     Annotator, Model, ModelDir, Progress, ReadReport, ReadTableOptions, SpecialistUse,
     SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_from_with_report,
-    read_table_with_report, table_files,
+    read_table_with_report, table_files, workbook_note, workbooks_in,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -235,6 +235,15 @@ impl Reading {
     }
 }
 
+/// Says on stderr which spreadsheet workbooks the input directories hold and `table_files`
+/// passed over, so a folder of mixed exports is not half read in silence.
+fn say_workbooks(inputs: &[PathBuf]) {
+    let workbooks = workbooks_in(inputs);
+    if let Some(first) = workbooks.first() {
+        eprintln!("not read: {}", workbook_note(&workbooks, first));
+    }
+}
+
 fn load_annotator(
     dir: &Path,
     top_k: usize,
@@ -260,6 +269,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         .build()
         .with_context(|| format!("loading the model in {}", args.model.display()))?;
     let mut files = table_files(&args.inputs)?;
+    say_workbooks(&args.inputs);
     if let Some(shard) = args.shard {
         files = files[shard.range(files.len())].to_vec();
     }
@@ -305,6 +315,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
 pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
     let annotator = load_annotator(&args.model, 1, args.batch_size, args.device)?;
     let files = table_files(&args.inputs)?;
+    say_workbooks(&args.inputs);
     let mut out = Stdout::lock();
     let mut progress = Progress::on_terminal("embed: tables", files.len());
     let mut done = 0;

@@ -109,6 +109,8 @@ fn annotate_names_each_file_it_repaired_and_sums_up_what_reading_changed() {
         .chain((0..1500).map(|i| format!("{i},{}\n", i * i)))
         .collect();
     write("d-long.csv", long.as_bytes());
+    // A workbook beside them is passed over, and said so.
+    write("e-sheet.xlsx", b"PK\x03\x04");
     let annotate = |extra: &[&str]| {
         let mut args = vec!["annotate", "--model", "models/colswarm-small"];
         args.extend_from_slice(extra);
@@ -125,6 +127,11 @@ fn annotate_names_each_file_it_repaired_and_sums_up_what_reading_changed() {
     assert_eq!(
         lines,
         [
+            format!(
+                "not read: 1 spreadsheet workbook, such as {}, which colswarm does not read: save \
+                 each sheet as CSV",
+                file("e-sheet.xlsx")
+            ),
             format!("{}: 1 cell read as Windows-1252", file("b-mixed.csv")),
             format!(
                 "{}: 1 ragged row padded with empty cells",
@@ -139,8 +146,9 @@ fn annotate_names_each_file_it_repaired_and_sums_up_what_reading_changed() {
     );
 
     // Lossy mode names the bytes it replaced; a clean file says nothing.
-    std::fs::remove_file(dir.path().join("c-ragged.csv")).unwrap();
-    std::fs::remove_file(dir.path().join("d-long.csv")).unwrap();
+    for name in ["c-ragged.csv", "d-long.csv", "e-sheet.xlsx"] {
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
     let out = annotate(&["--lossy"]);
     let error = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{error}");

@@ -82,30 +82,11 @@ pub fn read_table_from_with_report(
 /// [`TABLE_EXTENSIONS`] extension, sorted; `-` (stdin) is kept as it is.
 pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
     let mut files = Vec::new();
-    // Spreadsheet workbooks the directories hold, to name if nothing else is found.
-    let mut workbooks = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             files.push(input.clone());
         } else if input.is_dir() {
-            let mut found: Vec<PathBuf> = Vec::new();
-            for path in std::fs::read_dir(input)
-                .map_err(|e| ModelError::io(input, e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file())
-            {
-                let extension = path
-                    .extension()
-                    .map(|e| e.to_string_lossy().to_lowercase())
-                    .unwrap_or_default();
-                if TABLE_EXTENSIONS.contains(&extension.as_str()) {
-                    found.push(path);
-                } else if WORKBOOK_EXTENSIONS.contains(&extension.as_str()) {
-                    workbooks.push(path);
-                }
-            }
-            found.sort();
-            files.extend(found);
+            files.extend(files_in(input, &TABLE_EXTENSIONS)?);
         } else if input.is_file() {
             files.push(input.clone());
         } else {
@@ -117,14 +98,9 @@ pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
     }
     if files.is_empty() {
         let mut reason = "no table file among the inputs".to_string();
-        if let Some(first) = workbooks.iter().min() {
-            reason.push_str(&format!(
-                " ({} spreadsheet workbook{}, such as {}, which colswarm does not read: save each \
-                 sheet as CSV)",
-                workbooks.len(),
-                if workbooks.len() == 1 { "" } else { "s" },
-                first.display()
-            ));
+        let workbooks = workbooks_in(inputs);
+        if let Some(first) = workbooks.first() {
+            reason.push_str(&format!(" ({})", workbook_note(&workbooks, first)));
         }
         return Err(ModelError::Input {
             path: inputs.first().cloned().unwrap_or_default(),
@@ -132,6 +108,45 @@ pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
         });
     }
     Ok(files)
+}
+
+/// The spreadsheet workbooks (`.xlsx`, `.xls`, `.ods`, …) the directories among `inputs` hold,
+/// sorted: [`table_files`] passes them over, and a command can say so.
+pub fn workbooks_in(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for input in inputs.iter().filter(|i| i.is_dir()) {
+        // A directory that cannot be listed is [`table_files`]'s error to give.
+        found.extend(files_in(input, &WORKBOOK_EXTENSIONS).unwrap_or_default());
+    }
+    found.sort();
+    found
+}
+
+/// `workbooks` in words, naming `first`: what `colswarm annotate` says of them.
+pub fn workbook_note(workbooks: &[PathBuf], first: &Path) -> String {
+    format!(
+        "{} spreadsheet workbook{}, such as {}, which colswarm does not read: save each sheet as \
+         CSV",
+        workbooks.len(),
+        if workbooks.len() == 1 { "" } else { "s" },
+        first.display()
+    )
+}
+
+/// The files of `dir` with one of `extensions` (compared in lower case), sorted.
+fn files_in(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, ModelError> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| ModelError::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.is_file()
+                && path.extension().is_some_and(|e| {
+                    extensions.contains(&e.to_string_lossy().to_lowercase().as_str())
+                })
+        })
+        .collect();
+    found.sort();
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -174,5 +189,9 @@ mod tests {
         write(empty.path(), "C.CSV", "x\n1\n");
         let files = table_files(&[empty.path().to_path_buf()]).unwrap();
         assert_eq!(files, [empty.path().join("C.CSV")]);
+        assert_eq!(
+            workbooks_in(&[empty.path().to_path_buf(), PathBuf::from("-")]),
+            [empty.path().join("a.ods"), empty.path().join("b.xlsx")]
+        );
     }
 }
