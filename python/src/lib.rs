@@ -13,7 +13,7 @@ use colswarm_eval::{
     DatasetFormat, EvalError, EvalOptions, Split, default_task, evaluate, load_tables_encoded,
 };
 use colswarm_model::{
-    Annotator, DeviceChoice, DeviceError, ModelError, ReadTableOptions, SpecialistUse,
+    Annotator, DeviceChoice, DeviceError, ModelError, ReadReport, ReadTableOptions, SpecialistUse,
     SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_with_report,
 };
 use colswarm_tables::{Cell, Column, Table, TableError, read_labelled_tables};
@@ -243,13 +243,13 @@ struct PyAnnotator {
 
 impl PyAnnotator {
     /// Reads `inputs` (files read here, tables as given) `batch_size × threads` at a time and
-    /// hands each round's tables to `each`, in order. Returns what reading repaired, one line
-    /// per file (`path: 2 cells read as Windows-1252`), for [`warn_repairs`].
+    /// hands each round's tables to `each`, in order. Returns each file's read report, for
+    /// [`warn_repairs`].
     fn in_rounds(
         &self,
         inputs: Vec<Input>,
         mut each: impl FnMut(&[Table]) -> Result<(), ModelError>,
-    ) -> Result<Vec<String>, ModelError> {
+    ) -> Result<Vec<(PathBuf, ReadReport)>, ModelError> {
         let options = ReadTableOptions {
             lossy: self.lossy,
             sample_rows: self.sample_rows,
@@ -264,11 +264,7 @@ impl PyAnnotator {
                 let mut table = match input {
                     Input::Path(path) => {
                         let (table, report) = read_table_with_report(&path, &options)?;
-                        // Sampling is what `sample_rows` asks for, not a repair.
-                        let repaired = report.repairs();
-                        if !repaired.is_clean() {
-                            repairs.push(format!("{}: {repaired}", path.display()));
-                        }
+                        repairs.push((path, report));
                         table
                     }
                     Input::Table(table) => table,
@@ -285,13 +281,19 @@ impl PyAnnotator {
     }
 }
 
-/// One Python `UserWarning` per file reading repaired, as `colswarm annotate` says them on
-/// stderr.
-fn warn_repairs(py: Python<'_>, repairs: &[String]) -> PyResult<()> {
+/// One Python `UserWarning` per file whose reading repaired something (`path: 2 cells read as
+/// Windows-1252`), as `colswarm annotate` says them on stderr; sampling, which `sample_rows`
+/// asks for, is not a repair.
+fn warn_repairs(py: Python<'_>, reports: &[(PathBuf, ReadReport)]) -> PyResult<()> {
     let category = py.get_type::<PyUserWarning>();
-    for repair in repairs {
-        let message = std::ffi::CString::new(repair.replace('\0', " "))
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    for (path, report) in reports {
+        let repairs = report.repairs();
+        if repairs.is_clean() {
+            continue;
+        }
+        let text = format!("{}: {repairs}", path.display()).replace('\0', " ");
+        let message =
+            std::ffi::CString::new(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
         PyErr::warn(py, &category, &message, 1)?;
     }
     Ok(())
@@ -474,10 +476,7 @@ fn read_table(
     let (table, report) = py
         .detach(|| read_table_with_report(&path, &options))
         .map_err(|e| model_err(py, e))?;
-    let repaired = report.repairs();
-    if !repaired.is_clean() {
-        warn_repairs(py, &[format!("{}: {repaired}", path.display())])?;
-    }
+    warn_repairs(py, &[(path, report)])?;
     let headers = table
         .context
         .has_header_row

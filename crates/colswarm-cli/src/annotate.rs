@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use colswarm_model::{
     Annotator, Model, ModelDir, Progress, ReadReport, ReadTableOptions, SpecialistUse,
     SubjectColumn, TableAnnotation, Task, TextEncoding, read_table_from_with_report,
-    read_table_with_report, table_files, workbook_note, workbooks_in,
+    read_table_with_report, table_files, table_files_and_workbooks, workbook_note,
 };
 use colswarm_swarm::ColumnNgramsConfig;
 use colswarm_swarm::manifest::{MANIFEST_FILE, SwarmManifest, sha256_file};
@@ -128,8 +128,8 @@ pub(crate) struct ReadingArgs {
 /// the files `--keep-going` skipped and saying on stderr what reading changed: each file whose
 /// cells or rows were repaired, then the totals.
 struct Reading {
-    args: ReadingArgs,
     options: ReadTableOptions,
+    keep_going: bool,
     skipped: usize,
     /// Files with a repair (bytes replaced, cells decoded as Windows-1252 or cut, rows padded).
     repaired_files: usize,
@@ -142,7 +142,7 @@ struct Reading {
 impl Reading {
     fn new(args: ReadingArgs) -> Self {
         Reading {
-            args,
+            keep_going: args.keep_going,
             options: ReadTableOptions {
                 lossy: args.lossy,
                 encoding: args.encoding,
@@ -171,7 +171,7 @@ impl Reading {
                     self.note(path, report);
                     tables.push(table);
                 }
-                Err(error) if self.args.keep_going => {
+                Err(error) if self.keep_going => {
                     eprintln!("skipped: {error}");
                     self.skipped += 1;
                 }
@@ -235,13 +235,15 @@ impl Reading {
     }
 }
 
-/// Says on stderr which spreadsheet workbooks the input directories hold and `table_files`
-/// passed over, so a folder of mixed exports is not half read in silence.
-fn say_workbooks(inputs: &[PathBuf]) {
-    let workbooks = workbooks_in(inputs);
-    if let Some(first) = workbooks.first() {
-        eprintln!("not read: {}", workbook_note(&workbooks, first));
+/// The table files of `inputs`, saying on stderr which spreadsheet workbooks the input
+/// directories hold and are not read, so a folder of mixed exports is not half read in
+/// silence.
+fn table_files_said(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let (files, workbooks) = table_files_and_workbooks(inputs)?;
+    if !workbooks.is_empty() {
+        eprintln!("not read: {}", workbook_note(&workbooks));
     }
+    Ok(files)
 }
 
 fn load_annotator(
@@ -268,8 +270,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
         .device(args.device.open()?)
         .build()
         .with_context(|| format!("loading the model in {}", args.model.display()))?;
-    let mut files = table_files(&args.inputs)?;
-    say_workbooks(&args.inputs);
+    let mut files = table_files_said(&args.inputs)?;
     if let Some(shard) = args.shard {
         files = files[shard.range(files.len())].to_vec();
     }
@@ -314,8 +315,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
 
 pub(crate) fn cmd_embed(args: EmbedArgs) -> Result<()> {
     let annotator = load_annotator(&args.model, 1, args.batch_size, args.device)?;
-    let files = table_files(&args.inputs)?;
-    say_workbooks(&args.inputs);
+    let files = table_files_said(&args.inputs)?;
     let mut out = Stdout::lock();
     let mut progress = Progress::on_terminal("embed: tables", files.len());
     let mut done = 0;

@@ -57,9 +57,12 @@ pub(crate) fn cmd_fine_tune(args: FineTuneArgs) -> Result<()> {
     };
     let (tables, read_reports) =
         read_labelled_tables_with_report(&args.labels, &args.tables, &options)?;
-    // As `annotate` says it: nothing reading changed goes unsaid, even with `--quiet`.
+    // As `annotate` says it: every repair, even with `--quiet` (sampling is routine).
     for (file, report) in &read_reports {
-        eprintln!("{}: {report}", file.display());
+        let repairs = report.repairs();
+        if !repairs.is_clean() {
+            eprintln!("{}: {repairs}", file.display());
+        }
     }
     let config = FineTuneConfig {
         seed: args.seed,

@@ -79,7 +79,7 @@ pub use progress::{Progress, format_duration};
 pub use read::{
     ReadReport, ReadTableOptions, TABLE_EXTENSIONS, TextEncoding, read_table, read_table_from,
     read_table_from_with_report, read_table_with, read_table_with_report, table_files,
-    workbook_note, workbooks_in,
+    table_files_and_workbooks, workbook_note,
 };
 pub use reader::{NgramReader, ReaderFeatures, ReaderFile, TableFeatures};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};

@@ -81,12 +81,24 @@ pub fn read_table_from_with_report(
 /// The table files among `inputs`, in the order given: a directory gives its files with a
 /// [`TABLE_EXTENSIONS`] extension, sorted; `-` (stdin) is kept as it is.
 pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
+    Ok(table_files_and_workbooks(inputs)?.0)
+}
+
+/// [`table_files`], and beside them the spreadsheet workbooks (`.xlsx`, `.xls`, `.ods`, …) the
+/// directories among `inputs` hold, which are not read: a command can say so
+/// ([`workbook_note`]). Each directory is listed once.
+pub fn table_files_and_workbooks(
+    inputs: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ModelError> {
     let mut files = Vec::new();
+    let mut workbooks = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             files.push(input.clone());
         } else if input.is_dir() {
-            files.extend(files_in(input, &TABLE_EXTENSIONS)?);
+            let (tables, sheets) = files_in(input)?;
+            files.extend(tables);
+            workbooks.extend(sheets);
         } else if input.is_file() {
             files.push(input.clone());
         } else {
@@ -96,57 +108,55 @@ pub fn table_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ModelError> {
             });
         }
     }
+    workbooks.sort();
     if files.is_empty() {
         let mut reason = "no table file among the inputs".to_string();
-        let workbooks = workbooks_in(inputs);
-        if let Some(first) = workbooks.first() {
-            reason.push_str(&format!(" ({})", workbook_note(&workbooks, first)));
+        if !workbooks.is_empty() {
+            reason.push_str(&format!(" ({})", workbook_note(&workbooks)));
         }
         return Err(ModelError::Input {
             path: inputs.first().cloned().unwrap_or_default(),
             reason,
         });
     }
-    Ok(files)
+    Ok((files, workbooks))
 }
 
-/// The spreadsheet workbooks (`.xlsx`, `.xls`, `.ods`, …) the directories among `inputs` hold,
-/// sorted: [`table_files`] passes them over, and a command can say so.
-pub fn workbooks_in(inputs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for input in inputs.iter().filter(|i| i.is_dir()) {
-        // A directory that cannot be listed is [`table_files`]'s error to give.
-        found.extend(files_in(input, &WORKBOOK_EXTENSIONS).unwrap_or_default());
-    }
-    found.sort();
-    found
-}
-
-/// `workbooks` in words, naming `first`: what `colswarm annotate` says of them.
-pub fn workbook_note(workbooks: &[PathBuf], first: &Path) -> String {
+/// Workbooks that were not read, in words, naming the first: what `colswarm annotate` says of
+/// them.
+pub fn workbook_note(workbooks: &[PathBuf]) -> String {
+    let first = workbooks
+        .first()
+        .map_or_else(String::new, |w| format!(", such as {}", w.display()));
     format!(
-        "{} spreadsheet workbook{}, such as {}, which colswarm does not read: save each sheet as \
-         CSV",
+        "{} spreadsheet workbook{}{first}, which colswarm does not read: save each sheet as CSV",
         workbooks.len(),
         if workbooks.len() == 1 { "" } else { "s" },
-        first.display()
     )
 }
 
-/// The files of `dir` with one of `extensions` (compared in lower case), sorted.
-fn files_in(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, ModelError> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| ModelError::io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|path| {
-            path.is_file()
-                && path.extension().is_some_and(|e| {
-                    extensions.contains(&e.to_string_lossy().to_lowercase().as_str())
-                })
-        })
-        .collect();
-    found.sort();
-    Ok(found)
+/// The files of `dir` with a [`TABLE_EXTENSIONS`] extension and those with a
+/// [`WORKBOOK_EXTENSIONS`] one (both compared in lower case), each sorted.
+fn files_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ModelError> {
+    let mut tables = Vec::new();
+    let mut workbooks = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| ModelError::io(dir, e))?;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let extension = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        if !path.is_file() {
+            continue;
+        } else if TABLE_EXTENSIONS.contains(&extension.as_str()) {
+            tables.push(path);
+        } else if WORKBOOK_EXTENSIONS.contains(&extension.as_str()) {
+            workbooks.push(path);
+        }
+    }
+    tables.sort();
+    workbooks.sort();
+    Ok((tables, workbooks))
 }
 
 #[cfg(test)]
@@ -189,8 +199,10 @@ mod tests {
         write(empty.path(), "C.CSV", "x\n1\n");
         let files = table_files(&[empty.path().to_path_buf()]).unwrap();
         assert_eq!(files, [empty.path().join("C.CSV")]);
+        let (_, workbooks) =
+            table_files_and_workbooks(&[empty.path().to_path_buf(), PathBuf::from("-")]).unwrap();
         assert_eq!(
-            workbooks_in(&[empty.path().to_path_buf(), PathBuf::from("-")]),
+            workbooks,
             [empty.path().join("a.ods"), empty.path().join("b.xlsx")]
         );
     }
