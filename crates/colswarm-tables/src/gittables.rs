@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::cell::Cell;
 use crate::error::{Result, TableError};
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadReport};
 use crate::records::trim_partial_char;
 use crate::row_sample::RowSample;
 use crate::table::{Column, Table};
@@ -105,7 +105,19 @@ pub fn read_gittables_parquet_sampled(
     options: &ReadOptions,
     sample_rows: Option<usize>,
 ) -> Result<(Table, GitTablesMetadata)> {
-    let path = path.as_ref();
+    let (table, metadata, _) =
+        read_gittables_parquet_with_report(path.as_ref(), annotation, options, sample_rows)?;
+    Ok((table, metadata))
+}
+
+/// [`read_gittables_parquet_sampled`], with what reading changed: cells cut (lossy) and rows
+/// left out of the sample.
+pub(crate) fn read_gittables_parquet_with_report(
+    path: &Path,
+    annotation: Option<GitTablesAnnotation>,
+    options: &ReadOptions,
+    sample_rows: Option<usize>,
+) -> Result<(Table, GitTablesMetadata, ReadReport)> {
     let parquet_error = |message: String| TableError::Parquet {
         path: path.into(),
         message,
@@ -148,7 +160,9 @@ pub fn read_gittables_parquet_sampled(
     });
     let reader = guarded(path, || builder.build().map_err(|e| e.to_string()))?;
     let mut rows = RowSample::new(sample_rows, &id);
-    read_rows(reader, &mut rows, columns.len(), path, options)?;
+    let mut report = ReadReport::default();
+    read_rows(reader, &mut rows, columns.len(), path, options, &mut report)?;
+    report.sampled_out_rows += rows.seen() - rows.len();
     for row in rows.into_rows() {
         for (column, cell) in columns.iter_mut().zip(row) {
             column.cells.push(cell);
@@ -159,7 +173,7 @@ pub fn read_gittables_parquet_sampled(
     }
     let mut table = Table::new(id, columns);
     table.context.has_header_row = true;
-    Ok((table, metadata))
+    Ok((table, metadata, report))
 }
 
 /// Offers every row of every record batch to `rows`, each cell formatted as text by Arrow;
@@ -170,6 +184,7 @@ fn read_rows(
     n_columns: usize,
     path: &Path,
     options: &ReadOptions,
+    report: &mut ReadReport,
 ) -> Result<()> {
     let format = FormatOptions::default();
     let mut n_rows = 0usize;
@@ -197,7 +212,9 @@ fn read_rows(
             })?;
             for (offset, (text, row)) in texts.into_iter().zip(&mut batch_rows).enumerate() {
                 row.push(match text {
-                    Some(text) => bounded_cell(text, path, first + offset + 1, index, options)?,
+                    Some(text) => {
+                        bounded_cell(text, (path, first + offset + 1, index), options, report)?
+                    }
                     None => Cell::null(),
                 });
             }
@@ -385,10 +402,9 @@ fn check_column_chunks(
 
 fn bounded_cell(
     text: String,
-    path: &Path,
-    row: usize,
-    column: usize,
+    (path, row, column): (&Path, usize, usize),
     options: &ReadOptions,
+    report: &mut ReadReport,
 ) -> Result<Cell> {
     if text.len() <= options.max_cell_bytes {
         return Ok(Cell::new(text));
@@ -401,6 +417,7 @@ fn bounded_cell(
             limit: options.max_cell_bytes,
         });
     }
+    report.truncated_cells += 1;
     let mut bytes = text.into_bytes();
     bytes.truncate(options.max_cell_bytes);
     trim_partial_char(&mut bytes);
@@ -544,6 +561,22 @@ mod tests {
             "{refused}"
         );
         assert!(read_gittables_parquet_sampled(&path, None, &limited, Some(40)).is_ok());
+        // The report counts the rows the sample left out.
+        let report = |sample| {
+            read_gittables_parquet_with_report(&path, None, &ReadOptions::default(), sample)
+                .unwrap()
+                .2
+        };
+        assert_eq!(report(Some(40)).sampled_out_rows, 2_960);
+        assert_eq!(report(None), ReadReport::default());
+        // And the cells a lossy read cut: every name past `row9`.
+        let cut = ReadOptions {
+            max_cell_bytes: 4,
+            lossy: true,
+            ..ReadOptions::default()
+        };
+        let (_, _, report) = read_gittables_parquet_with_report(&path, None, &cut, None).unwrap();
+        assert_eq!(report.truncated_cells, 2_990);
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -7,17 +7,17 @@
 //! There is no header row; none is made up.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use flate2::read::MultiGzDecoder;
 use serde_json::Value;
 
 use crate::cell::{Cell, CellKind};
+use crate::compressed::open_input;
 use crate::error::{Result, TableError};
 use crate::label_set::LabelSet;
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadReport};
 use crate::records::{field, header_positions, open_records, parse_index, trim_partial_char};
 use crate::row_sample::RowSample;
 use crate::table::{Column, CpaTarget, Table};
@@ -35,13 +35,23 @@ pub fn read_sotab_table_sampled(
     options: &ReadOptions,
     sample_rows: Option<usize>,
 ) -> Result<Table> {
-    let path = path.as_ref();
-    let file = File::open(path).map_err(|e| TableError::io(path, e))?;
+    Ok(read_sotab_table_sampled_with_report(path.as_ref(), options, sample_rows)?.0)
+}
+
+/// [`read_sotab_table_sampled`], with what reading changed: cells cut (lossy) and rows left
+/// out of the sample.
+pub(crate) fn read_sotab_table_sampled_with_report(
+    path: &Path,
+    options: &ReadOptions,
+    sample_rows: Option<usize>,
+) -> Result<(Table, ReadReport)> {
+    // Gzipped when the name ends in `.gz`, as SOTAB ships them; a plain `.json` reads as it is.
+    let input = open_input(path)?;
     let id = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    read_rows(MultiGzDecoder::new(file), path, &id, options, sample_rows)
+    read_rows(input, path, &id, options, sample_rows)
 }
 
 /// Reads a SOTAB table from a decompressed-on-the-fly reader (`input` is the gzip stream);
@@ -52,23 +62,24 @@ pub fn read_sotab_table_from_reader(
     id: &str,
     options: &ReadOptions,
 ) -> Result<Table> {
-    read_rows(input, path, id, options, None)
+    Ok(read_rows(input, path, id, options, None)?.0)
 }
 
-/// The rows of a SOTAB table, all or a sample of `sample_rows`, as columns.
+/// The rows of a SOTAB table, all or a sample of `sample_rows`, as columns, with what reading
+/// changed.
 fn read_rows(
     input: impl Read,
     path: &Path,
     id: &str,
     options: &ReadOptions,
     sample_rows: Option<usize>,
-) -> Result<Table> {
+) -> Result<(Table, ReadReport)> {
     let mut input = BufReader::new(input);
     let mut line_bytes = Vec::new();
     let mut rows: RowSample<BTreeMap<usize, Cell>> = RowSample::new(sample_rows, id);
     let mut width = 0usize;
     let mut line = 0u64;
-    let mut report = crate::options::ReadReport::default();
+    let mut report = ReadReport::default();
     loop {
         line += 1;
         if !read_bounded_line(
@@ -99,6 +110,7 @@ fn read_rows(
     if rows.is_empty() || width == 0 {
         return Err(TableError::EmptyTable { path: path.into() });
     }
+    report.sampled_out_rows += rows.seen() - rows.len();
     let mut columns: Vec<Column> = (0..width)
         .map(|_| Column::new(None, Vec::with_capacity(rows.len())))
         .collect();
@@ -109,7 +121,7 @@ fn read_rows(
                 .push(row.remove(&index).unwrap_or_else(Cell::null));
         }
     }
-    Ok(Table::new(id, columns))
+    Ok((Table::new(id, columns), report))
 }
 
 /// One JSON line of a SOTAB table: its cells by column index.
@@ -117,7 +129,7 @@ fn json_row(
     text: &[u8],
     (path, line): (&Path, u64),
     options: &ReadOptions,
-    report: &mut crate::options::ReadReport,
+    report: &mut ReadReport,
 ) -> Result<BTreeMap<usize, Cell>> {
     let value: Value = serde_json::from_slice(text).map_err(|source| TableError::Json {
         path: path.into(),
@@ -155,7 +167,7 @@ fn json_row(
 }
 
 /// Reads one line into `buffer` (without the newline), failing once it passes `limit`.
-/// Returns false at the end of the input. Gzip errors surface here.
+/// Returns false at the end of the input. Gzip errors surface here ([`TableError::read`]).
 fn read_bounded_line(
     input: &mut impl BufRead,
     buffer: &mut Vec<u8>,
@@ -165,10 +177,9 @@ fn read_bounded_line(
 ) -> Result<bool> {
     buffer.clear();
     loop {
-        let available = input.fill_buf().map_err(|source| TableError::Gzip {
-            path: path.into(),
-            source,
-        })?;
+        let available = input
+            .fill_buf()
+            .map_err(|source| TableError::read(path, source))?;
         if available.is_empty() {
             return Ok(!buffer.is_empty());
         }
@@ -215,7 +226,7 @@ fn json_cell(
     line: u64,
     column: usize,
     options: &ReadOptions,
-    report: &mut crate::options::ReadReport,
+    report: &mut ReadReport,
 ) -> Result<Cell> {
     let (text, kind) = match value {
         Value::Null => return Ok(Cell::null()),

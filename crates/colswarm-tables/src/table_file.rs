@@ -13,7 +13,7 @@ use crate::delimited::{
 use crate::encoding::TextEncoding;
 use crate::error::Result;
 use crate::options::{ReadOptions, ReadReport};
-use crate::sotab::read_sotab_table_sampled;
+use crate::sotab::read_sotab_table_sampled_with_report;
 use crate::table::Table;
 
 /// How [`read_table_file`] reads a file.
@@ -72,8 +72,9 @@ pub fn read_table_file(path: &Path, options: &ReadTableOptions) -> Result<Table>
 }
 
 /// [`read_table_file`], with what the reader changed or tolerated on the way (bytes replaced,
-/// cells decoded as Windows-1252 or cut, ragged rows padded, rows left out of the sample). The
-/// counts come from the delimited reader; SOTAB JSON and parquet files report none.
+/// cells decoded as Windows-1252 or cut, ragged rows padded, rows left out of the sample).
+/// SOTAB JSON and parquet files, UTF-8 by definition and never ragged, report cells cut and
+/// rows left out.
 pub fn read_table_file_with_report(
     path: &Path,
     options: &ReadTableOptions,
@@ -89,32 +90,36 @@ pub fn read_table_file_with_report(
             max_rows: usize::MAX,
             ..read
         };
-        Ok((
-            read_parquet(path, &read, options.sample_rows)?,
-            ReadReport::default(),
-        ))
+        read_parquet(path, &read, options.sample_rows)
     } else if name.ends_with(".json.gz") || name.ends_with(".json") {
         // Sampled like a delimited file, so no row limit is needed.
         let read = ReadOptions {
             max_rows: usize::MAX,
             ..read
         };
-        Ok((
-            read_sotab_table_sampled(path, &read, Some(options.sample_rows))?,
-            ReadReport::default(),
-        ))
+        read_sotab_table_sampled_with_report(path, &read, Some(options.sample_rows))
     } else {
         read_csv_with_report(path, &csv_options(path, options))
     }
 }
 
 #[cfg(feature = "parquet")]
-fn read_parquet(path: &Path, read: &ReadOptions, sample_rows: usize) -> Result<Table> {
-    Ok(crate::gittables::read_gittables_parquet_sampled(path, None, read, Some(sample_rows))?.0)
+fn read_parquet(
+    path: &Path,
+    read: &ReadOptions,
+    sample_rows: usize,
+) -> Result<(Table, ReadReport)> {
+    let (table, _, report) =
+        crate::gittables::read_gittables_parquet_with_report(path, None, read, Some(sample_rows))?;
+    Ok((table, report))
 }
 
 #[cfg(not(feature = "parquet"))]
-fn read_parquet(path: &Path, _read: &ReadOptions, _sample_rows: usize) -> Result<Table> {
+fn read_parquet(
+    path: &Path,
+    _read: &ReadOptions,
+    _sample_rows: usize,
+) -> Result<(Table, ReadReport)> {
     Err(crate::error::TableError::Dataset {
         path: path.to_path_buf(),
         reason: "this build reads no parquet files: enable the `parquet` feature".to_string(),
@@ -246,6 +251,24 @@ mod tests {
         );
         let whole = read_table_file(&path, &ReadTableOptions::default()).unwrap();
         assert_eq!(whole.n_rows(), 500);
+        // The report says what the sample left out, and which cells a lossy read cut.
+        let (_, report) = read_table_file_with_report(&path, &sampled).unwrap();
+        assert_eq!(report.sampled_out_rows, 460);
+        assert_eq!(report.repairs(), ReadReport::default());
+        let cut = dir.join("Long_example.com_September2020_CTA.json");
+        let long_cell = "x".repeat(ReadOptions::default().max_cell_bytes + 5);
+        std::fs::write(
+            &cut,
+            format!("{{\"0\": \"{long_cell}\"}}\n{{\"0\": \"y\"}}\n"),
+        )
+        .unwrap();
+        assert!(read_table_file_with_report(&cut, &ReadTableOptions::default()).is_err());
+        let lossy = ReadTableOptions {
+            lossy: true,
+            ..ReadTableOptions::default()
+        };
+        let (_, report) = read_table_file_with_report(&cut, &lossy).unwrap();
+        assert_eq!((report.truncated_cells, report.sampled_out_rows), (1, 0));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
