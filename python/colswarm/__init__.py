@@ -62,6 +62,8 @@ COLUMNS: Tuple[str, ...] = (
     "subject_column",
     "active_specialists",
     "gates",
+    "abstained",
+    "relation_abstained",
 )
 
 #: ``DataFrame.attrs`` key holding a table's id (set by :func:`read_table`, read by
@@ -173,6 +175,11 @@ def annotation_rows(annotation: Dict[str, Any]) -> List[Dict[str, Any]]:
                     "subject_column": annotation["subject_column"],
                     "active_specialists": list(active),
                     "gates": dict(gates),
+                    "abstained": bool(types.get("abstained", False)),
+                    # False where no relation was asked (the subject column itself).
+                    "relation_abstained": bool(relation.get("abstained", False))
+                    if relation
+                    else False,
                 }
             )
     return rows
@@ -183,7 +190,9 @@ def _frame(annotations: Iterable[Dict[str, Any]]) -> _pd.DataFrame:
     for annotation in annotations:
         rows.extend(annotation_rows(annotation))
     frame = _pd.DataFrame(rows, columns=list(COLUMNS))
-    return frame.astype({"column": "int64", "subject_column": "int64"})
+    return frame.astype(
+        {"column": "int64", "subject_column": "int64", "abstained": bool, "relation_abstained": bool}
+    )
 
 
 class Annotator:

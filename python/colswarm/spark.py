@@ -36,7 +36,7 @@ ROWS_SCHEMA = (
     "relation string, relation_confidence double, "
     "relation_top_k array<struct<label: string, confidence: double>>, "
     "subject_column int, active_specialists array<string>, gates map<string, double>, "
-    "path string"
+    "abstained boolean, relation_abstained boolean, path string"
 )
 
 #: Spark schema of ``output="json"``: each path with its annotation as ``colswarm annotate``

@@ -32,6 +32,9 @@ def test_a_dataframe_gets_one_row_per_column_and_namespace(annotator):
     answered = frame[frame["label"].notna()]
     assert answered["confidence"].between(0, 1).all()
     assert frame[frame["label"].isna()]["confidence"].isna().all()
+    # `abstained` says which empty labels are abstentions: here, every one.
+    assert (frame["abstained"] == frame["label"].isna()).all()
+    assert frame["abstained"].dtype == bool and frame["relation_abstained"].dtype == bool
     for top in frame["top_k"]:
         assert len(top) == 3
         assert all(0 <= c <= 1 for _, c in top)
@@ -46,7 +49,10 @@ def test_a_dataframe_gets_one_row_per_column_and_namespace(annotator):
     named = related[related["relation"].notna()]
     assert named["relation_confidence"].between(0, 1).all()
     assert related[related["relation"].isna()]["relation_confidence"].isna().all()
+    assert (related["relation_abstained"] == related["relation"].isna()).all()
+    # The subject column is asked for no relation: empty, and not an abstention.
     assert frame[frame["column"] == subject]["relation"].isna().all()
+    assert not frame[frame["column"] == subject]["relation_abstained"].any()
     gates = frame["gates"].iloc[0]
     routed = annotator.info["specialist_names"] + annotator.info["expert_names"]
     assert set(gates) == set(routed)

@@ -278,7 +278,7 @@ pub(crate) fn cmd_annotate(args: AnnotateArgs) -> Result<()> {
     if args.output == Output::Csv {
         writeln!(
             out,
-            "table,column,header,namespace,label,confidence,relation,relation_confidence,active_specialists"
+            "table,column,header,namespace,label,confidence,relation,relation_confidence,active_specialists,abstained,relation_abstained,subject_column"
         )?;
     }
     // Shown on a terminal only: a pipeline's logs stay clean.
@@ -347,8 +347,12 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
         .filter(|g| g.active)
         .map(|g| g.specialist.as_str())
         .collect();
+    // Columns added later go last, so that readers by position keep working.
     for column in &annotation.columns {
-        let best_relation = column.relations.first().and_then(|r| r.relation.as_ref());
+        let relation = column.relations.first();
+        let best_relation = relation.and_then(|r| r.relation.as_ref());
+        // An empty relation is either none asked (the subject column itself) or none that fits.
+        let relation_abstained = relation.is_some_and(|r| r.abstained);
         for types in &column.types {
             let labels: Vec<&str> = types.labels.iter().map(|l| l.label.as_str()).collect();
             // An abstaining namespace gives no label, so no confidence either.
@@ -358,7 +362,7 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
                 .map_or(String::new(), |l| format!("{:.4}", l.confidence));
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{}",
                 csv_field(&annotation.table),
                 column.index,
                 csv_field(column.header.as_deref().unwrap_or("")),
@@ -368,6 +372,9 @@ fn write_csv(out: &mut impl Write, annotation: &TableAnnotation) -> Result<()> {
                 csv_field(best_relation.map_or("", |r| r.label.as_str())),
                 best_relation.map_or(String::new(), |r| format!("{:.4}", r.confidence)),
                 csv_field(&active.join("|")),
+                types.abstained,
+                relation_abstained,
+                annotation.subject_column,
             )?;
         }
     }

@@ -1,5 +1,5 @@
 //! The shipped model (`models/colswarm-small`) as users meet it: the README's table, a header
-//! that spells a label, a column without values, averaging, probes.
+//! that spells a label, a column without values, CSV output, averaging, probes.
 
 mod common;
 
@@ -111,6 +111,84 @@ fn a_column_without_values_gets_only_labels_its_header_names() {
     assert_eq!(gittables(&column(0))["labels"][0]["label"], "city");
     let guessed = annotate(&["--no-abstain"]);
     assert_eq!(gittables(&guessed["columns"][1])["abstained"], false);
+}
+
+/// `--output csv` says what the JSON says, abstentions and the subject column included: an
+/// empty label is an abstention only where `abstained` says so, and an empty relation is either
+/// none that fits (`relation_abstained`) or none asked (the subject column).
+#[test]
+fn csv_rows_carry_the_json_s_abstentions_and_subject_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("cities.csv");
+    std::fs::write(
+        &table,
+        "City,col2,Population,Notes\nBerlin,,3600000,\nParis,,2100000,\nRome,,2800000,\n",
+    )
+    .unwrap();
+    let annotate = |output: &str| {
+        stdout(&colswarm(&[
+            "annotate",
+            "--model",
+            "models/colswarm-small",
+            "--output",
+            output,
+            table.to_str().unwrap(),
+        ]))
+    };
+    let json: serde_json::Value = serde_json::from_str(annotate("json").trim()).unwrap();
+    let csv = annotate("csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let field = |row: &[String], name: &str| {
+        let at = header.iter().position(|h| *h == name).unwrap();
+        row[at].clone()
+    };
+    let rows: Vec<Vec<String>> = lines
+        .map(|line| line.split(',').map(str::to_owned).collect())
+        .collect();
+    let mut expected = Vec::new();
+    for column in json["columns"].as_array().unwrap() {
+        let relation = &column["relations"][0];
+        for types in column["types"].as_array().unwrap() {
+            expected.push((
+                column["index"].to_string(),
+                types["namespace"].as_str().unwrap().to_owned(),
+                types["abstained"].to_string(),
+                (relation["abstained"] == true).to_string(),
+            ));
+        }
+    }
+    let got: Vec<_> = rows
+        .iter()
+        .map(|row| {
+            assert_eq!(
+                field(row, "subject_column"),
+                json["subject_column"].to_string()
+            );
+            (
+                field(row, "column"),
+                field(row, "namespace"),
+                field(row, "abstained"),
+                field(row, "relation_abstained"),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected);
+    // The empty column abstains in every namespace, and so does its relation; the subject
+    // column is asked for none.
+    assert!(
+        got.iter()
+            .any(|r| r.0 == "1" && r.2 == "true" && r.3 == "true"),
+        "{csv}"
+    );
+    assert!(got.iter().any(|r| r.2 == "false"), "{csv}");
+    assert!(
+        rows.iter()
+            .filter(|row| field(row, "column") == json["subject_column"].to_string())
+            .all(|row| field(row, "relation").is_empty()
+                && field(row, "relation_abstained") == "false"),
+        "{csv}"
+    );
 }
 
 #[test]
