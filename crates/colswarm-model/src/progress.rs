@@ -1,9 +1,27 @@
 //! A progress line on stderr for long work: position, rate, ETA.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-/// Prints `label pos/total (pct) rate ETA message` at most every `interval`, and a final line.
+/// How often a progress line is rewritten on a terminal.
+const TERMINAL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a line is added where stderr is a log file or a pipe: often enough to see that a
+/// long run moves, seldom enough that a day's log stays readable.
+const LOG_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Where the lines go, as stderr was when the progress began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Nothing is printed.
+    Off,
+    /// One line, rewritten in place (`\r`, erase to the end).
+    Terminal,
+    /// Plain lines, one per [`LOG_INTERVAL`], and the last.
+    Log,
+}
+
+/// Prints `label pos/total (pct) rate ETA message`: on a terminal one line rewritten at most
+/// every half second, in a log file or pipe a plain line every 30 seconds; and a final line.
 #[derive(Debug)]
 pub struct Progress {
     label: String,
@@ -11,46 +29,86 @@ pub struct Progress {
     position: usize,
     started: Instant,
     last_print: Option<Instant>,
-    interval: Duration,
-    enabled: bool,
+    mode: Mode,
 }
 
 impl Progress {
     /// A progress line over `total` units; `enabled = false` prints nothing (tests, `--quiet`).
+    /// Where stderr is not a terminal (a log file, a pipe, a notebook), the lines are plain
+    /// and sparse instead of rewritten in place.
     pub fn new(label: impl Into<String>, total: usize, enabled: bool) -> Self {
+        let mode = match (enabled, std::io::stderr().is_terminal()) {
+            (false, _) => Mode::Off,
+            (true, true) => Mode::Terminal,
+            (true, false) => Mode::Log,
+        };
+        Progress::with_mode(label, total, mode)
+    }
+
+    /// A progress line that prints only when stderr is a terminal: a person watching sees
+    /// it, a log file or a pipeline does not.
+    pub fn on_terminal(label: impl Into<String>, total: usize) -> Self {
+        let mode = if std::io::stderr().is_terminal() {
+            Mode::Terminal
+        } else {
+            Mode::Off
+        };
+        Progress::with_mode(label, total, mode)
+    }
+
+    fn with_mode(label: impl Into<String>, total: usize, mode: Mode) -> Self {
         Progress {
             label: label.into(),
             total,
             position: 0,
             started: Instant::now(),
             last_print: None,
-            interval: Duration::from_millis(500),
-            enabled,
+            mode,
         }
-    }
-
-    /// A progress line that prints only when stderr is a terminal: a person watching sees
-    /// it, a log file or a pipeline does not.
-    pub fn on_terminal(label: impl Into<String>, total: usize) -> Self {
-        use std::io::IsTerminal;
-        Progress::new(label, total, std::io::stderr().is_terminal())
     }
 
     /// Sets the position (units done) and prints when due.
     pub fn set(&mut self, position: usize, message: &str) {
-        self.position = position.min(self.total);
-        let due = self.last_print.is_none_or(|t| t.elapsed() >= self.interval);
-        if self.enabled && (due || self.position == self.total) {
-            self.last_print = Some(Instant::now());
-            eprint!("\r{}\x1b[K", self.line(message));
+        if let Some(text) = self.update(position, message) {
+            eprint!("{text}");
             let _ = std::io::stderr().flush();
         }
     }
 
     /// Ends the line.
     pub fn finish(&mut self, message: &str) {
-        if self.enabled {
-            eprintln!("\r{}\x1b[K", self.line(message));
+        if let Some(text) = self.last(message) {
+            eprint!("{text}");
+        }
+    }
+
+    /// What [`Progress::set`] writes, if anything is due.
+    fn update(&mut self, position: usize, message: &str) -> Option<String> {
+        self.position = position.min(self.total);
+        let interval = match self.mode {
+            Mode::Off => return None,
+            Mode::Terminal => TERMINAL_INTERVAL,
+            Mode::Log => LOG_INTERVAL,
+        };
+        let due = self.last_print.is_none_or(|t| t.elapsed() >= interval);
+        // A terminal shows the end at once; a log gets it from `finish`, once.
+        let at_end = self.mode == Mode::Terminal && self.position == self.total;
+        if !(due || at_end) {
+            return None;
+        }
+        self.last_print = Some(Instant::now());
+        Some(match self.mode {
+            Mode::Terminal => format!("\r{}\x1b[K", self.line(message)),
+            _ => format!("{}\n", self.line(message)),
+        })
+    }
+
+    /// What [`Progress::finish`] writes.
+    fn last(&self, message: &str) -> Option<String> {
+        match self.mode {
+            Mode::Off => None,
+            Mode::Terminal => Some(format!("\r{}\x1b[K\n", self.line(message))),
+            Mode::Log => Some(format!("{}\n", self.line(message))),
         }
     }
 
@@ -100,6 +158,33 @@ mod tests {
         assert_eq!(format_duration(123.0), "2m03s");
         assert_eq!(format_duration(3723.0), "1h02m03s");
         assert_eq!(format_duration(f64::NAN), "?");
+    }
+
+    #[test]
+    fn a_log_gets_plain_sparse_lines_and_a_terminal_one_line_rewritten() {
+        let mut log = Progress::with_mode("epoch 1", 10, Mode::Log);
+        let first = log.update(1, "").unwrap();
+        assert!(
+            first.starts_with("epoch 1 1/10") && first.ends_with('\n'),
+            "{first:?}"
+        );
+        assert!(!first.contains(['\r', '\x1b']), "{first:?}");
+        // Not again before the interval, not even at the end: `finish` writes that.
+        assert_eq!(log.update(2, ""), None);
+        assert_eq!(log.update(10, ""), None);
+        assert_eq!(log.last("done").unwrap(), log.line("done") + "\n");
+
+        let mut terminal = Progress::with_mode("epoch 1", 10, Mode::Terminal);
+        let first = terminal.update(1, "").unwrap();
+        assert!(
+            first.starts_with('\r') && first.ends_with("\x1b[K"),
+            "{first:?}"
+        );
+        assert_eq!(terminal.update(2, ""), None);
+        assert!(terminal.update(10, "").unwrap().contains("10/10"));
+
+        let mut off = Progress::with_mode("epoch 1", 10, Mode::Off);
+        assert_eq!((off.update(10, ""), off.last("")), (None, None));
     }
 
     #[test]
