@@ -74,10 +74,8 @@ fn the_shipped_model_types_a_header_that_spells_a_gittables_label_as_that_label(
     }
 }
 
-/// A column with no value is typed by its header alone: where the header names none of the
-/// labels the heads give it, every namespace abstains (`--no-abstain` still guesses).
-#[test]
-fn a_column_without_values_gets_only_labels_its_header_names() {
+/// A table of cities whose second column (`col2`) holds no value, in a folder of its own.
+fn cities_with_an_empty_column() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("cities.csv");
     std::fs::write(
@@ -85,6 +83,14 @@ fn a_column_without_values_gets_only_labels_its_header_names() {
         "City,col2,Population,Notes\nBerlin,,3600000,\nParis,,2100000,\nRome,,2800000,\n",
     )
     .unwrap();
+    (dir, table)
+}
+
+/// A column with no value is typed by its header alone: where the header names none of the
+/// labels the heads give it, every namespace abstains (`--no-abstain` still guesses).
+#[test]
+fn a_column_without_values_gets_only_labels_its_header_names() {
+    let (_dir, table) = cities_with_an_empty_column();
     let annotate = |extra: &[&str]| {
         let mut args = vec!["annotate", "--model", "models/colswarm-small"];
         args.extend_from_slice(extra);
@@ -118,13 +124,7 @@ fn a_column_without_values_gets_only_labels_its_header_names() {
 /// none that fits (`relation_abstained`) or none asked (the subject column).
 #[test]
 fn csv_rows_carry_the_json_s_abstentions_and_subject_column() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("cities.csv");
-    std::fs::write(
-        &table,
-        "City,col2,Population,Notes\nBerlin,,3600000,\nParis,,2100000,\nRome,,2800000,\n",
-    )
-    .unwrap();
+    let (_dir, table) = cities_with_an_empty_column();
     let annotate = |output: &str| {
         stdout(&colswarm(&[
             "annotate",
