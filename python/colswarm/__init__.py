@@ -110,7 +110,37 @@ def _column_texts(series: _pd.Series) -> List[str]:
     if kind in "iub" and not series.hasnans:
         # Plain numpy ints and bools: no missing value, str() of each is its CSV text.
         return [str(v) for v in series.tolist()]
+    if kind == "f" and _whole_numbers(series):
+        # A column of integers with a gap is float to pandas (2100000.0); its file held 2100000.
+        return ["" if _math.isnan(v) else str(int(v)) for v in series.tolist()]
     return [_cell_text(v) for v in series.tolist()]
+
+
+def _whole_numbers(series: _pd.Series) -> bool:
+    """Whether a float column's values are all whole numbers that a float holds exactly (and
+    at least one is present)."""
+    values = series.dropna()
+    if values.empty:
+        return False
+    exact = values.abs() <= 2.0**53
+    return bool(exact.all() and (values == values.round()).all())
+
+
+def _header(name: Any) -> Optional[str]:
+    """A column name as a header: a MultiIndex tuple (``pandas.read_html``'s headers of two
+    rows) joins its levels with a space, leaving out the ``Unnamed: …`` fillers pandas makes
+    and a level that repeats the one above it (a cell spanning two header rows)."""
+    if isinstance(name, tuple):
+        parts: List[str] = []
+        for level in name:
+            if _is_missing(level):
+                continue
+            text = str(level).strip()
+            if not text or text.startswith("Unnamed: ") or (parts and parts[-1] == text):
+                continue
+            parts.append(text)
+        return " ".join(parts) if parts else None
+    return None if _is_missing(name) else str(name)
 
 
 def _frame_input(frame: _pd.DataFrame, name: Optional[str], index: int) -> Tuple[Any, ...]:
@@ -120,7 +150,7 @@ def _frame_input(frame: _pd.DataFrame, name: Optional[str], index: int) -> Tuple
         raise ColswarmError(f"{table_id}: empty table (no columns)")
     names = frame.columns
     default = isinstance(names, _pd.RangeIndex) and names.start == 0 and names.step == 1
-    headers = None if default else [None if _is_missing(h) else str(h) for h in names]
+    headers = None if default else [_header(h) for h in names]
     columns = [_column_texts(frame.iloc[:, i]) for i in range(frame.shape[1])]
     return (str(table_id), headers, columns)
 

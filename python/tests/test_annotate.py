@@ -142,6 +142,23 @@ def test_any_dtype_is_accepted():
     assert texts[3] == ["True", "False", "True"]
     assert texts[4] == ["a", "", "c"]
     assert texts[5] == ["1", "", "3"]
+    # Integers with a gap are floats to pandas; their cells are the integers a file held.
+    gappy = pd.Series([2_100_000, None, 516_000], dtype="float64")
+    assert colswarm._column_texts(gappy) == ["2100000", "", "516000"]
+    assert colswarm._column_texts(pd.Series([1.0, 2.5])) == ["1.0", "2.5"]
+    assert colswarm._column_texts(pd.Series([float("nan")] * 2)) == ["", ""]
+
+
+def test_two_header_rows_join_into_one_header(annotator):
+    # What `pandas.read_html` gives a table whose headers span two rows.
+    columns = pd.MultiIndex.from_tuples(
+        [("City", "City"), ("Population", "2020"), ("Unnamed: 2_level_0", "Mayor")]
+    )
+    frame = pd.DataFrame([["Paris", 2_100_000, "Hidalgo"], ["Lyon", 516_000, "Doucet"]],
+                         columns=columns)
+    result = annotator.annotate(frame)
+    headers = list(result["header"].drop_duplicates())
+    assert headers == ["City", "Population 2020", "Mayor"]
 
 
 def test_headerless_frames_and_rows_of_no_cells():
