@@ -158,13 +158,11 @@ fn csv_rows_carry_the_json_s_abstentions_and_subject_column() {
             ));
         }
     }
+    let subject = json["subject_column"].to_string();
     let got: Vec<_> = rows
         .iter()
         .map(|row| {
-            assert_eq!(
-                field(row, "subject_column"),
-                json["subject_column"].to_string()
-            );
+            assert_eq!(field(row, "subject_column"), subject);
             (
                 field(row, "column"),
                 field(row, "namespace"),
@@ -184,7 +182,7 @@ fn csv_rows_carry_the_json_s_abstentions_and_subject_column() {
     assert!(got.iter().any(|r| r.2 == "false"), "{csv}");
     assert!(
         rows.iter()
-            .filter(|row| field(row, "column") == json["subject_column"].to_string())
+            .filter(|row| field(row, "column") == subject)
             .all(|row| field(row, "relation").is_empty()
                 && field(row, "relation_abstained") == "false"),
         "{csv}"
