@@ -172,7 +172,9 @@ mod tests {
         // Not again before the interval, not even at the end: `finish` writes that.
         assert_eq!(log.update(2, ""), None);
         assert_eq!(log.update(10, ""), None);
-        assert_eq!(log.last("done").unwrap(), log.line("done") + "\n");
+        let last = log.last("done").unwrap();
+        assert!(last.starts_with("epoch 1 10/10 (100%)"), "{last:?}");
+        assert!(last.ends_with("done\n") && !last.contains('\r'), "{last:?}");
 
         let mut terminal = Progress::with_mode("epoch 1", 10, Mode::Terminal);
         let first = terminal.update(1, "").unwrap();
