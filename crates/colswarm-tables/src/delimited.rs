@@ -236,7 +236,8 @@ const SIGNATURES: [Signature; 5] = [
         magic: b"\x1F\x8B",
         printable: false,
         format: "gzip-compressed",
-        hint: "name it with a .gz extension (`table.csv.gz`), which is read through gzip",
+        hint: "name the file with a .gz extension (`table.csv.gz`), which is read through \
+               gzip, or decompress it first (`gunzip -c`, for a stream)",
     },
     Signature {
         magic: b"PAR1",
@@ -428,7 +429,9 @@ mod tests {
         assert!(xls.contains("Excel 97-2003 workbook (.xls)"), "{xls}");
         let gzip = refused(b"\x1F\x8B\x08\x00\x00\x00");
         assert!(
-            gzip.contains("gzip-compressed") && gzip.contains(".csv.gz"),
+            gzip.contains("gzip-compressed")
+                && gzip.contains(".csv.gz")
+                && gzip.contains("gunzip -c"),
             "{gzip}"
         );
         let parquet = refused(b"PAR1\x15\x04\x15\x00");
