@@ -92,13 +92,15 @@ pub fn table_files_and_workbooks(
 ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ModelError> {
     let mut files = Vec::new();
     let mut workbooks = Vec::new();
+    let mut others = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             files.push(input.clone());
         } else if input.is_dir() {
-            let (tables, sheets) = files_in(input)?;
-            files.extend(tables);
-            workbooks.extend(sheets);
+            let listed = files_in(input)?;
+            files.extend(listed.tables);
+            workbooks.extend(listed.workbooks);
+            others.extend(listed.others);
         } else if input.is_file() {
             files.push(input.clone());
         } else {
@@ -113,6 +115,16 @@ pub fn table_files_and_workbooks(
         let mut reason = "no table file among the inputs".to_string();
         if !workbooks.is_empty() {
             reason.push_str(&format!(" ({})", workbook_note(&workbooks)));
+        } else if let Some(first) = others.iter().min() {
+            // Said only here, where nothing is read: a folder's README or metadata beside its
+            // tables is no news.
+            reason.push_str(&format!(
+                " ({} other file{}, such as {}; table files end in .{})",
+                others.len(),
+                if others.len() == 1 { "" } else { "s" },
+                first.display(),
+                TABLE_EXTENSIONS.join(", ."),
+            ));
         }
         return Err(ModelError::Input {
             path: inputs.first().cloned().unwrap_or_default(),
@@ -135,28 +147,42 @@ pub fn workbook_note(workbooks: &[PathBuf]) -> String {
     )
 }
 
-/// The files of `dir` with a [`TABLE_EXTENSIONS`] extension and those with a
-/// [`WORKBOOK_EXTENSIONS`] one (both compared in lower case), each sorted.
-fn files_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ModelError> {
-    let mut tables = Vec::new();
-    let mut workbooks = Vec::new();
+/// A directory's files, by what `annotate` does with them.
+#[derive(Default)]
+struct DirectoryFiles {
+    /// With a [`TABLE_EXTENSIONS`] extension, sorted: read.
+    tables: Vec<PathBuf>,
+    /// With a [`WORKBOOK_EXTENSIONS`] one, sorted: named, not read.
+    workbooks: Vec<PathBuf>,
+    /// Any other file but hidden ones (`.DS_Store`): passed over.
+    others: Vec<PathBuf>,
+}
+
+/// The files of `dir`, extensions compared in lower case.
+fn files_in(dir: &Path) -> Result<DirectoryFiles, ModelError> {
+    let mut listed = DirectoryFiles::default();
     let entries = std::fs::read_dir(dir).map_err(|e| ModelError::io(dir, e))?;
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
         let extension = path
             .extension()
             .map(|e| e.to_string_lossy().to_lowercase())
             .unwrap_or_default();
+        let hidden = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         if !path.is_file() {
             continue;
         } else if TABLE_EXTENSIONS.contains(&extension.as_str()) {
-            tables.push(path);
+            listed.tables.push(path);
         } else if WORKBOOK_EXTENSIONS.contains(&extension.as_str()) {
-            workbooks.push(path);
+            listed.workbooks.push(path);
+        } else if !hidden {
+            listed.others.push(path);
         }
     }
-    tables.sort();
-    workbooks.sort();
-    Ok((tables, workbooks))
+    listed.tables.sort();
+    listed.workbooks.sort();
+    Ok(listed)
 }
 
 #[cfg(test)]
@@ -186,6 +212,20 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let err = table_files(&[empty.path().to_path_buf()]).unwrap_err();
         assert!(err.to_string().contains("no table file"), "{err}");
+        // A folder of other files names one and says what a table file is; hidden files are
+        // not counted.
+        let others = tempfile::tempdir().unwrap();
+        write(others.path(), "b.dat", "x|y\n1|2\n");
+        write(others.path(), "a.psv", "x|y\n1|2\n");
+        write(others.path(), ".DS_Store", "");
+        let err = table_files(&[others.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 other files, such as") && err.contains("a.psv"),
+            "{err}"
+        );
+        assert!(err.contains("table files end in .csv, .tsv"), "{err}");
         // A folder of workbooks says what it holds; an upper-case extension is a table.
         write(empty.path(), "b.xlsx", "");
         write(empty.path(), "a.ods", "");
