@@ -61,7 +61,7 @@ pub(crate) struct AnnotateArgs {
     #[arg(long, value_name = "HEADER|INDEX")]
     subject_column: Option<SubjectColumn>,
     /// Tables per forward pass (each thread runs its own passes).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[command(flatten)]
     device: DeviceArg,
@@ -78,7 +78,7 @@ pub(crate) struct EmbedArgs {
     #[command(flatten)]
     reading: ReadingArgs,
     /// Tables per forward pass.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[command(flatten)]
     device: DeviceArg,
@@ -99,9 +99,9 @@ pub(crate) struct BenchArgs {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Passes over the inputs.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = crate::at_least_one)]
     repeat: usize,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[command(flatten)]
     device: DeviceArg,

@@ -58,7 +58,7 @@ pub(crate) struct EvalArgs {
     /// one JSON object per line, for `colswarm compare`.
     #[arg(long)]
     predictions: Option<PathBuf>,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[command(flatten)]
     device: DeviceArg,

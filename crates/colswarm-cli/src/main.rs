@@ -35,7 +35,7 @@ use train::{AverageArgs, TrainArgs, TrainRouterArgs};
 #[command(name = "colswarm", version, about, long_about = None)]
 struct Cli {
     /// Worker threads for tensor kernels (default: all cores).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = at_least_one)]
     threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
@@ -157,6 +157,16 @@ fn closed_pipe(error: &anyhow::Error) -> bool {
                 && e.get_ref().is_some_and(|inner| inner.is::<StdoutError>())
         })
     })
+}
+
+/// Parses a count that must be at least 1 (`--batch-size`, `--threads`, `--repeat`): a 0
+/// would otherwise be quietly read as 1.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(count) => Ok(count),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Sizes rayon's global pool, on which Flex's kernels and the fused WKV kernels run.

@@ -32,7 +32,7 @@ pub(crate) struct PretrainArgs {
     #[arg(long, default_value_t = defaults().steps)]
     steps: usize,
     /// Synthetic tables per step.
-    #[arg(long, default_value_t = defaults().optimizer.batch_size)]
+    #[arg(long, default_value_t = defaults().optimizer.batch_size, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[arg(long, default_value_t = defaults().optimizer.learning_rate)]
     lr: f64,

@@ -69,7 +69,7 @@ pub(crate) struct AddReaderArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::at_least_one)]
     batch_size: usize,
     #[command(flatten)]
     device: DeviceArg,

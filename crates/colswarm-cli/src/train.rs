@@ -98,10 +98,10 @@ pub(crate) struct TrainRouterArgs {
     #[arg(long)]
     steps: Option<usize>,
     /// Rollouts (sampled router masks) per table.
-    #[arg(long, default_value_t = ParlConfig::default().rollouts)]
+    #[arg(long, default_value_t = ParlConfig::default().rollouts, value_parser = crate::at_least_one)]
     rollouts: usize,
     /// Tables per step [default: 4; with --experts 16].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::at_least_one)]
     batch_size: Option<usize>,
     /// Learning rate of every trained weight [default: 2e-4; with --experts 1e-2].
     #[arg(long)]

@@ -640,6 +640,42 @@ fn inspect_verifies_and_bad_input_is_named() {
 }
 
 #[test]
+fn a_count_of_zero_is_refused_by_name() {
+    for (flag, args) in [
+        (
+            "--batch-size",
+            &["annotate", "--model", "m", "--batch-size", "0", "t.csv"][..],
+        ),
+        (
+            "--repeat",
+            &["bench", "--model", "m", "--repeat", "0", "t.csv"],
+        ),
+        ("--threads", &["--threads", "0", "inspect", "m"]),
+        (
+            "--batch-size",
+            &[
+                "train-router",
+                "--model",
+                "m",
+                "--train",
+                "t",
+                "--out",
+                "o",
+                "--batch-size",
+                "0",
+            ],
+        ),
+    ] {
+        let out = colswarm(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(flag) && stderr.contains("must be at least 1"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn baseline_without_the_hierarchy_closure_predicts_only_what_it_scores() {
     let dir = tempfile::tempdir().unwrap();
     let w = root().join("datasets/wikitables-turl-subset");

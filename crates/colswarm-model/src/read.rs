@@ -93,6 +93,7 @@ pub fn table_files_and_workbooks(
     let mut files = Vec::new();
     let mut workbooks = Vec::new();
     let mut others = Vec::new();
+    let mut folders = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             files.push(input.clone());
@@ -101,6 +102,7 @@ pub fn table_files_and_workbooks(
             files.extend(listed.tables);
             workbooks.extend(listed.workbooks);
             others.extend(listed.others);
+            folders.extend(listed.folders);
         } else if input.is_file() {
             files.push(input.clone());
         } else {
@@ -124,6 +126,17 @@ pub fn table_files_and_workbooks(
                 if others.len() == 1 { "" } else { "s" },
                 first.display(),
                 TABLE_EXTENSIONS.join(", ."),
+            ));
+        } else if let Some(first) = folders.iter().min() {
+            // Folders are read one level deep: tables in subfolders need naming.
+            reason.push_str(&format!(
+                " ({} subfolder{}, such as {}, which {} not searched: name {} as input{})",
+                folders.len(),
+                if folders.len() == 1 { "" } else { "s" },
+                first.display(),
+                if folders.len() == 1 { "is" } else { "are" },
+                if folders.len() == 1 { "it" } else { "them" },
+                if folders.len() == 1 { "" } else { "s" },
             ));
         }
         return Err(ModelError::Input {
@@ -156,6 +169,8 @@ struct DirectoryFiles {
     workbooks: Vec<PathBuf>,
     /// Any other file but hidden ones (`.DS_Store`): passed over.
     others: Vec<PathBuf>,
+    /// Subfolders but hidden ones (`.git`): not searched.
+    folders: Vec<PathBuf>,
 }
 
 /// The files of `dir`, extensions compared in lower case.
@@ -170,7 +185,11 @@ fn files_in(dir: &Path) -> Result<DirectoryFiles, ModelError> {
         let hidden = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-        if !path.is_file() {
+        if path.is_dir() {
+            if !hidden {
+                listed.folders.push(path);
+            }
+        } else if !path.is_file() {
             continue;
         } else if TABLE_EXTENSIONS.contains(&extension.as_str()) {
             listed.tables.push(path);
@@ -234,6 +253,18 @@ mod tests {
             .to_string();
         assert!(
             err.contains("2 spreadsheet workbooks, such as") && err.contains("a.ods"),
+            "{err}"
+        );
+        // A folder of folders says they are not searched.
+        let nested = tempfile::tempdir().unwrap();
+        std::fs::create_dir(nested.path().join("2024")).unwrap();
+        std::fs::create_dir(nested.path().join(".git")).unwrap();
+        write(&nested.path().join("2024"), "a.csv", "x\n1\n");
+        let err = table_files(&[nested.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("1 subfolder, such as") && err.contains("2024, which is not searched"),
             "{err}"
         );
         write(empty.path(), "C.CSV", "x\n1\n");
