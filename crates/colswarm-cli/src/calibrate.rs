@@ -17,7 +17,7 @@ use colswarm_eval::{
 };
 use colswarm_model::{
     ExpertList, HeaderMemory, LABELS_FILE, Model, ModelDir, Namespace, ROUTING_FILE, SpecialistUse,
-    Task, mix_namespace,
+    SubjectLabel, Task, mix_namespace,
 };
 use colswarm_swarm::manifest::{MANIFEST_FILE, set_router_threshold};
 use serde::Serialize;
@@ -33,7 +33,7 @@ pub(crate) struct CalibrateArgs {
     /// Labelled dev tables NAME=FORMAT:PATH[#SPLIT], NAME being one of the model's namespaces of
     /// `--task` (repeatable: one threshold per namespace). Use tables the model was not trained
     /// on.
-    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "header_memory", "header_memory_from", "type_view", "router_threshold", "open_below", "mix_weight"])]
+    #[arg(long = "dev", required_unless_present_any = ["set", "label_names", "label_names_skip_subject", "subject_label", "header_memory", "header_memory_from", "type_view", "router_threshold", "open_below", "mix_weight"])]
     dev: Vec<String>,
     /// Store this threshold for a namespace of `--task` as given, NAMESPACE=THRESHOLD
     /// (repeatable): one chosen elsewhere, such as on dev with a model of the same recipe
@@ -55,6 +55,18 @@ pub(crate) struct CalibrateArgs {
     /// their own, as T2D's `rdf-schema#label`, which their headers never spell.
     #[arg(long = "label-names-skip-subject", value_name = "NAMESPACE=yes|no")]
     label_names_skip_subject: Vec<String>,
+    /// Let a CTA namespace's label for subject columns find each table's subject column,
+    /// NAMESPACE=LABEL (T2D's `http://www.w3.org/2000/01/rdf-schema#label`): where another
+    /// column is more probable of LABEL than the cell rule's column by more than
+    /// `--subject-margin`, relations start from it and the label-name prior leaves it out.
+    /// A table whose subject column is named (`annotate --subject-column`) keeps it;
+    /// `NAMESPACE=none` removes the label.
+    #[arg(long = "subject-label", value_name = "NAMESPACE=LABEL")]
+    subject_label: Vec<String>,
+    /// With `--subject-label`: how much more probable of the label another column must be
+    /// (in [-1, 1]; a negative margin always takes the most probable column).
+    #[arg(long, default_value_t = 0.7, allow_negative_numbers = true)]
+    subject_margin: f32,
     /// Store the weight of the header-memory prior for a namespace of `--task`,
     /// NAMESPACE=WEIGHT (repeatable): a column's header raises each label by WEIGHT times the
     /// share of the header's training columns (CPA: object columns) that had it. The counts
@@ -153,6 +165,7 @@ pub(crate) fn cmd_calibrate(args: CalibrateArgs) -> Result<()> {
         && args.set.is_empty()
         && args.label_names.is_empty()
         && args.label_names_skip_subject.is_empty()
+        && args.subject_label.is_empty()
         && args.header_memory.is_empty()
         && args.header_memory_from.is_empty()
         && args.type_view.is_empty());
@@ -274,6 +287,7 @@ fn store_priors(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
         let cta = &mut model.space.cta;
         task_namespace(cta, "CTA", flag, given, name)?.label_name_skip_subject = skip;
     }
+    store_subject_label(args, model)?;
     store_header_memory(args, model)?;
     for given in &args.type_view {
         let (name, weight) = parse_unit("--type-view", "M", given)?;
@@ -285,6 +299,35 @@ fn store_priors(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
         }
         let cpa = &mut model.space.cpa;
         task_namespace(cpa, "CPA", "--type-view", given, &name)?.type_view_weight = weight;
+    }
+    Ok(())
+}
+
+/// Every `--subject-label`, with `--subject-margin`.
+fn store_subject_label(args: &CalibrateArgs, model: &mut Model) -> Result<()> {
+    let margin = args.subject_margin;
+    if !(-1.0..=1.0).contains(&margin) {
+        bail!("--subject-margin {margin} is not in [-1, 1]");
+    }
+    for given in &args.subject_label {
+        let Some((name, label)) = given.split_once('=') else {
+            bail!("--subject-label {given}: expected NAMESPACE=LABEL or NAMESPACE=none");
+        };
+        let cta = &mut model.space.cta;
+        let namespace = task_namespace(cta, "CTA", "--subject-label", given, name)?;
+        namespace.subject_label = if label == "none" {
+            None
+        } else if namespace.labels.iter().any(|l| l == label) {
+            Some(SubjectLabel {
+                label: label.to_string(),
+                margin,
+            })
+        } else {
+            bail!(
+                "--subject-label {given}: CTA namespace `{name}` has no label `{label}` (it has {} labels)",
+                namespace.labels.len()
+            );
+        };
     }
     Ok(())
 }
@@ -519,6 +562,13 @@ fn report(
                     ""
                 };
                 out!("{} ({task}): label-name prior weight {w}{scope}", n.name);
+            }
+            if let Some(subject) = &n.subject_label {
+                let (label, margin) = (&subject.label, subject.margin);
+                out!(
+                    "{} ({task}): finds subject columns by `{label}`, margin {margin}",
+                    n.name
+                );
             }
             if let Some(memory) = &n.header_memory {
                 let (w, headers) = (memory.weight, memory.len());

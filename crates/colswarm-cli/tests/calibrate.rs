@@ -602,3 +602,55 @@ fn calibrate_refuses_a_memory_without_counts_or_weight_and_a_bad_type_view() {
         refuses_calibrate(&args, expected);
     }
 }
+
+#[test]
+fn calibrate_stores_and_removes_a_subject_label_and_refuses_a_bad_one() {
+    const LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
+    let shipped = root().join("models/colswarm-small");
+    let work = tempfile::tempdir().unwrap();
+    let subject_label = |model: &Path| {
+        let labels = labels_json(model);
+        let mut list = labels["cta"].as_array().unwrap().iter();
+        let t2d = list.find(|n| n["name"] == "t2d").unwrap().clone();
+        t2d.get("subject_label").cloned()
+    };
+    let removed = work.path().join("removed");
+    let given = "t2d=none";
+    let args = ["--subject-label", given, "--out", removed.to_str().unwrap()];
+    let mut all = vec!["calibrate", "--model", shipped.to_str().unwrap()];
+    all.extend(args);
+    stdout(&colswarm(&all));
+    assert_eq!(subject_label(&removed), None);
+    let stored = work.path().join("stored");
+    let given = format!("t2d={LABEL}");
+    let text = stdout(&colswarm(&[
+        "calibrate",
+        "--model",
+        removed.to_str().unwrap(),
+        "--subject-label",
+        &given,
+        "--subject-margin",
+        "0.25",
+        "--out",
+        stored.to_str().unwrap(),
+    ]));
+    assert!(
+        text.contains("t2d (CTA): finds subject columns by"),
+        "{text}"
+    );
+    assert_eq!(
+        subject_label(&stored),
+        Some(serde_json::json!({"label": LABEL, "margin": 0.25}))
+    );
+    for (given, expected) in [
+        ("t2d=city", "has no label `city`"),
+        ("nope=x", "no CTA namespace `nope`"),
+        ("t2d", "expected NAMESPACE=LABEL or NAMESPACE=none"),
+    ] {
+        assert_refused("--subject-label", given, expected);
+    }
+    refuses_calibrate(
+        &["--subject-label", "t2d=none", "--subject-margin", "2"],
+        "--subject-margin 2 is not in [-1, 1]",
+    );
+}

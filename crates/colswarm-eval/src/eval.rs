@@ -164,6 +164,34 @@ fn subjects(tables: &[&Table], task: Task, own_subject: bool) -> Vec<usize> {
         .collect()
 }
 
+/// Replaces the cell rule's subject columns in `subjects` by those the model finds from its
+/// subject label in CTA namespace `typed` ([`Model::found_subject`]), as `annotate` does:
+/// every table's for types, and for relations where they start from the model's own choice
+/// (`own_subject`). That takes a pass over every column, not only the scored ones, as at run
+/// time.
+fn found_subjects(
+    model: &Model,
+    chunk: &[&Table],
+    options: &EvalOptions,
+    typed: usize,
+    subjects: &mut [usize],
+) -> Result<(), EvalError> {
+    if options.task == Task::Cpa && !options.own_subject {
+        return Ok(());
+    }
+    let examples = model.encode(chunk, Columns::All);
+    let refs: Vec<&Example> = examples.iter().collect();
+    let wanted = Wanted {
+        cta: &[typed],
+        cpa: &[],
+    };
+    let outputs = model.predict_for(&refs, subjects, options.specialists, Some(wanted))?;
+    for (b, table) in chunk.iter().enumerate() {
+        subjects[b] = model.found_subject(&outputs, b, table.n_columns(), subjects[b]);
+    }
+    Ok(())
+}
+
 /// One table of a forward pass: its place `b` in the pass and its subject column.
 struct TableRead<'a> {
     table: &'a Table,
@@ -327,7 +355,10 @@ pub fn evaluate(
     for chunk in colswarm_model::passes(&tables, options.batch_size) {
         let examples = model.encode(chunk, Columns::Targets);
         let refs: Vec<&Example> = examples.iter().collect();
-        let subjects = subjects(chunk, options.task, options.own_subject);
+        let mut subjects = subjects(chunk, options.task, options.own_subject);
+        if let Some((typed, _, _)) = model.subject_label() {
+            found_subjects(model, chunk, options, typed, &mut subjects)?;
+        }
         let start = Instant::now();
         let outputs = model.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
         seconds += start.elapsed().as_secs_f64();

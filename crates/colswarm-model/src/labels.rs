@@ -18,6 +18,7 @@ use crate::added_head::HeadFile;
 use crate::error::ModelError;
 use crate::header_memory::HeaderMemory;
 use crate::reader::ReaderFile;
+use crate::subject::SubjectLabel;
 pub use crate::task::Task;
 
 /// The CTA head's kind for labels of this format: multi-label where its ground truth allows
@@ -86,6 +87,11 @@ pub struct Namespace {
     /// names another label. Set by `colswarm calibrate --label-names-skip-subject`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub label_name_skip_subject: bool,
+    /// CTA: the label this namespace gives subject columns, with which the model may find a
+    /// table's subject column ([`crate::SubjectLabel`]). Set by `colswarm calibrate
+    /// --subject-label`; `None`: the cell rule alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_label: Option<SubjectLabel>,
     /// The header-memory prior ([`crate::header_memory`]): the labels each header had in the
     /// model's training tables, and their weight. Set by `colswarm calibrate
     /// --header-memory`; `None`: no memory.
@@ -130,6 +136,7 @@ impl Namespace {
             abstain_below: None,
             label_name_weight: None,
             label_name_skip_subject: false,
+            subject_label: None,
             header_memory: None,
             type_view_weight: None,
             head: None,
@@ -233,6 +240,7 @@ impl From<LabelSpaceV1> for LabelSpace {
                     abstain_below: None,
                     label_name_weight: None,
                     label_name_skip_subject: false,
+                    subject_label: None,
                     header_memory: None,
                     type_view_weight: None,
                     head: None,

@@ -84,6 +84,6 @@ pub use read::{
 pub use reader::{NgramReader, ReaderFeatures, ReaderFile, TableFeatures};
 pub use serialize_settings::{SERIALIZE_FILE, SerializeSettings};
 pub use subject::{
-    SUBJECT_MIN_DISTINCT, SUBJECT_MIN_MEAN_CHARS, SubjectColumn, detected_subject_column,
-    subject_column,
+    SUBJECT_MIN_DISTINCT, SUBJECT_MIN_MEAN_CHARS, SubjectColumn, SubjectLabel,
+    detected_subject_column, subject_by_label, subject_column,
 };

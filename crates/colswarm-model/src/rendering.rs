@@ -67,6 +67,12 @@ impl Model {
                 cta_wanted.push(typed);
             }
         }
+        // The subject label's namespace finds subject columns, with its experts.
+        if let Some((typed, _, _)) = self.subject_label() {
+            if !cta_wanted.contains(&typed) {
+                cta_wanted.push(typed);
+            }
+        }
         let wanted = Wanted {
             cta: &cta_wanted,
             cpa: &cpa_wanted,
@@ -79,9 +85,34 @@ impl Model {
             let refs: Vec<&Example> = examples.iter().collect();
             let subjects: Vec<usize> = chunk.iter().map(subject_column).collect();
             let outputs = self.predict_for(&refs, &subjects, options.specialists, Some(wanted))?;
+            // Where the model finds another subject column than the cell rule (and the table
+            // names none), the table is read again from it: its relations start there.
+            let found: Vec<usize> = (0..chunk.len())
+                .map(|b| match chunk[b].subject_column {
+                    Some(named) => named,
+                    None => self.found_subject(&outputs, b, chunk[b].n_columns(), subjects[b]),
+                })
+                .collect();
+            let moved: Vec<usize> = (0..chunk.len())
+                .filter(|&b| found[b] != subjects[b])
+                .collect();
+            let again = if moved.is_empty() {
+                None
+            } else {
+                let tables: Vec<&Table> = moved.iter().map(|&b| &chunk[b]).collect();
+                let examples = self.encode_for(&tables, Columns::All, experts);
+                let refs: Vec<&Example> = examples.iter().collect();
+                let starts: Vec<usize> = moved.iter().map(|&b| found[b]).collect();
+                Some(self.predict_for(&refs, &starts, options.specialists, Some(wanted))?)
+            };
             for (b, table) in chunk.iter().enumerate() {
-                let read = (b, table, subjects[b]);
-                annotations.push(outputs.table(self, read, &cta, &cpa, options));
+                let annotation = match (moved.iter().position(|&m| m == b), &again) {
+                    (Some(i), Some(again)) => {
+                        again.table(self, (i, table, found[b]), &cta, &cpa, options)
+                    }
+                    _ => outputs.table(self, (b, table, subjects[b]), &cta, &cpa, options),
+                };
+                annotations.push(annotation);
             }
         }
         Ok(annotations)

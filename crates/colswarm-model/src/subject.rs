@@ -5,6 +5,11 @@
 use std::collections::HashSet;
 
 use colswarm_tables::{CellCounts, Column, Table};
+use serde::{Deserialize, Serialize};
+
+use crate::decode::namespace_probs;
+use crate::model::Model;
+use crate::prediction::Outputs;
 
 /// Share of a subject column's non-empty cells that must be distinct (compared in lower case):
 /// a column that repeats its values (`Canada`, `Canada`, …) describes the entities, it does not
@@ -72,6 +77,73 @@ fn names_entities(column: &Column, counts: CellCounts) -> bool {
         .collect::<HashSet<_>>()
         .len();
     distinct as f64 >= SUBJECT_MIN_DISTINCT * filled
+}
+
+/// A CTA label that a namespace gives subject columns (T2D types every key column
+/// `rdf-schema#label`), with which the model's own probabilities may find a table's subject
+/// column where the cell rule ([`detected_subject_column`]) misses it. Set by `colswarm
+/// calibrate --subject-label`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectLabel {
+    /// The label, one of the namespace's.
+    pub label: String,
+    /// How much more probable of `label` another column must be than the rule's column to
+    /// become the subject column instead ([`subject_by_label`]).
+    pub margin: f32,
+}
+
+/// The subject column that each column's probability of a subject label chooses over the cell
+/// rule's `rule` column: the most probable column (the first of equals), where its probability
+/// exceeds `rule`'s by more than `margin`; else `rule`.
+///
+/// # Shapes
+/// - `probs`: `[columns]`
+///
+/// ```
+/// use colswarm_model::subject_by_label;
+///
+/// assert_eq!(subject_by_label(0, &[0.1, 0.9, 0.2], 0.5), 1);
+/// assert_eq!(subject_by_label(0, &[0.5, 0.9, 0.2], 0.5), 0);
+/// ```
+pub fn subject_by_label(rule: usize, probs: &[f32], margin: f32) -> usize {
+    let Some(best) = (0..probs.len()).reduce(|a, b| if probs[b] > probs[a] { b } else { a }) else {
+        return rule;
+    };
+    let at_rule = probs.get(rule).copied().unwrap_or(0.0);
+    if probs[best] - at_rule > margin {
+        best
+    } else {
+        rule
+    }
+}
+
+impl Model {
+    /// The CTA namespace with a [`SubjectLabel`] (the first), the label's head output and
+    /// its margin: `None` where the cell rule alone finds subject columns.
+    pub fn subject_label(&self) -> Option<(usize, usize, f32)> {
+        self.space.cta.iter().enumerate().find_map(|(i, n)| {
+            let chosen = n.subject_label.as_ref()?;
+            Some((i, n.output(&chosen.label)?, chosen.margin))
+        })
+    }
+
+    /// Table `b`'s subject column as the model finds it from a pass over its `columns` columns
+    /// read from the cell rule's `rule` column: [`subject_by_label`] on each column's
+    /// probability of the model's [`SubjectLabel`] (before any prior, experts mixed in);
+    /// `rule` without one.
+    pub fn found_subject(&self, outputs: &Outputs, b: usize, columns: usize, rule: usize) -> usize {
+        let Some((namespace, output, margin)) = self.subject_label() else {
+            return rule;
+        };
+        let ns = &self.space.cta[namespace];
+        let at = output - ns.offset;
+        let start = outputs.row_start[b];
+        let probs: Vec<f32> = (start..start + columns)
+            .map(|row| namespace_probs(ns, &outputs.cta[row], None)[at])
+            .collect();
+        subject_by_label(rule, &probs, margin)
+    }
 }
 
 /// A subject column a user names for their tables: by header or by index.
@@ -222,5 +294,118 @@ mod tests {
         t.subject_column = Some(1);
         assert_eq!(subject_column(&t), 1);
         assert_eq!(detected_subject_column(&t), 0);
+    }
+
+    #[test]
+    fn a_margin_decides_whether_the_most_probable_column_replaces_the_rule_s() {
+        assert_eq!(subject_by_label(2, &[0.1, 0.8, 0.2], 0.5), 1);
+        assert_eq!(subject_by_label(2, &[0.1, 0.8, 0.4], 0.5), 2);
+        // Equals: the first; none: the rule's.
+        assert_eq!(subject_by_label(2, &[0.9, 0.9, 0.1], 0.5), 0);
+        assert_eq!(subject_by_label(1, &[], -1.0), 1);
+        assert_eq!(subject_by_label(0, &[0.3, 0.3], -1.0), 0);
+    }
+
+    /// On the shipped model's sample tables: with a subject label, each table's subject column
+    /// is the column whose softmax of the `t2d` logits (computed here from a pass read from
+    /// the rule's columns) gives the label most, and its relations are those a pass read from
+    /// that column gives.
+    #[test]
+    fn annotate_reads_relations_from_the_column_the_subject_label_finds() {
+        use crate::annotation::AnnotateOptions;
+        use crate::encode::Columns;
+        use crate::model::SpecialistUse;
+        use burn::tensor::Device;
+
+        const LABEL: &str = "http://www.w3.org/2000/01/rdf-schema#label";
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+        let mut model = Model::load(
+            std::path::Path::new(&format!("{root}models/colswarm-small")),
+            &Device::default(),
+        )
+        .unwrap();
+        let samples = std::path::PathBuf::from(format!("{root}datasets/t2d-webtables/samples"));
+        let mut tables: Vec<Table> = crate::read::table_files(&[samples])
+            .unwrap()
+            .iter()
+            .map(|f| crate::read::read_table(f).unwrap())
+            .collect();
+        // Each with its columns reversed too: the rule takes the first column of names from
+        // the left, so there it often finds another one than the model's label does.
+        let reversed: Vec<Table> = tables
+            .iter()
+            .map(|t| {
+                let mut r = t.clone();
+                r.id = format!("{}-reversed", t.id);
+                r.columns.reverse();
+                r
+            })
+            .collect();
+        tables.extend(reversed);
+        let t2d = model
+            .space
+            .cta
+            .iter()
+            .position(|n| n.name == "t2d")
+            .unwrap();
+        let ns = model.space.cta[t2d].clone();
+        let at = ns.output(LABEL).unwrap();
+        let options = AnnotateOptions {
+            cpa_namespaces: vec!["t2d".into()],
+            ..AnnotateOptions::default()
+        };
+        model.space.cta[t2d].subject_label = None;
+        let ruled = model.annotate(&tables, &options).unwrap();
+        model.space.cta[t2d].subject_label = Some(SubjectLabel {
+            label: LABEL.into(),
+            margin: -1.0,
+        });
+        let found = model.annotate(&tables, &options).unwrap();
+        let mut moved = 0;
+        for (i, table) in tables.iter().enumerate() {
+            let rule = detected_subject_column(table);
+            assert_eq!(ruled[i].subject_column, rule, "{}", table.id);
+            let examples = model.encode(std::slice::from_ref(table), Columns::All);
+            let refs: Vec<&_> = examples.iter().collect();
+            let outputs = model
+                .predict(&refs, &[rule], SpecialistUse::Router)
+                .unwrap();
+            let label_probs: Vec<f32> = outputs
+                .cta
+                .iter()
+                .take(table.n_columns())
+                .map(|row| {
+                    let own = &row[ns.range()];
+                    let max = own.iter().copied().fold(f32::MIN, f32::max);
+                    let sum: f32 = own.iter().map(|x| (x - max).exp()).sum();
+                    (row[at] - max).exp() / sum
+                })
+                .collect();
+            let mut expected = 0;
+            for (c, p) in label_probs.iter().enumerate() {
+                if *p > label_probs[expected] {
+                    expected = c;
+                }
+            }
+            let annotation = &found[i];
+            assert_eq!(annotation.subject_column, expected, "{}", table.id);
+            moved += usize::from(expected != rule);
+            // Its relations: from a pass read from the found column.
+            let again = model
+                .predict(&refs, &[expected], SpecialistUse::Router)
+                .unwrap();
+            let mut starts = Vec::new();
+            for column in &annotation.columns {
+                for relation in &column.relations {
+                    starts.push(relation.subject_column);
+                }
+            }
+            assert!(starts.iter().all(|&s| s == expected), "{}", table.id);
+            assert_eq!(starts.len(), again.cpa[0].len(), "{}", table.id);
+        }
+        assert!(
+            moved > 0,
+            "no sample table moved: the test would prove nothing"
+        );
     }
 }
