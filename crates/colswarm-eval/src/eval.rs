@@ -35,7 +35,8 @@ pub struct EvalOptions {
     /// map per target, so off by default).
     pub probabilities: bool,
     /// CPA: read relations from the subject column the model finds in each table
-    /// ([`colswarm_model::detected_subject_column`]), as `annotate` does, not from the set's
+    /// ([`colswarm_model::detected_subject_column`], or its [`colswarm_model::SubjectLabel`]'s
+    /// choice where it has one), as `annotate` does, not from the set's
     /// own; a target whose subject is another column is a miss. What a user gets at run time.
     pub own_subject: bool,
 }
@@ -434,5 +435,76 @@ mod tests {
         assert_eq!(subjects(&[&t], Task::Cpa, false), [1]);
         // At run time relations start from the model's own subject column too.
         assert_eq!(subjects(&[&t], Task::Cpa, true), [0]);
+    }
+
+    #[test]
+    fn eval_finds_each_table_s_subject_column_as_annotate_does() {
+        use colswarm_model::{AnnotateOptions, Annotator, SubjectLabel};
+
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+        let annotator = Annotator::builder(format!("{root}models/colswarm-small"))
+            .build()
+            .unwrap();
+        let mut model = annotator.model().clone();
+        let t2d = model
+            .space
+            .cta
+            .iter()
+            .position(|n| n.name == "t2d")
+            .unwrap();
+        model.space.cta[t2d].subject_label = Some(SubjectLabel {
+            label: "http://www.w3.org/2000/01/rdf-schema#label".into(),
+            margin: -1.0,
+        });
+        let samples = format!("{root}datasets/t2d-webtables/samples");
+        let mut plain: Vec<Table> = colswarm_model::table_files(&[samples.into()])
+            .unwrap()
+            .iter()
+            .map(|f| colswarm_model::read_table(f).unwrap())
+            .collect();
+        // Reversed, the cell rule often finds another column than the label does.
+        let reversed: Vec<Table> = plain
+            .iter()
+            .map(|t| {
+                let mut r = t.clone();
+                r.columns.reverse();
+                r
+            })
+            .collect();
+        plain.extend(reversed);
+        // A set's annotated key, which types never read.
+        let keyed: Vec<Table> = plain
+            .iter()
+            .map(|t| {
+                let mut k = t.clone();
+                k.subject_column = Some(0);
+                k
+            })
+            .collect();
+        let chunk: Vec<&Table> = keyed.iter().collect();
+        let options = EvalOptions {
+            task: Task::Cta,
+            namespace: None,
+            batch_size: chunk.len(),
+            specialists: SpecialistUse::Router,
+            progress: false,
+            probabilities: false,
+            own_subject: false,
+        };
+        let rule = subjects(&chunk, Task::Cta, false);
+        let mut found = rule.clone();
+        found_subjects(&model, &chunk, &options, t2d, &mut found).unwrap();
+        let annotated = model.annotate(&plain, &AnnotateOptions::default()).unwrap();
+        let expected: Vec<usize> = annotated.iter().map(|a| a.subject_column).collect();
+        assert_eq!(found, expected);
+        assert_ne!(found, rule, "no table moved: the test would prove nothing");
+        // Relations on the set's pairs start from the set's key.
+        let cpa = EvalOptions {
+            task: Task::Cpa,
+            ..options
+        };
+        let mut kept = subjects(&chunk, Task::Cpa, false);
+        found_subjects(&model, &chunk, &cpa, t2d, &mut kept).unwrap();
+        assert!(kept.iter().all(|&s| s == 0), "{kept:?}");
     }
 }

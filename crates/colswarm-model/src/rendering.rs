@@ -68,10 +68,10 @@ impl Model {
             }
         }
         // The subject label's namespace finds subject columns, with its experts.
-        if let Some((typed, _, _)) = self.subject_label() {
-            if !cta_wanted.contains(&typed) {
-                cta_wanted.push(typed);
-            }
+        if let Some((typed, _, _)) = self.subject_label()
+            && !cta_wanted.contains(&typed)
+        {
+            cta_wanted.push(typed);
         }
         let wanted = Wanted {
             cta: &cta_wanted,
