@@ -96,21 +96,33 @@ impl Model {
             let moved: Vec<usize> = (0..chunk.len())
                 .filter(|&b| found[b] != subjects[b])
                 .collect();
-            let again = if moved.is_empty() {
+            // Only the relations change with the subject column (types are decoded from the
+            // first pass, with the subject column found): the second pass asks for relations
+            // alone, so experts that know none stay closed.
+            let again = if moved.is_empty() || cpa_wanted.is_empty() {
                 None
             } else {
                 let tables: Vec<&Table> = moved.iter().map(|&b| &chunk[b]).collect();
                 let examples = self.encode_for(&tables, Columns::All, experts);
                 let refs: Vec<&Example> = examples.iter().collect();
                 let starts: Vec<usize> = moved.iter().map(|&b| found[b]).collect();
-                Some(self.predict_for(&refs, &starts, options.specialists, Some(wanted))?)
+                let relations = Wanted {
+                    cta: &[],
+                    cpa: &cpa_wanted,
+                };
+                Some(self.predict_for(&refs, &starts, options.specialists, Some(relations))?)
             };
             for (b, table) in chunk.iter().enumerate() {
-                let annotation = match (moved.iter().position(|&m| m == b), &again) {
-                    (Some(i), Some(again)) => {
-                        again.table(self, (i, table, found[b]), &cta, &cpa, options)
+                let columns = table.n_columns();
+                let annotation = match moved.iter().position(|&m| m == b) {
+                    Some(i) => {
+                        let mut merged = outputs.one_table(b, columns);
+                        if let Some(again) = &again {
+                            merged.cpa = again.one_table(i, columns).cpa;
+                        }
+                        merged.table(self, (0, table, found[b]), &cta, &cpa, options)
                     }
-                    _ => outputs.table(self, (b, table, subjects[b]), &cta, &cpa, options),
+                    None => outputs.table(self, (b, table, subjects[b]), &cta, &cpa, options),
                 };
                 annotations.push(annotation);
             }
