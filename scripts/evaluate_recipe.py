@@ -9,9 +9,10 @@ For each benchmark and each outer fold k:
   the fold's models never train on it, and every setting the recipe chooses is chosen there:
   the label-name prior's weight per task (T2D), which domain experts open (`open_below`, on
   every table, or none), the experts' logit-mix weights (learned from the identity, θ = 0, by `train-router
-  --experts --mix-only`, the gates kept at the chosen rule), CPA's type view and header-memory
-  weight (T2D; the memory counts the tables the model trained on), and the abstention
-  thresholds;
+  --experts --mix-only`, the gates kept at the chosen rule), whether the types' label for
+  subject columns finds each table's subject column and at which margin (T2D: scored by types
+  and by relations read from the column it finds), CPA's type view and header-memory weight
+  (T2D; the memory counts the tables the model trained on), and the abstention thresholds;
 - the model (`recipes/colswarm-small.toml`: the other benchmarks' data whole, this one's other
   folds but the selection half) and the benchmark's domain expert (`recipes/expert.toml`, the
   shipped expert's shape) train on the rest, with the recipe's own seeds; no seed is chosen;
@@ -22,7 +23,8 @@ For each benchmark and each outer fold k:
   every table outside fold k; the n-gram peers with the label-name prior choose its weight on
   the selection half as the model does.
 
-The subject column is always the model's own choice (CTA); CPA's pairs are the set's. The folds'
+The subject column is always the model's own choice (CTA); CPA's pairs are the set's, and
+relations read from the model's own subject column are scored beside them. The folds'
 predictions are pooled per benchmark and task and compared with `colswarm compare` (paired
 bootstrap over tables, 95% interval). The tables go into docs/RESULTS.md between its
 `evaluate-recipe` markers (`recipe_results.py`), with the command and, per benchmark, the
@@ -81,6 +83,9 @@ class Settings:
         # header memory's weight, simpler settings first.
         type_views, memories = ([0, 0.5], [0, 4]) if args.tiny else ([0, 0.25, 0.5, 0.75], [0, 2, 4, 8])
         self.cpa_grid = [(m, w) for m in type_views for w in memories]
+        # The subject label's margin (T2D), none first: the larger the margin, the fewer tables
+        # whose subject column it moves.
+        self.subject_grid = [None, 0.7] if args.tiny else [None, 0.9, 0.7, 0.5, 0.3]
         # The experts' logit mix, learned from the identity on the selection half.
         self.mix_steps = 5 if args.tiny else 300
         # A tiny run trains on a few tables for one epoch (the recipes average six).
@@ -295,6 +300,43 @@ def choose_cpa_priors(settings, fold, model):
     return list(choice), [(list(c), f1(t)) for c, t in scores]
 
 
+# The label T2D gives a table's subject column (its entity's name).
+SUBJECT_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+
+
+def subject_label_args(bench, margin):
+    """`calibrate`'s flags for the subject label at MARGIN (None: no subject label)."""
+    if margin is None:
+        return ["--subject-label", f"{bench}=none"]
+    return ["--subject-label", f"{bench}={SUBJECT_LABEL}", "--subject-margin", str(margin)]
+
+
+def knows_label(model, bench, label):
+    """Whether MODEL's CTA namespace BENCH has LABEL."""
+    labels = json.loads((Path(model) / "labels.json").read_text())
+    return any(n["name"] == bench and label in n["labels"] for n in labels["cta"])
+
+
+def choose_subject_label(settings, fold, model):
+    """The subject label's margin (None: no subject label) chosen on the selection half by
+    types and relations, both read from the subject column the model finds
+    (`eval --own-subject`), set in MODEL (in place); None where the namespace lacks the label."""
+    if not knows_label(model, fold.bench, SUBJECT_LABEL):
+        return None, []
+    settings.say(f"{fold.bench} fold {fold.k}: choosing the subject label on the selection half")
+    scores = []
+    for margin in settings.subject_grid:
+        run(settings, "calibrate", "--model", model, *subject_label_args(fold.bench, margin))
+        total = [0, 0, 0]
+        for task in fold.tasks:
+            report = evaluate(settings, fold, model, task, "select", own_subject=True)
+            total = [a + b for a, b in zip(total, counts(report))]
+        scores.append((margin, tuple(total)))
+    margin = choose(scores)
+    run(settings, "calibrate", "--model", model, *subject_label_args(fold.bench, margin))
+    return margin, [(m, f1(c)) for m, c in scores]
+
+
 def choose(scores):
     """The best setting of (setting, counts) pairs, ties to the earlier (the simpler) one."""
     best = max(range(len(scores)), key=lambda i: (round(f1(scores[i][1]), 12), -i))
@@ -376,6 +418,9 @@ def model_fold(settings, fold):
     if averaged and mix:
         mix = {pair: 1.0 if pair.split("@")[0] in averaged else theta for pair, theta in mix.items()}
         set_mix(settings, final, mix)
+    subject_margin = None
+    if "cpa" in fold.tasks:
+        subject_margin, selection["subject_margin"] = choose_subject_label(settings, fold, final)
     cpa_priors = None
     if "cpa" in fold.tasks:
         cpa_priors, selection["cpa_priors"] = choose_cpa_priors(settings, fold, final)
@@ -388,7 +433,7 @@ def model_fold(settings, fold):
     scored, results, without_half = final, {}, {}
     if settings.refit:
         scored = refit(settings, fold, weights if fold.prior else None, open_below, mix,
-                       cpa_priors, thresholds)
+                       subject_margin, cpa_priors, thresholds)
         for task in fold.tasks:
             # What the model without its selection half scores, for the record.
             without_half[task] = evaluate(settings, fold, final, task, "test")["micro_f1"]
@@ -402,14 +447,16 @@ def model_fold(settings, fold):
     for leftover in ("prior-swarm", "open-swarm", "final-swarm", "refit-prior", "refit-swarm"):
         shutil.rmtree(fold.dir / leftover, ignore_errors=True)
     return {"weights": weights, "open_below": open_below, "mix": mix, "cpa_priors": cpa_priors,
+            "subject_margin": subject_margin,
             "selection": selection,
             "results": results, "refit": settings.refit, "without_selection_half": without_half}
 
 
-def refit(settings, fold, weights, open_below, mix, cpa_priors, thresholds):
+def refit(settings, fold, weights, open_below, mix, subject_margin, cpa_priors, thresholds):
     """The fold's model and expert trained on its whole training part, with the settings chosen
-    on the selection half: the prior weights, where the experts open, their mix weights, CPA's
-    type view and header memory (counting the whole training part), the thresholds."""
+    on the selection half: the prior weights, where the experts open, their mix weights, the
+    subject label, CPA's type view and header memory (counting the whole training part), the
+    thresholds."""
     model, experts = train_pair(settings, fold, "-all", fold.own_all, " on the whole training part")
     base = model
     if weights is not None:
@@ -420,6 +467,8 @@ def refit(settings, fold, weights, open_below, mix, cpa_priors, thresholds):
     shutil.copytree(with_experts(settings, base, fold.dir / "refit-swarm", experts, open_below), final,
                     symlinks=True)
     set_mix(settings, final, mix)
+    if "cpa" in fold.tasks and knows_label(final, fold.bench, SUBJECT_LABEL):
+        run(settings, "calibrate", "--model", final, *subject_label_args(fold.bench, subject_margin))
     if cpa_priors is not None:
         run(settings, "calibrate", "--model", final, *cpa_prior_args(fold, cpa_priors, fold.own_all[0]))
     for task, threshold in thresholds.items():

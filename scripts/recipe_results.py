@@ -99,6 +99,7 @@ def benchmark_section(settings, bench, task, summaries):
             f"prior {summaries[k]['weights'][task]}" if bench == "t2d" else None,
             "type view {}, header memory {}".format(*summaries[k]["cpa_priors"])
             if task == "cpa" and summaries[k].get("cpa_priors") else None,
+            subject_text(summaries[k]["subject_margin"]) if "subject_margin" in summaries[k] else None,
             "no expert" if summaries[k]["open_below"] is None else f"experts open {opening_text(opening(summaries[k]['open_below']))}",
             f"threshold {scored[k]['threshold']:.2f}" if scored[k].get("threshold") is not None else None,
         ])) for k in folds)
@@ -158,6 +159,11 @@ def run_time_relations(settings, bench, task, folds, peer):
             f"{c['difference']:+.3f} ({c['ci_low']:+.3f} to {c['ci_high']:+.3f}).")
 
 
+def subject_text(margin):
+    """A subject-label choice in words."""
+    return "no subject label" if margin is None else f"subject label at margin {margin}"
+
+
 def stored_settings(bench, task, summaries, folds):
     """The folds' median choices beside what the shipped model stores for the namespace."""
     labels = json.loads((ROOT / SHIPPED / "labels.json").read_text())
@@ -199,6 +205,14 @@ def stored_settings(bench, task, summaries, folds):
                             f"{median([c[1] for c in chosen])}")
             memory = (namespace.get("header_memory") or {}).get("weight")
             stored.insert(1, f"type view {namespace.get('type_view_weight')}, header memory {memory}")
+        if all("subject_margin" in summaries[k] for k in folds):
+            margins = [summaries[k]["subject_margin"] for k in folds]
+            given = [m for m in margins if m is not None]
+            parts.append(f"subject label at margin {median(given)} ({len(margins) - len(given)} of "
+                         f"{len(folds)} folds chose none)" if given else "no subject label")
+            typed = next((n for n in labels["cta"] if n["name"] == bench), {})
+            shipped = typed.get("subject_label")
+            stored.append(subject_text(shipped["margin"] if shipped else None))
     if all(reader_of(k) for k in folds):
         parts.append(f"reader share {median([reader_of(k)['share'] for k in folds])}")
         stored.append(f"reader share {(namespace.get('reader') or {}).get('share')}")

@@ -44,6 +44,15 @@ class Stored(unittest.TestCase):
         self.assertIn("twin none (not in the shipped model)", stored)
         self.assertRegex(stored, r"t2d-expert \d\.\d\d")
 
+    def test_the_subject_label_s_margin_is_the_median_of_the_folds_that_chose_one(self):
+        fold = lambda margin: {"open_below": 0.8, "weights": {"cpa": 8}, "subject_margin": margin,
+                               "cpa_priors": [0.5, 0], "results": {"cpa": {"threshold": 0.2}}}
+        summaries = {0: fold(0.5), 1: fold(None), 2: fold(0.9)}
+        text = stored_settings("t2d", "cpa", summaries, [0, 1, 2])
+        chosen, stored = text.split("; the shipped model stores ")
+        self.assertIn("subject label at margin 0.7 (1 of 3 folds chose none)", chosen)
+        self.assertRegex(stored, r"subject label at margin \d\.\d|no subject label")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -341,6 +341,21 @@ fn the_nested_protocol_runs_end_to_end_on_tiny_inputs_and_resumes() {
                 cpa["header_memory"]["weight"].as_f64(),
                 (w > 0.0).then_some(w)
             );
+            // The subject label, none or its tiny grid's margin, each scored on the selection
+            // half, and stored in the refit as chosen.
+            let margin = summary["subject_margin"].as_f64();
+            assert!([None, Some(0.7)].contains(&margin), "{margin:?}");
+            let cta = labels["cta"].as_array().unwrap().iter();
+            let types = cta.clone().find(|n| n["name"] == "t2d").unwrap();
+            let known = types["labels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l == "http://www.w3.org/2000/01/rdf-schema#label");
+            let tried = summary["selection"]["subject_margin"].as_array().unwrap();
+            assert_eq!(tried.len(), if known { 2 } else { 0 }, "{tried:?}");
+            let stored = types["subject_label"]["margin"].as_f64();
+            assert_eq!(stored.map(|m| (m * 100.0).round() / 100.0), margin);
         } else {
             assert!(summary["cpa_priors"].is_null(), "{bench}");
         }
