@@ -62,19 +62,18 @@ pub fn read_sotab_table_from_reader(
     id: &str,
     options: &ReadOptions,
 ) -> Result<Table> {
-    Ok(read_rows(input, path, id, options, None)?.0)
+    Ok(read_rows(BufReader::new(input), path, id, options, None)?.0)
 }
 
 /// The rows of a SOTAB table, all or a sample of `sample_rows`, as columns, with what reading
 /// changed.
 fn read_rows(
-    input: impl Read,
+    mut input: impl BufRead,
     path: &Path,
     id: &str,
     options: &ReadOptions,
     sample_rows: Option<usize>,
 ) -> Result<(Table, ReadReport)> {
-    let mut input = BufReader::new(input);
     let mut line_bytes = Vec::new();
     let mut rows: RowSample<BTreeMap<usize, Cell>> = RowSample::new(sample_rows, id);
     let mut width = 0usize;
