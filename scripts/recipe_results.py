@@ -297,10 +297,28 @@ def made_by_one(record):
 
 
 def made_by(records):
-    """The line that says which commits made each benchmark's tables, and in how long."""
+    """The line that says which commits made each benchmark's tables, and in how long (a record
+    kept beside the results file says it in its own words)."""
     return ("Made by `scripts/evaluate-recipe.sh`, on the machine it ran on. "
-            + "; ".join(f"{NAMES[bench]}: {made_by_one(record)}" for bench, record in records.items())
+            + "; ".join(f"{NAMES[bench]}: {record.get('made_by') or made_by_one(record)}"
+                        for bench, record in records.items())
             + ".")
+
+
+def record_file(settings, bench):
+    """Where a benchmark's record is kept beside the results file (committed with it), so that
+    a later run of another benchmark, in another work directory or on another machine, keeps
+    its tables."""
+    return settings.kept / f"{bench}-record.json"
+
+
+def latest_record(settings, bench):
+    """BENCH's latest record: its work directory's, else the one kept beside the results file;
+    None where neither exists."""
+    for file in (settings.out / bench / "results.json", record_file(settings, bench)):
+        if file.exists():
+            return json.loads(file.read_text())
+    return None
 
 
 def fold_record(summary, k):
@@ -321,9 +339,10 @@ def reader_record(summaries):
 
 
 def write_results(settings, done, path, seconds):
-    """Writes the tables of the benchmarks run now into OUT/BENCH/results.json and the results
-    block of PATH from every benchmark's latest record, so that a run of one benchmark keeps the
-    others' tables (each says the commits that made it)."""
+    """Writes the tables of the benchmarks run now into OUT/BENCH/results.json and beside PATH
+    (`results/BENCH-record.json`), and the results block of PATH from every benchmark's latest
+    record, so that a run of one benchmark keeps the others' tables (each says the commits that
+    made it)."""
     for bench in done:
         lines, summaries = [], []
         for task in (["cta", "cpa"] if bench == "t2d" else ["cta"]):
@@ -335,11 +354,16 @@ def write_results(settings, done, path, seconds):
                   "folds": [fold_record(done[bench][k], k) for k in sorted(done[bench])],
                   "reader": reader_record(done[bench]), "lines": lines, "summaries": summaries}
         (settings.out / bench / "results.json").write_text(json.dumps(record, indent=1))
+        # The kept copy says who made it in words: its folds' work directory may be gone.
+        kept = {key: record[key] for key in ("tiny", "lines", "summaries")}
+        record_file(settings, bench).parent.mkdir(parents=True, exist_ok=True)
+        record_file(settings, bench).write_text(
+            json.dumps({"made_by": made_by_one(record), **kept}, indent=1, ensure_ascii=False) + "\n")
     records = {}
     for bench in ("wikitables", "gittables", "t2d"):
-        file = settings.out / bench / "results.json"
-        if file.exists():
-            records[bench] = json.loads(file.read_text())
+        record = latest_record(settings, bench)
+        if record is not None:
+            records[bench] = record
     summaries = [s for r in records.values() for s in r["summaries"]]
     head = [BEGIN, "", "| benchmark | the recipe | best peer | recipe − best peer (95%) |",
             "|---|---|---|---|", *map(head_row, summaries), "", made_by(records), ""]

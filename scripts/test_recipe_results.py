@@ -1,9 +1,13 @@
 """scripts/recipe_results.py's "Made by" line: which commits it names for a benchmark's folds,
 their models and their reader stage."""
 
+import json
+import tempfile
 import unittest
+from pathlib import Path
+from types import SimpleNamespace
 
-from recipe_results import made_by_one, stored_settings
+from recipe_results import BEGIN, END, made_by_one, stored_settings, write_results
 
 
 def record(folds, reader=None):
@@ -52,6 +56,29 @@ class Stored(unittest.TestCase):
         chosen, stored = text.split("; the shipped model stores ")
         self.assertIn("subject label at margin 0.7 (1 of 3 folds chose none)", chosen)
         self.assertRegex(stored, r"subject label at margin \d\.\d|no subject label")
+
+
+class KeptRecords(unittest.TestCase):
+    def test_a_fresh_work_directory_keeps_the_tables_recorded_beside_the_results(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            settings = SimpleNamespace(out=tmp / "work", kept=tmp / "results")
+            settings.out.mkdir()
+            settings.kept.mkdir()
+            summary = {"bench": "wikitables", "task": "cta", "model": 0.8, "best_peer": "majority",
+                       "best_peer_f1": 0.3, "difference": 0.5, "ci": [0.4, 0.6]}
+            (settings.kept / "wikitables-record.json").write_text(json.dumps(
+                {"made_by": "models at commit abc1234 (1 h 0 min)", "tiny": False,
+                 "lines": ["### WikiTables table", ""], "summaries": [summary]}))
+            results = tmp / "RESULTS.md"
+            results.write_text(f"# Results\n\n{BEGIN}\nstale block\n{END}\nKept below.\n")
+            write_results(settings, {}, results, 0.0)
+            text = results.read_text()
+            self.assertIn("### WikiTables table", text)
+            self.assertIn("WikiTables: models at commit abc1234 (1 h 0 min).", text)
+            self.assertIn("| **0.800** | majority 0.300 | +0.500 (+0.400 to +0.600) |", text)
+            self.assertNotIn("stale block", text)
+            self.assertTrue(text.endswith(f"{END}\nKept below.\n"), text)
 
 
 if __name__ == "__main__":
