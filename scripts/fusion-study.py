@@ -170,7 +170,7 @@ def main():
                        str(OUT / "fusion-average.jsonl"), "--json"],
                 check=True, capture_output=True, text=True)
             report["against_average"][name] = json.loads(compared.stdout)
-    json.dump(report, open(OUT / "fusion-report.json", "w"), indent=1)
+    (OUT / "fusion-report.json").write_text(json.dumps(report, indent=1))
     print(f"{'fusion':10} micro-F1  minus averaging (95%)")
     for name, f1 in report["micro_f1"].items():
         c = report["against_average"].get(name)

@@ -374,5 +374,5 @@ def write_results(settings, done, path, seconds):
     else:
         text = text + ("\n" if text else "") + block + "\n"
     path.write_text(text)
-    json.dump(summaries, open(settings.out / "summary.json", "w"), indent=1)
+    (settings.out / "summary.json").write_text(json.dumps(summaries, indent=1))
     return [s for bench in done for s in records[bench]["summaries"]]

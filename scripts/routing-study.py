@@ -186,7 +186,7 @@ def main():
             BIN + ["compare", str(OUT / f"policy-{name}.jsonl"), str(OUT / "policy-rule.jsonl"),
                    "--json"], check=True, capture_output=True, text=True)
         report["against_rule"][name] = json.loads(compared.stdout)
-    json.dump(report, open(OUT / "report.json", "w"), indent=1)
+    (OUT / "report.json").write_text(json.dumps(report, indent=1))
     print(f"{'policy':12} micro-F1  minus the rule (95%)")
     for name, f1 in report["micro_f1"].items():
         c = report["against_rule"].get(name)
